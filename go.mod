@@ -1,0 +1,3 @@
+module github.com/ledgerworks/ledger
+
+go 1.26
