@@ -1,0 +1,33 @@
+// Package storage is the narrow persistence contract that the chain engine is
+// written against, and the home of its backends.
+//
+// # Basics
+//
+// A Backend hands out transactions. A writable transaction sees its own
+// writes; it becomes visible to others, all at once, when Commit returns nil.
+// A backend stores, per chain:
+//
+//   - entries, keyed by (chain, seq), as opaque bytes encoded by the chain
+//     package;
+//   - an index from (chain, idempotency key) to seq, which the backend keeps
+//     unique: appending a second entry with a key that the chain already holds
+//     fails with ErrDuplicate;
+//   - the head: the seq, hash and time of the newest entry.
+//
+// Beside the chains, a backend keeps a state keyspace: an ordered map of byte
+// keys to byte values that the domain packages use for derived state
+// (balances, FIFO layers), written in the same transaction as the entries it
+// derives from.
+//
+// The backends are storage/bolt (one file, one writer process, the embedded
+// default) and storage/postgres (a shared database for services running on
+// several machines). storage/storagetest is the conformance suite that every
+// backend passes.
+//
+// # Caveats
+//
+// Byte slices handed to callbacks (Scan, StateScan) and returned by reads are
+// valid only until the transaction ends; callers copy what they keep.
+// A transaction is used by one goroutine at a time. The storage layer checks
+// no content: validation, hashing and linkage belong to the chain package.
+package storage
