@@ -1,0 +1,287 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"os"
+	"sync/atomic"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	bbolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// Format is the value of meta/format in every file this package writes.
+const Format = "ledger/bolt/v1"
+
+// LockTimeoutDefault is how long Open waits for another process's lock when
+// Options.LockTimeout is zero.
+const LockTimeoutDefault = 10 * time.Second
+
+// FileMode is the permission of a newly created ledger file: the ledger holds
+// business records, so only its owner may read it.
+const FileMode os.FileMode = 0o600
+
+// Bucket names of the file layout (see the package documentation).
+var (
+	BucketMeta    = []byte("meta")
+	BucketChains  = []byte("chains")
+	BucketEntries = []byte("entries")
+	BucketKeys    = []byte("keys")
+	BucketState   = []byte("state")
+)
+
+var (
+	metaFormat      = []byte("format")
+	metaNextChainID = []byte("next_chain_id")
+)
+
+// chainValueSize is the size of a value in the chains bucket.
+const chainValueSize = 8 + 8 + storage.HashSize + 8
+
+// Options configure Open.
+type Options struct {
+	// LockTimeout bounds the wait for another process's file lock.
+	// Zero means LockTimeoutDefault; a negative value means do not wait.
+	LockTimeout time.Duration
+	// ReadOnly opens the file for reading only, under a shared lock.
+	// The file must exist.
+	ReadOnly bool
+	// InitialMmapSize is passed to bbolt; a larger map avoids remapping
+	// (which waits for every read transaction) as the file grows.
+	InitialMmapSize int
+}
+
+// Backend is a ledger stored in one bbolt file.
+type Backend struct {
+	db     *bbolt.DB
+	path   string
+	closed atomic.Bool
+}
+
+var _ storage.Backend = (*Backend)(nil)
+
+// Open opens or creates the ledger file at path.
+func Open(path string, opts Options) (*Backend, error) {
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, storage.ErrNotFound)
+		}
+	}
+	timeout := opts.LockTimeout
+	switch {
+	case timeout == 0:
+		timeout = LockTimeoutDefault
+	case timeout < 0:
+		timeout = time.Nanosecond
+	}
+	db, err := bbolt.Open(path, FileMode, &bbolt.Options{
+		Timeout:         timeout,
+		ReadOnly:        opts.ReadOnly,
+		FreelistType:    bbolt.FreelistMapType,
+		NoFreelistSync:  true,
+		InitialMmapSize: opts.InitialMmapSize,
+	})
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	b := &Backend{db: db, path: path}
+	if err := b.prepare(opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, bbolterrors.ErrTimeout):
+		return fmt.Errorf("open %s: %w (another process holds the file)", path, storage.ErrLocked)
+	case errors.Is(err, bbolterrors.ErrInvalid), errors.Is(err, bbolterrors.ErrVersionMismatch),
+		errors.Is(err, bbolterrors.ErrChecksum), errors.Is(err, bbolterrors.ErrInvalidMapping):
+		return fmt.Errorf("open %s: %w: %v", path, storage.ErrCorrupt, err)
+	}
+	return fmt.Errorf("open %s: %w: %v", path, storage.ErrIO, err)
+}
+
+// prepare creates the buckets of a new file and checks the format of an
+// existing one.
+func (b *Backend) prepare(readOnly bool) error {
+	check := func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(BucketMeta)
+		if meta == nil {
+			return fmt.Errorf("open %s: %w: not a ledger file (no meta bucket)", b.path, storage.ErrCorrupt)
+		}
+		if got := meta.Get(metaFormat); string(got) != Format {
+			return fmt.Errorf("open %s: %w: format %q, want %q", b.path, storage.ErrCorrupt, got, Format)
+		}
+		for _, name := range [][]byte{BucketChains, BucketEntries, BucketKeys, BucketState} {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("open %s: %w: bucket %q missing", b.path, storage.ErrCorrupt, name)
+			}
+		}
+		return nil
+	}
+	if readOnly {
+		return b.db.View(check)
+	}
+	return b.db.Update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(BucketMeta) == nil && isEmpty(tx) {
+			return create(tx)
+		}
+		return check(tx)
+	})
+}
+
+func isEmpty(tx *bbolt.Tx) bool {
+	empty := true
+	_ = tx.ForEach(func([]byte, *bbolt.Bucket) error { empty = false; return storage.ErrStop })
+	return empty
+}
+
+func create(tx *bbolt.Tx) error {
+	meta, err := tx.CreateBucket(BucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(metaFormat, []byte(Format)); err != nil {
+		return err
+	}
+	if err := meta.Put(metaNextChainID, binary.BigEndian.AppendUint64(nil, 1)); err != nil {
+		return err
+	}
+	for _, name := range [][]byte{BucketChains, BucketEntries, BucketKeys, BucketState} {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Name returns the file path.
+func (b *Backend) Name() string { return b.path }
+
+// Path returns the file path.
+func (b *Backend) Path() string { return b.path }
+
+// Close closes the file and releases its lock. Closing twice is not an error.
+func (b *Backend) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("close %s: %w: %v", b.path, storage.ErrIO, err)
+	}
+	return nil
+}
+
+// Stats reports the file size.
+func (b *Backend) Stats(ctx context.Context) (storage.Stats, error) {
+	info, err := os.Stat(b.path)
+	if err != nil {
+		return storage.Stats{}, fmt.Errorf("stat %s: %w: %v", b.path, storage.ErrIO, err)
+	}
+	return storage.Stats{SizeBytes: info.Size()}, nil
+}
+
+// Check runs bbolt's consistency check of the file's pages and returns the
+// first problem it finds.
+func (b *Backend) Check() error {
+	return b.db.View(func(tx *bbolt.Tx) error {
+		var first error
+		for err := range tx.Check() { // drained: the checker goroutine blocks until read
+			if first == nil {
+				first = fmt.Errorf("check %s: %w: %v", b.path, storage.ErrCorrupt, err)
+			}
+		}
+		return first
+	})
+}
+
+// Begin starts a bbolt transaction.
+func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	btx, err := b.db.Begin(writable)
+	if err != nil {
+		switch {
+		case errors.Is(err, bbolterrors.ErrDatabaseNotOpen):
+			return nil, storage.ErrClosed
+		case errors.Is(err, bbolterrors.ErrDatabaseReadOnly):
+			return nil, fmt.Errorf("begin %s: %w", b.path, storage.ErrReadOnly)
+		}
+		return nil, fmt.Errorf("begin %s: %w: %v", b.path, storage.ErrIO, err)
+	}
+	t := &tx{tx: btx, path: b.path}
+	t.chains = btx.Bucket(BucketChains)
+	t.entries = btx.Bucket(BucketEntries)
+	t.keys = btx.Bucket(BucketKeys)
+	t.state = btx.Bucket(BucketState)
+	t.meta = btx.Bucket(BucketMeta)
+	if writable {
+		t.entries.FillPercent = 1.0
+	}
+	return t, nil
+}
+
+// EntryKey is the key of (chain id, seq) in the entries bucket.
+func EntryKey(chainID, seq uint64) []byte {
+	var k [16]byte
+	binary.BigEndian.PutUint64(k[:8], chainID)
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return k[:]
+}
+
+// ChainID returns the numeric id of a chain in an open bbolt transaction;
+// tests use it to reach a chain's raw entries.
+func ChainID(btx *bbolt.Tx, chain string) (uint64, error) {
+	v := btx.Bucket(BucketChains).Get([]byte(chain))
+	if v == nil {
+		return 0, storage.ErrNotFound
+	}
+	if len(v) != chainValueSize {
+		return 0, storage.ErrCorrupt
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+type chainRecord struct {
+	id   uint64
+	head storage.Head
+}
+
+func decodeChain(v []byte) (chainRecord, error) {
+	if len(v) != chainValueSize {
+		return chainRecord{}, fmt.Errorf("%w: chain record of %d bytes, want %d", storage.ErrCorrupt, len(v), chainValueSize)
+	}
+	var c chainRecord
+	c.id = binary.BigEndian.Uint64(v[0:8])
+	c.head.Seq = binary.BigEndian.Uint64(v[8:16])
+	copy(c.head.Hash[:], v[16:48])
+	c.head.TimeUnixNano = int64(binary.BigEndian.Uint64(v[48:56]))
+	return c, nil
+}
+
+func encodeChain(c chainRecord) []byte {
+	v := make([]byte, chainValueSize)
+	binary.BigEndian.PutUint64(v[0:8], c.id)
+	binary.BigEndian.PutUint64(v[8:16], c.head.Seq)
+	copy(v[16:48], c.head.Hash[:])
+	binary.BigEndian.PutUint64(v[48:56], uint64(c.head.TimeUnixNano))
+	return v
+}
+
+func keyIndexKey(chainID uint64, key string) []byte {
+	k := make([]byte, 8, 8+len(key))
+	binary.BigEndian.PutUint64(k, chainID)
+	return append(k, key...)
+}
+
+// seqOf parses the seq from an entries key of the given chain.
+func seqOf(k []byte) uint64 { return binary.BigEndian.Uint64(k[8:16]) }

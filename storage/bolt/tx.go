@@ -1,0 +1,291 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// tx is a storage.Tx over one bbolt transaction.
+type tx struct {
+	tx      *bbolt.Tx
+	path    string
+	done    bool
+	chains  *bbolt.Bucket
+	entries *bbolt.Bucket
+	keys    *bbolt.Bucket
+	state   *bbolt.Bucket
+	meta    *bbolt.Bucket
+}
+
+func (t *tx) Writable() bool { return t.tx.Writable() }
+
+func (t *tx) usable(write bool) error {
+	if t.done {
+		return storage.ErrTxDone
+	}
+	if write && !t.tx.Writable() {
+		return storage.ErrReadOnly
+	}
+	return nil
+}
+
+func (t *tx) chain(name string) (chainRecord, error) {
+	v := t.chains.Get([]byte(name))
+	if v == nil {
+		return chainRecord{}, storage.ErrNotFound
+	}
+	c, err := decodeChain(v)
+	if err != nil {
+		return chainRecord{}, fmt.Errorf("chain %q: %w", name, err)
+	}
+	return c, nil
+}
+
+func (t *tx) Head(ctx context.Context, chain string) (storage.Head, error) {
+	if err := t.usable(false); err != nil {
+		return storage.Head{}, err
+	}
+	c, err := t.chain(chain)
+	if err != nil {
+		return storage.Head{}, err
+	}
+	return c.head, nil
+}
+
+func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head storage.Head) error {
+	if err := t.usable(true); err != nil {
+		return err
+	}
+	if rec.Seq != head.Seq || rec.Seq == 0 {
+		return fmt.Errorf("append %q: record seq %d, head seq %d: %w", chain, rec.Seq, head.Seq, storage.ErrDuplicate)
+	}
+	c, err := t.chain(chain)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		if rec.Seq != 1 {
+			return fmt.Errorf("append %q: first seq %d: %w", chain, rec.Seq, storage.ErrDuplicate)
+		}
+		if c.id, err = t.nextChainID(); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case rec.Seq != c.head.Seq+1:
+		return fmt.Errorf("append %q: seq %d after head %d: %w", chain, rec.Seq, c.head.Seq, storage.ErrDuplicate)
+	}
+	if rec.IdempotencyKey != "" {
+		k := keyIndexKey(c.id, rec.IdempotencyKey)
+		if t.keys.Get(k) != nil {
+			return fmt.Errorf("append %q: key %q: %w", chain, rec.IdempotencyKey, storage.ErrDuplicate)
+		}
+		if err := t.keys.Put(k, binary.BigEndian.AppendUint64(nil, rec.Seq)); err != nil {
+			return t.writeError(err)
+		}
+	}
+	if err := t.entries.Put(EntryKey(c.id, rec.Seq), rec.Data); err != nil {
+		return t.writeError(err)
+	}
+	c.head = head
+	if err := t.chains.Put([]byte(chain), encodeChain(c)); err != nil {
+		return t.writeError(err)
+	}
+	return nil
+}
+
+func (t *tx) nextChainID() (uint64, error) {
+	v := t.meta.Get(metaNextChainID)
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%s: %w: next_chain_id of %d bytes", t.path, storage.ErrCorrupt, len(v))
+	}
+	id := binary.BigEndian.Uint64(v)
+	if err := t.meta.Put(metaNextChainID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
+		return 0, t.writeError(err)
+	}
+	return id, nil
+}
+
+func (t *tx) writeError(err error) error {
+	return fmt.Errorf("write %s: %w: %v", t.path, storage.ErrIO, err)
+}
+
+func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error) {
+	if err := t.usable(false); err != nil {
+		return nil, err
+	}
+	c, err := t.chain(chain)
+	if err != nil {
+		return nil, err
+	}
+	v := t.entries.Get(EntryKey(c.id, seq))
+	if v == nil {
+		return nil, storage.ErrNotFound
+	}
+	return v, nil
+}
+
+func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
+	if err := t.usable(false); err != nil {
+		return 0, err
+	}
+	c, err := t.chain(chain)
+	if err != nil {
+		return 0, err
+	}
+	v := t.keys.Get(keyIndexKey(c.id, key))
+	if v == nil {
+		return 0, storage.ErrNotFound
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("key %q of chain %q: %w: index value of %d bytes", key, chain, storage.ErrCorrupt, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq2[storage.Record, error] {
+	return func(yield func(storage.Record, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.Record{}, err)
+			return
+		}
+		c, err := t.chain(chain)
+		if errors.Is(err, storage.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			yield(storage.Record{}, err)
+			return
+		}
+		prefix := binary.BigEndian.AppendUint64(nil, c.id)
+		cur := t.entries.Cursor()
+		for k, v := cur.Seek(EntryKey(c.id, fromSeq)); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+			if len(k) != 16 {
+				yield(storage.Record{}, fmt.Errorf("chain %q: %w: entry key of %d bytes", chain, storage.ErrCorrupt, len(k)))
+				return
+			}
+			if !yield(storage.Record{Seq: seqOf(k), Data: v}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (t *tx) Chains(ctx context.Context, from string) iter.Seq2[storage.ChainHead, error] {
+	return func(yield func(storage.ChainHead, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.ChainHead{}, err)
+			return
+		}
+		cur := t.chains.Cursor()
+		for k, v := cur.Seek([]byte(from)); k != nil; k, v = cur.Next() {
+			c, err := decodeChain(v)
+			if err != nil {
+				yield(storage.ChainHead{}, fmt.Errorf("chain %q: %w", k, err))
+				return
+			}
+			if !yield(storage.ChainHead{Chain: string(k), Head: c.head}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (t *tx) StateGet(ctx context.Context, key []byte) ([]byte, error) {
+	if err := t.usable(false); err != nil {
+		return nil, err
+	}
+	v := t.state.Get(key)
+	if v == nil {
+		return nil, storage.ErrNotFound
+	}
+	return v, nil
+}
+
+func (t *tx) StatePut(ctx context.Context, key, value []byte) error {
+	if err := t.usable(true); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	if err := t.state.Put(key, value); err != nil {
+		return t.writeError(err)
+	}
+	return nil
+}
+
+func (t *tx) StateDelete(ctx context.Context, key []byte) error {
+	if err := t.usable(true); err != nil {
+		return err
+	}
+	if err := t.state.Delete(key); err != nil {
+		return t.writeError(err)
+	}
+	return nil
+}
+
+func (t *tx) StateScan(ctx context.Context, start, end []byte, reverse bool) iter.Seq2[storage.KeyValue, error] {
+	return func(yield func(storage.KeyValue, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.KeyValue{}, err)
+			return
+		}
+		cur := t.state.Cursor()
+		inRange := func(k []byte) bool {
+			return k != nil && bytes.Compare(k, start) >= 0 && (end == nil || bytes.Compare(k, end) < 0)
+		}
+		var k, v []byte
+		if !reverse {
+			for k, v = cur.Seek(start); inRange(k); k, v = cur.Next() {
+				if !yield(storage.KeyValue{Key: k, Value: v}, nil) {
+					return
+				}
+			}
+			return
+		}
+		if end == nil {
+			k, v = cur.Last()
+		} else if k, v = cur.Seek(end); k == nil {
+			k, v = cur.Last()
+		} else {
+			k, v = cur.Prev()
+		}
+		for ; inRange(k); k, v = cur.Prev() {
+			if !yield(storage.KeyValue{Key: k, Value: v}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (t *tx) Commit() error {
+	if t.done {
+		return storage.ErrTxDone
+	}
+	t.done = true
+	if !t.tx.Writable() {
+		return t.tx.Rollback()
+	}
+	if err := t.tx.Commit(); err != nil {
+		return fmt.Errorf("commit %s: %w: %v", t.path, storage.ErrIO, err)
+	}
+	return nil
+}
+
+func (t *tx) Rollback() error {
+	if t.done {
+		return nil
+	}
+	t.done = true
+	if err := t.tx.Rollback(); err != nil {
+		return fmt.Errorf("rollback %s: %w: %v", t.path, storage.ErrIO, err)
+	}
+	return nil
+}
