@@ -1,0 +1,140 @@
+package chain
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Request states: a queued request is claimed by the committer or canceled
+// by its caller, whichever comes first.
+const (
+	requestQueued int32 = iota
+	requestRunning
+	requestCanceled
+)
+
+// request is one Update waiting for the committer.
+type request struct {
+	ctx        context.Context
+	fn         func(tx *Tx) error
+	state      atomic.Int32
+	err        error
+	panicValue any
+	done       chan struct{}
+}
+
+// commitLoop is the group committer. It takes every request that queued while
+// the previous commit was in flight (up to BatchSizeMax), runs them in one
+// storage transaction and commits once: one fsync for the whole group. No
+// timer delays a lone request.
+func (db *DB) commitLoop() {
+	defer close(db.stopped)
+	batch := make([]*request, 0, db.opts.BatchSizeMax)
+	for {
+		var first *request
+		select {
+		case first = <-db.queue:
+		case <-db.closing:
+			db.drain()
+			return
+		}
+		batch = append(batch[:0], first)
+	collect:
+		for len(batch) < db.opts.BatchSizeMax {
+			select {
+			case r := <-db.queue:
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		db.runGroup(batch)
+	}
+}
+
+// drain finishes the requests still queued at Close. Update holds the DB's
+// read lock while it queues, and Close takes the write lock first, so nothing
+// is queued after drain starts.
+func (db *DB) drain() {
+	for {
+		select {
+		case r := <-db.queue:
+			db.runGroup([]*request{r})
+		default:
+			return
+		}
+	}
+}
+
+// runGroup runs a batch in one storage transaction. A request whose function
+// fails without writing simply gets its error. One that fails after writing
+// poisons the transaction: it is rolled back and the group runs again without
+// that request, so one caller's failure never reaches another.
+func (db *DB) runGroup(batch []*request) {
+	pending := batch[:0:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(requestQueued, requestRunning) {
+			pending = append(pending, r)
+		}
+	}
+	for len(pending) > 0 {
+		stx, err := db.backend.Begin(context.Background(), true)
+		if err != nil {
+			finish(pending, storageError(err))
+			return
+		}
+		poisoned := -1
+		for i, r := range pending {
+			tx := &Tx{db: db, ctx: r.ctx, stx: stx}
+			r.err, r.panicValue = run(r.fn, tx)
+			if (r.err != nil || r.panicValue != nil) && tx.dirty {
+				poisoned = i
+				break
+			}
+		}
+		if poisoned >= 0 {
+			stx.Rollback()
+			finishOne(pending[poisoned])
+			pending = append(pending[:poisoned:poisoned], pending[poisoned+1:]...)
+			continue
+		}
+		start := time.Now()
+		commitErr := storageError(stx.Commit())
+		if db.metrics != nil {
+			db.metrics.GroupCommitted(len(pending), time.Since(start))
+		}
+		if commitErr != nil {
+			db.log.Error("group commit failed", "requests", len(pending), "err", commitErr)
+		}
+		for _, r := range pending {
+			if r.err == nil && r.panicValue == nil {
+				r.err = commitErr
+			}
+			finishOne(r)
+		}
+		return
+	}
+}
+
+// run calls fn, turning a panic into a value handed back to the caller's
+// goroutine, where it is raised again.
+func run(fn func(tx *Tx) error, tx *Tx) (err error, panicValue any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicValue = p
+			err = fmt.Errorf("chain: update function panicked: %v", p)
+		}
+	}()
+	return fn(tx), nil
+}
+
+func finish(rs []*request, err error) {
+	for _, r := range rs {
+		r.err = err
+		finishOne(r)
+	}
+}
+
+func finishOne(r *request) { close(r.done) }

@@ -1,0 +1,336 @@
+package chain
+
+import (
+	"context"
+
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt"
+)
+
+// Options configure a DB. The zero value is ready to use.
+type Options struct {
+	// Clock returns the time recorded on new entries; time.Now when nil.
+	// Entry times never decrease within a chain (see Tx.Append).
+	Clock func() time.Time
+	// PayloadSizeMax bounds payloads; PayloadSizeMaxDefault when zero.
+	// It may not exceed PayloadSizeLimit.
+	PayloadSizeMax int
+	// BatchSizeMax bounds how many requests one group commit takes;
+	// BatchSizeMaxDefault when zero.
+	BatchSizeMax int
+	// LockTimeout is how long Open waits for another process's lock on the
+	// file (bbolt only); bolt.LockTimeoutDefault when zero.
+	LockTimeout time.Duration
+	// ReadOnly opens the file for reading under a shared lock (bbolt only).
+	ReadOnly bool
+	// Logger receives structured logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// Metrics receives counters and timings; none when nil.
+	Metrics Metrics
+}
+
+// Metrics is the engine's view of a metrics system; adapt it to yours.
+type Metrics interface {
+	// GroupCommitted reports one storage transaction: how many requests it
+	// carried and how long the commit (with its fsync) took.
+	GroupCommitted(requests int, commitDuration time.Duration)
+	// Replayed counts an append answered from an existing entry.
+	Replayed()
+}
+
+// DB is a ledger: a set of hash chains in one store.
+type DB struct {
+	backend  storage.Backend
+	opts     Options
+	clock    func() time.Time
+	log      *slog.Logger
+	metrics  Metrics
+	readOnly bool
+
+	queue   chan *request
+	closing chan struct{}
+	stopped chan struct{}
+
+	mu     sync.RWMutex // held for reading by every call, for writing by Close
+	closed bool
+}
+
+// Open opens or creates the ledger file at path with the embedded bbolt
+// backend.
+func Open(path string, opts Options) (*DB, error) {
+	backend, err := bolt.Open(path, bolt.Options{LockTimeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		return nil, storageError(err)
+	}
+	db, err := OpenBackend(backend, opts)
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// OpenBackend opens a ledger on any storage backend. The DB owns the backend
+// from then on: Close closes it.
+func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
+	if opts.PayloadSizeMax < 0 || opts.PayloadSizeMax > PayloadSizeLimit {
+		return nil, fmt.Errorf("chain: PayloadSizeMax %d outside 0..%d", opts.PayloadSizeMax, PayloadSizeLimit)
+	}
+	if opts.PayloadSizeMax == 0 {
+		opts.PayloadSizeMax = PayloadSizeMaxDefault
+	}
+	if opts.BatchSizeMax <= 0 {
+		opts.BatchSizeMax = BatchSizeMaxDefault
+	}
+	db := &DB{
+		backend:  backend,
+		opts:     opts,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		metrics:  opts.Metrics,
+		readOnly: opts.ReadOnly,
+		queue:    make(chan *request, opts.BatchSizeMax),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	if db.clock == nil {
+		db.clock = time.Now
+	}
+	if db.log == nil {
+		db.log = slog.Default()
+	}
+	go db.commitLoop()
+	return db, nil
+}
+
+// Backend returns the store the DB writes to.
+func (db *DB) Backend() storage.Backend { return db.backend }
+
+// Close waits for queued appends, stops the committer and closes the store.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	db.mu.Unlock()
+	close(db.closing)
+	<-db.stopped
+	return storageError(db.backend.Close())
+}
+
+// enter guards every call against a closed DB; the returned function must be
+// called when the call is done.
+func (db *DB) enter() (func(), error) {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return db.mu.RUnlock, nil
+}
+
+// Append appends one entry, or returns the entry an earlier request with the
+// same idempotency key recorded. A replay reads only: it takes no write lock
+// and waits for no fsync. Concurrent appends share group commits.
+func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
+	if err := ValidateRequest(req, db.opts.PayloadSizeMax); err != nil {
+		return Result{}, err
+	}
+	if req.IdempotencyKey != "" {
+		var res Result
+		var found bool
+		err := db.View(ctx, func(tx *Tx) error {
+			var err error
+			res, found, err = tx.replay(req)
+			return err
+		})
+		if err != nil || found {
+			if found && db.metrics != nil {
+				db.metrics.Replayed()
+			}
+			return res, err
+		}
+	}
+	var res Result
+	err := db.Update(ctx, func(tx *Tx) error {
+		var err error
+		res, err = tx.Append(req)
+		return err
+	})
+	return res, err
+}
+
+// Update runs fn in a write transaction: every append fn makes is committed
+// together, or none is. fn may run more than once when another request in the
+// same group commit fails after writing, so it must not have effects outside
+// tx; the results it captures from its last run are the ones committed. fn
+// runs on the committer's goroutine: it must not call the DB's Append or
+// Update (that would wait for itself).
+func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	leave, err := db.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if db.readOnly {
+		return ErrReadOnly
+	}
+	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case db.queue <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(requestQueued, requestCanceled) {
+			return ctx.Err()
+		}
+		<-r.done // already running: its outcome is decided by the commit
+	}
+	if r.panicValue != nil {
+		panic(r.panicValue)
+	}
+	return r.err
+}
+
+// View runs fn in a read-only transaction that sees one consistent snapshot.
+func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
+	leave, err := db.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	stx, err := db.backend.Begin(ctx, false)
+	if err != nil {
+		return storageError(err)
+	}
+	defer stx.Rollback()
+	return fn(&Tx{db: db, ctx: ctx, stx: stx})
+}
+
+// Get returns the entry at (chain, seq).
+func (db *DB) Get(ctx context.Context, chain string, seq uint64) (Entry, error) {
+	var e Entry
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		e, err = tx.Get(chain, seq)
+		return err
+	})
+	return e, err
+}
+
+// Lookup returns the entry of the chain that holds the idempotency key.
+func (db *DB) Lookup(ctx context.Context, chain, key string) (Entry, error) {
+	var e Entry
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		e, err = tx.Lookup(chain, key)
+		return err
+	})
+	return e, err
+}
+
+// Head returns the chain's head; ErrNotFound for a chain with no entries.
+func (db *DB) Head(ctx context.Context, chain string) (Head, error) {
+	var h Head
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		h, err = tx.Head(chain)
+		return err
+	})
+	return h, err
+}
+
+// Chains yields every chain's head in byte order of the chain ids, starting
+// at the first id >= from. It reads in pages, so it holds no transaction
+// open between pages and bounded memory throughout.
+func (db *DB) Chains(ctx context.Context, from string) iter.Seq2[Head, error] {
+	return pages(ctx, db, from, func(tx *Tx, cursor string) iter.Seq2[Head, error] {
+		return tx.Chains(cursor)
+	}, func(h Head) string { return h.Chain + "\x00" })
+}
+
+// Entries yields the chain's entries with seq >= fromSeq in order. It reads
+// in pages of bounded size, holding no transaction open between pages.
+func (db *DB) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq2[Entry, error] {
+	return pages(ctx, db, fromSeq, func(tx *Tx, cursor uint64) iter.Seq2[Entry, error] {
+		return tx.Entries(chain, cursor)
+	}, func(e Entry) uint64 { return e.Seq + 1 })
+}
+
+// pageSize is how many items one read transaction of a paged iterator yields.
+const pageSize = 1024
+
+// pages turns a transaction's iterator into one that reopens a read
+// transaction every pageSize items, resuming at next(last item).
+func pages[T any, C any](ctx context.Context, db *DB, start C,
+	open func(tx *Tx, cursor C) iter.Seq2[T, error], next func(T) C) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		cursor := start
+		for {
+			var page []T
+			err := db.View(ctx, func(tx *Tx) error {
+				for item, err := range open(tx, cursor) {
+					if err != nil {
+						return err
+					}
+					page = append(page, item)
+					if len(page) == pageSize {
+						break
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, item := range page {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			cursor = next(page[len(page)-1])
+		}
+	}
+}
+
+// Stats describes the ledger.
+type Stats struct {
+	Chains    int64
+	Entries   int64
+	SizeBytes int64
+}
+
+// Stats counts chains and entries (from the heads) and asks the store for
+// its size.
+func (db *DB) Stats(ctx context.Context) (Stats, error) {
+	var s Stats
+	for h, err := range db.Chains(ctx, "") {
+		if err != nil {
+			return Stats{}, err
+		}
+		s.Chains++
+		s.Entries += int64(h.Seq)
+	}
+	st, err := db.backend.Stats(ctx)
+	if err != nil {
+		return Stats{}, storageError(err)
+	}
+	s.SizeBytes = st.SizeBytes
+	return s, nil
+}

@@ -1,0 +1,43 @@
+// Package chain is the ledger engine: hash-chained, append-only entries with
+// idempotent appends, atomic multi-chain transactions, group commit and
+// streaming verification.
+//
+// # Basics
+//
+// A DB holds chains. A chain is a sequence of entries numbered from 1 without
+// gaps; each entry's hash is BLAKE3-256 over a canonical encoding of all its
+// fields, including the previous entry's hash, so changing any stored byte is
+// detected by Verify (docs/FORMAT.md is the normative description).
+//
+//	db, err := chain.Open("ledger.db", chain.Options{})
+//	res, err := db.Append(ctx, chain.Request{
+//		Chain: "acme/stock/SKU-1/WH-1", IdempotencyKey: "receipt-42",
+//		Type: "stock.movement/v1", Payload: payload,
+//	})
+//
+// An append with an idempotency key the chain already holds returns the
+// original entry with Result.Replayed set when the type and payload are the
+// same, and an error matching ErrIdempotencyConflict when they differ;
+// either way nothing is written. A replay is answered from a read
+// transaction.
+//
+// Update appends to several chains atomically and is where domain packages
+// keep derived state (Tx.StatePut) in the same transaction as the entries it
+// derives from. Concurrent Append and Update calls are grouped into one
+// storage transaction and one fsync; each caller gets its own result, and one
+// caller's failure does not fail the others.
+//
+// # Caveats
+//
+// An Update function may run more than once (when another member of its group
+// commit fails after writing, the group runs again without it), so it must
+// have no effects outside its Tx. It runs on the committer's goroutine and must
+// not call the DB's own methods.
+//
+// Entry times come from Options.Clock but never decrease within a chain: an
+// entry's time is the later of the clock and its predecessor's time.
+//
+// Verify detects any change to a stored entry. Removing the newest entries of
+// a chain together with its stored head, or rewriting a chain wholesale, can
+// only be detected against a head saved elsewhere (VerifyOptions.ExpectHeads).
+package chain

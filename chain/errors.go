@@ -1,0 +1,137 @@
+package chain
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+var (
+	// ErrInvalid is matched by every error about a request the engine refuses
+	// to store (see InvalidError). Nothing was written.
+	ErrInvalid = errors.New("invalid request")
+
+	// ErrInvalidChain: the chain id is empty, too long, not UTF-8 or holds a
+	// control character.
+	ErrInvalidChain = errors.New("invalid chain id")
+
+	// ErrInvalidKey: the idempotency key is too long, not UTF-8 or holds a
+	// control character.
+	ErrInvalidKey = errors.New("invalid idempotency key")
+
+	// ErrInvalidType: the payload type is empty, too long, not UTF-8 or holds
+	// a control character.
+	ErrInvalidType = errors.New("invalid payload type")
+
+	// ErrPayloadTooLarge: the payload is larger than Options.PayloadSizeMax.
+	ErrPayloadTooLarge = errors.New("payload too large")
+
+	// ErrIdempotencyConflict: the chain already holds an entry with this
+	// idempotency key and a different type or payload. The error is a
+	// *ConflictError that names the existing entry. Nothing was written.
+	ErrIdempotencyConflict = errors.New("idempotency conflict")
+
+	// ErrNotFound: the chain, entry or key does not exist.
+	ErrNotFound = errors.New("not found")
+
+	// ErrCorrupt: stored bytes cannot be decoded, or the store itself is
+	// damaged. Verify reports such entries as failures instead.
+	ErrCorrupt = errors.New("corrupt ledger")
+
+	// ErrClosed: the DB has been closed.
+	ErrClosed = errors.New("ledger closed")
+
+	// ErrLocked: another process holds the ledger file and the lock timeout
+	// has passed. It is the storage layer's error, re-exported.
+	ErrLocked = storage.ErrLocked
+
+	// ErrReadOnly: a write was attempted on a DB opened read-only or inside
+	// View.
+	ErrReadOnly = errors.New("ledger opened read-only")
+
+	// ErrVerification: Verify found at least one broken chain; the error is
+	// a *VerificationError that lists the failures.
+	ErrVerification = errors.New("verification failed")
+)
+
+// InvalidError says which field of a request was refused and why.
+type InvalidError struct {
+	Field  string // "chain", "idempotency_key", "type" or "payload"
+	Reason string
+	Err    error // one of the ErrInvalid… sentinels or ErrPayloadTooLarge
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("%v: %s", e.Err, e.Reason)
+}
+
+// Unwrap lets errors.Is match both the specific sentinel and ErrInvalid.
+func (e *InvalidError) Unwrap() []error { return []error{e.Err, ErrInvalid} }
+
+// ConflictError is returned when an idempotency key is reused with a
+// different request.
+type ConflictError struct {
+	Chain          string
+	IdempotencyKey string
+	ExistingSeq    uint64
+	// Expected is the fingerprint of the stored entry, Calculated that of
+	// the refused request.
+	Expected, Calculated Hash
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("idempotency conflict: chain %q key %q is held by seq %d with a different request",
+		e.Chain, e.IdempotencyKey, e.ExistingSeq)
+}
+
+// Is makes errors.Is(err, ErrIdempotencyConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrIdempotencyConflict }
+
+// DecodeError is returned for stored or exported bytes that are not a valid
+// entry.
+type DecodeError struct {
+	Chain  string
+	Seq    uint64
+	Reason string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("undecodable entry %q seq %d: %s", e.Chain, e.Seq, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) true.
+func (e *DecodeError) Unwrap() error { return ErrCorrupt }
+
+// VerificationError lists what Verify found.
+type VerificationError struct {
+	Failures []Failure
+}
+
+func (e *VerificationError) Error() string {
+	if len(e.Failures) == 0 {
+		return ErrVerification.Error()
+	}
+	f := e.Failures[0]
+	return fmt.Sprintf("%v: %d failure(s), first: chain %q seq %d: %s", ErrVerification, len(e.Failures), f.Chain, f.Seq, f.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrVerification) true.
+func (e *VerificationError) Unwrap() error { return ErrVerification }
+
+// storageError translates the storage layer's sentinels into the chain's.
+func storageError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, storage.ErrCorrupt):
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case errors.Is(err, storage.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, storage.ErrReadOnly):
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
+	return err
+}

@@ -1,0 +1,76 @@
+package chain
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits checked on every request before anything is written.
+const (
+	// ChainLengthMax is the longest chain id, in bytes.
+	ChainLengthMax = 256
+	// IdempotencyKeyLengthMax is the longest idempotency key, in bytes.
+	IdempotencyKeyLengthMax = 256
+	// TypeLengthMax is the longest payload type, in bytes.
+	TypeLengthMax = 64
+	// PayloadSizeMaxDefault is the payload limit when Options.PayloadSizeMax is zero.
+	PayloadSizeMaxDefault = 1 << 20
+	// PayloadSizeLimit is the largest PayloadSizeMax that may be configured;
+	// the decoder refuses anything longer.
+	PayloadSizeLimit = 64 << 20
+	// BatchSizeMaxDefault is how many requests one group commit takes at most
+	// when Options.BatchSizeMax is zero.
+	BatchSizeMaxDefault = 4096
+	// FailuresMaxDefault is how many failures Verify collects at most when
+	// VerifyOptions.FailuresMax is zero.
+	FailuresMaxDefault = 10_000
+)
+
+// ValidateRequest checks a request against the limits; payloadSizeMax of zero
+// means PayloadSizeMaxDefault.
+func ValidateRequest(req Request, payloadSizeMax int) error {
+	if payloadSizeMax <= 0 {
+		payloadSizeMax = PayloadSizeMaxDefault
+	}
+	if err := validateText("chain", req.Chain, 1, ChainLengthMax, ErrInvalidChain); err != nil {
+		return err
+	}
+	if err := validateText("idempotency_key", req.IdempotencyKey, 0, IdempotencyKeyLengthMax, ErrInvalidKey); err != nil {
+		return err
+	}
+	if err := validateText("type", req.Type, 1, TypeLengthMax, ErrInvalidType); err != nil {
+		return err
+	}
+	if len(req.Payload) > payloadSizeMax {
+		return &InvalidError{Field: "payload", Err: ErrPayloadTooLarge,
+			Reason: fmt.Sprintf("payload of %d bytes exceeds %d", len(req.Payload), payloadSizeMax)}
+	}
+	return nil
+}
+
+// ValidateChain checks a chain id alone.
+func ValidateChain(chain string) error {
+	return validateText("chain", chain, 1, ChainLengthMax, ErrInvalidChain)
+}
+
+func validateText(field, s string, lengthMin, lengthMax int, sentinel error) error {
+	invalid := func(format string, args ...any) error {
+		return &InvalidError{Field: field, Err: sentinel, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(s) < lengthMin {
+		return invalid("%s is empty", field)
+	}
+	if len(s) > lengthMax {
+		return invalid("%s of %d bytes exceeds %d", field, len(s), lengthMax)
+	}
+	if !utf8.ValidString(s) {
+		return invalid("%s is not valid UTF-8", field)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return invalid("%s has control character %U at byte %d", field, r, i)
+		}
+	}
+	return nil
+}

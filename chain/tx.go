@@ -1,0 +1,194 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// Tx is a transaction: read-only inside View, writable inside Update.
+// It is used by one goroutine, within the callback only.
+type Tx struct {
+	db    *DB
+	ctx   context.Context
+	stx   storage.Tx
+	dirty bool // something was written; a failure then needs a rollback
+}
+
+// Context returns the context of the call that started the transaction.
+func (tx *Tx) Context() context.Context { return tx.ctx }
+
+// Writable reports whether the transaction may append.
+func (tx *Tx) Writable() bool { return tx.stx.Writable() }
+
+// Append appends one entry to a chain in this transaction, or returns the
+// entry an earlier request with the same key recorded (Replayed). The new
+// entry's time is the clock's, but never earlier than the chain's newest
+// entry, so times never decrease within a chain.
+func (tx *Tx) Append(req Request) (Result, error) {
+	if !tx.stx.Writable() {
+		return Result{}, ErrReadOnly
+	}
+	if err := ValidateRequest(req, tx.db.opts.PayloadSizeMax); err != nil {
+		return Result{}, err
+	}
+	if req.IdempotencyKey != "" {
+		res, found, err := tx.replay(req)
+		if err != nil || found {
+			return res, err
+		}
+	}
+	head, err := tx.Head(req.Chain)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Result{}, err
+	}
+	e := Entry{
+		Chain:          req.Chain,
+		Seq:            head.Seq + 1,
+		PrevHash:       head.Hash,
+		TimeUnixNano:   max(tx.db.clock().UnixNano(), head.TimeUnixNano),
+		IdempotencyKey: req.IdempotencyKey,
+		Type:           req.Type,
+		Payload:        append([]byte(nil), req.Payload...),
+	}
+	e.Hash = e.ComputeHash()
+	rec := storage.Record{Seq: e.Seq, IdempotencyKey: e.IdempotencyKey, Data: EncodeRecord(&e)}
+	tx.dirty = true
+	if err := tx.stx.Append(tx.ctx, e.Chain, rec, storage.Head{Seq: e.Seq, Hash: e.Hash, TimeUnixNano: e.TimeUnixNano}); err != nil {
+		return Result{}, storageError(err)
+	}
+	return Result{Entry: e}, nil
+}
+
+// replay looks the request's key up. found is false when the key is new.
+func (tx *Tx) replay(req Request) (res Result, found bool, err error) {
+	existing, err := tx.Lookup(req.Chain, req.IdempotencyKey)
+	if errors.Is(err, ErrNotFound) {
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, err
+	}
+	stored, requested := existing.Fingerprint(), Fingerprint(req.Type, req.Payload)
+	if stored != requested {
+		return Result{}, true, &ConflictError{Chain: req.Chain, IdempotencyKey: req.IdempotencyKey,
+			ExistingSeq: existing.Seq, Expected: stored, Calculated: requested}
+	}
+	return Result{Entry: existing, Replayed: true}, true, nil
+}
+
+// Head returns the chain's head. For a chain with no entries it returns
+// ErrNotFound together with the head an empty chain has (seq 0, genesis).
+// In a write transaction it locks the chain's head until the transaction
+// ends.
+func (tx *Tx) Head(chain string) (Head, error) {
+	h, err := tx.stx.Head(tx.ctx, chain)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Head{Chain: chain, Hash: Genesis(chain)}, fmt.Errorf("chain %q: %w", chain, ErrNotFound)
+	}
+	if err != nil {
+		return Head{}, storageError(err)
+	}
+	return Head{Chain: chain, Seq: h.Seq, Hash: h.Hash, TimeUnixNano: h.TimeUnixNano}, nil
+}
+
+// Get returns the entry at (chain, seq).
+func (tx *Tx) Get(chain string, seq uint64) (Entry, error) {
+	data, err := tx.stx.Entry(tx.ctx, chain, seq)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Entry{}, fmt.Errorf("chain %q seq %d: %w", chain, seq, ErrNotFound)
+	}
+	if err != nil {
+		return Entry{}, storageError(err)
+	}
+	return DecodeRecord(chain, seq, data)
+}
+
+// Lookup returns the chain's entry that holds the idempotency key.
+func (tx *Tx) Lookup(chain, key string) (Entry, error) {
+	seq, err := tx.stx.LookupKey(tx.ctx, chain, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Entry{}, fmt.Errorf("chain %q key %q: %w", chain, key, ErrNotFound)
+	}
+	if err != nil {
+		return Entry{}, storageError(err)
+	}
+	return tx.Get(chain, seq)
+}
+
+// Entries yields the chain's entries with seq >= fromSeq in order.
+func (tx *Tx) Entries(chain string, fromSeq uint64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		for rec, err := range tx.stx.Entries(tx.ctx, chain, fromSeq) {
+			if err != nil {
+				yield(Entry{}, storageError(err))
+				return
+			}
+			e, err := DecodeRecord(chain, rec.Seq, rec.Data)
+			if !yield(e, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Chains yields every chain's head in byte order of the ids, from the first
+// id >= from.
+func (tx *Tx) Chains(from string) iter.Seq2[Head, error] {
+	return func(yield func(Head, error) bool) {
+		for ch, err := range tx.stx.Chains(tx.ctx, from) {
+			if err != nil {
+				yield(Head{}, storageError(err))
+				return
+			}
+			h := Head{Chain: ch.Chain, Seq: ch.Head.Seq, Hash: ch.Head.Hash, TimeUnixNano: ch.Head.TimeUnixNano}
+			if !yield(h, nil) {
+				return
+			}
+		}
+	}
+}
+
+// StateGet reads derived state; ErrNotFound when the key is absent. The
+// value is valid until the transaction ends.
+func (tx *Tx) StateGet(key []byte) ([]byte, error) {
+	v, err := tx.stx.StateGet(tx.ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("state %q: %w", key, ErrNotFound)
+	}
+	return v, storageError(err)
+}
+
+// StatePut writes derived state in this transaction.
+func (tx *Tx) StatePut(key, value []byte) error {
+	if !tx.stx.Writable() {
+		return ErrReadOnly
+	}
+	tx.dirty = true
+	return storageError(tx.stx.StatePut(tx.ctx, key, value))
+}
+
+// StateDelete removes derived state in this transaction.
+func (tx *Tx) StateDelete(key []byte) error {
+	if !tx.stx.Writable() {
+		return ErrReadOnly
+	}
+	tx.dirty = true
+	return storageError(tx.stx.StateDelete(tx.ctx, key))
+}
+
+// StateScan yields the state pairs with start <= key < end (no upper bound
+// when end is nil), descending when reverse is set. Keys and values are valid
+// until the transaction ends.
+func (tx *Tx) StateScan(start, end []byte, reverse bool) iter.Seq2[storage.KeyValue, error] {
+	return func(yield func(storage.KeyValue, error) bool) {
+		for kv, err := range tx.stx.StateScan(tx.ctx, start, end, reverse) {
+			if !yield(kv, storageError(err)) || err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package chain
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Reason names what is wrong with an entry or a chain.
+type Reason string
+
+// Failure reasons, as printed by ledgerctl verify.
+const (
+	// ReasonHashMismatch: the stored hash is not the hash of the entry's fields.
+	ReasonHashMismatch Reason = "hash_mismatch"
+	// ReasonBrokenLink: the entry's prev_hash is not the previous entry's hash
+	// (or the chain's genesis for seq 1).
+	ReasonBrokenLink Reason = "broken_link"
+	// ReasonSeqGap: a seq is missing, repeated or out of order.
+	ReasonSeqGap Reason = "seq_gap"
+	// ReasonUndecodable: the stored bytes are not an entry.
+	ReasonUndecodable Reason = "undecodable"
+	// ReasonHeadMismatch: the chain does not end where its stored head, or a
+	// head saved by the caller, says it does.
+	ReasonHeadMismatch Reason = "head_mismatch"
+	// ReasonStateMismatch: derived state differs from the state rebuilt from
+	// the chains (reported by the domain packages' checks).
+	ReasonStateMismatch Reason = "state_mismatch"
+)
+
+// Failure is one problem Verify found.
+type Failure struct {
+	Chain  string
+	Seq    uint64
+	Reason Reason
+	Detail string
+	// Expected and Calculated are set for hash mismatches and broken links:
+	// the stored value and the value computed from the chain.
+	Expected, Calculated Hash
+}
+
+func (f Failure) String() string {
+	return fmt.Sprintf("chain %q seq %d: %s: %s", f.Chain, f.Seq, f.Reason, f.Detail)
+}
+
+// Progress is reported to VerifyOptions.Progress while Verify runs.
+type Progress struct {
+	Chains  int64 // chains finished
+	Entries int64 // entries checked
+}
+
+// progressInterval is how many entries pass between progress reports.
+const progressInterval = 16384
+
+// VerifyOptions select what Verify checks.
+type VerifyOptions struct {
+	// Chains limits verification to these chains; all chains when empty.
+	Chains []string
+	// ExpectHeads are heads saved earlier (by an auditor, another system):
+	// each chain must still hold an entry at that seq with that hash. This
+	// catches truncation and wholesale rewrites that the stored heads cannot.
+	ExpectHeads []Head
+	// Progress, when set, is called every few thousand entries and at the end.
+	Progress func(Progress)
+	// FailuresMax bounds the failures collected; FailuresMaxDefault when zero.
+	FailuresMax int
+}
+
+// Report is the outcome of a verification.
+type Report struct {
+	Chains    int64
+	Entries   int64
+	Failures  []Failure
+	Truncated bool // more failures were found than FailuresMax
+}
+
+// OK reports whether nothing was found.
+func (r *Report) OK() bool { return len(r.Failures) == 0 }
+
+// Err returns nil when r is OK, else a *VerificationError.
+func (r *Report) Err() error {
+	if r.OK() {
+		return nil
+	}
+	return &VerificationError{Failures: r.Failures}
+}
+
+// collector gathers failures up to a bound.
+type collector struct {
+	report *Report
+	max    int
+}
+
+func (c *collector) add(f Failure) {
+	if len(c.report.Failures) >= c.max {
+		c.report.Truncated = true
+		return
+	}
+	c.report.Failures = append(c.report.Failures, f)
+}
+
+// ChainVerifier checks one chain's entries as they stream past, in constant
+// memory. Feed it every entry (or decode failure) in storage order, then
+// call Finish. The same verifier serves stored chains and exports.
+type ChainVerifier struct {
+	chain    string
+	next     uint64 // the seq expected next
+	prev     Hash   // the hash the next entry must link to
+	linkable bool   // prev is known (false after an undecodable entry)
+	last     Head
+	add      func(Failure)
+}
+
+// NewChainVerifier starts verifying chain; failures go to add.
+func NewChainVerifier(chain string, add func(Failure)) *ChainVerifier {
+	return &ChainVerifier{chain: chain, next: 1, prev: Genesis(chain), linkable: true,
+		last: Head{Chain: chain, Hash: Genesis(chain)}, add: add}
+}
+
+// Entry checks one decoded entry.
+func (v *ChainVerifier) Entry(e *Entry) {
+	linkable := v.linkable
+	switch {
+	case e.Chain != v.chain:
+		v.fail(e.Seq, ReasonSeqGap, fmt.Sprintf("entry of chain %q inside chain %q", e.Chain, v.chain))
+		return
+	case e.Seq > v.next:
+		v.fail(v.next, ReasonSeqGap, fmt.Sprintf("seq %d to %d missing", v.next, e.Seq-1))
+		linkable = false
+	case e.Seq < v.next:
+		v.fail(e.Seq, ReasonSeqGap, fmt.Sprintf("seq %d after seq %d", e.Seq, v.next-1))
+		return
+	}
+	if calculated := e.ComputeHash(); calculated != e.Hash {
+		v.add(Failure{Chain: v.chain, Seq: e.Seq, Reason: ReasonHashMismatch,
+			Detail: "stored hash differs from the hash of the entry", Expected: e.Hash, Calculated: calculated})
+	}
+	if linkable && e.PrevHash != v.prev {
+		v.add(Failure{Chain: v.chain, Seq: e.Seq, Reason: ReasonBrokenLink,
+			Detail: "prev_hash differs from the previous entry's hash", Expected: e.PrevHash, Calculated: v.prev})
+	}
+	v.next, v.prev, v.linkable = e.Seq+1, e.Hash, true
+	v.last = e.Head()
+}
+
+// Undecodable records an entry whose bytes could not be decoded.
+func (v *ChainVerifier) Undecodable(seq uint64, err error) {
+	if seq > v.next {
+		v.fail(v.next, ReasonSeqGap, fmt.Sprintf("seq %d to %d missing", v.next, seq-1))
+	}
+	v.fail(seq, ReasonUndecodable, err.Error())
+	v.next, v.linkable = seq+1, false
+	v.last = Head{Chain: v.chain, Seq: seq}
+}
+
+// Last returns the head the verified entries end at.
+func (v *ChainVerifier) Last() Head { return v.last }
+
+// Finish compares the end of the chain with its stored head, when one is
+// given.
+func (v *ChainVerifier) Finish(stored *Head) {
+	if stored == nil {
+		return
+	}
+	if stored.Seq != v.last.Seq || stored.Hash != v.last.Hash {
+		v.add(Failure{Chain: v.chain, Seq: stored.Seq, Reason: ReasonHeadMismatch,
+			Detail:   fmt.Sprintf("stored head is seq %d, entries end at seq %d", stored.Seq, v.last.Seq),
+			Expected: stored.Hash, Calculated: v.last.Hash})
+	}
+}
+
+func (v *ChainVerifier) fail(seq uint64, reason Reason, detail string) {
+	v.add(Failure{Chain: v.chain, Seq: seq, Reason: reason, Detail: detail})
+}
+
+// Verify checks every entry of the selected chains: each hash against the
+// entry's fields, each prev_hash against the previous entry, seqs without
+// gaps, each chain's end against its stored head and against
+// opts.ExpectHeads. It streams in constant memory (one read transaction per
+// chain) and returns every failure it finds, in chain and seq order, up to
+// opts.FailuresMax. The error is for operating failures only; a broken chain
+// is reported in the Report (see Report.Err).
+func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
+	var report Report
+	c := &collector{report: &report, max: opts.FailuresMax}
+	if c.max <= 0 {
+		c.max = FailuresMaxDefault
+	}
+	expected := map[string][]Head{}
+	for _, h := range opts.ExpectHeads {
+		expected[h.Chain] = append(expected[h.Chain], h)
+	}
+	progress := func() {
+		if opts.Progress != nil {
+			opts.Progress(Progress{Chains: report.Chains, Entries: report.Entries})
+		}
+	}
+	verifyOne := func(chain string) error {
+		if err := db.verifyChain(ctx, chain, expected[chain], &report, c, progress); err != nil {
+			return err
+		}
+		report.Chains++
+		delete(expected, chain)
+		return nil
+	}
+	if len(opts.Chains) > 0 {
+		for _, chain := range opts.Chains {
+			if err := verifyOne(chain); err != nil {
+				return report, err
+			}
+		}
+	} else {
+		// Chains reads heads in pages, so no transaction stays open across
+		// chains and memory does not grow with their number.
+		for h, err := range db.Chains(ctx, "") {
+			if err != nil {
+				return report, err
+			}
+			if err := verifyOne(h.Chain); err != nil {
+				return report, err
+			}
+		}
+	}
+	for chain, heads := range expected { // saved heads of chains that no longer exist
+		for _, h := range heads {
+			c.add(Failure{Chain: chain, Seq: h.Seq, Reason: ReasonHeadMismatch,
+				Detail: "chain has no entries", Expected: h.Hash})
+		}
+	}
+	sortFailures(report.Failures)
+	progress()
+	return report, nil
+}
+
+func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, report *Report, c *collector, progress func()) error {
+	v := NewChainVerifier(chain, c.add)
+	want := map[uint64]Hash{}
+	for _, h := range expected {
+		want[h.Seq] = h.Hash
+	}
+	return db.View(ctx, func(tx *Tx) error {
+		stored, err := tx.Head(chain)
+		if errors.Is(err, ErrNotFound) {
+			for _, h := range expected {
+				c.add(Failure{Chain: chain, Seq: h.Seq, Reason: ReasonHeadMismatch, Detail: "chain has no entries", Expected: h.Hash})
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for rec, err := range tx.stx.Entries(ctx, chain, 1) {
+			if err != nil {
+				return storageError(err)
+			}
+			e, err := DecodeRecord(chain, rec.Seq, rec.Data)
+			if err != nil {
+				v.Undecodable(rec.Seq, err)
+			} else {
+				v.Entry(&e)
+				if h, ok := want[e.Seq]; ok {
+					if h != e.Hash {
+						c.add(Failure{Chain: chain, Seq: e.Seq, Reason: ReasonHeadMismatch,
+							Detail: "entry differs from the saved head", Expected: h, Calculated: e.Hash})
+					}
+					delete(want, e.Seq)
+				}
+			}
+			if report.Entries++; report.Entries%progressInterval == 0 {
+				progress()
+			}
+		}
+		v.Finish(&stored)
+		for seq, h := range want {
+			c.add(Failure{Chain: chain, Seq: seq, Reason: ReasonHeadMismatch,
+				Detail: fmt.Sprintf("saved head seq %d is beyond the chain's end at seq %d", seq, v.Last().Seq), Expected: h})
+		}
+		return nil
+	})
+}
+
+// sortFailures puts failures in chain and seq order, keeping the order in
+// which one entry's failures were found.
+func sortFailures(failures []Failure) {
+	slices.SortStableFunc(failures, func(a, b Failure) int {
+		return cmp.Or(strings.Compare(a.Chain, b.Chain), cmp.Compare(a.Seq, b.Seq))
+	})
+}
