@@ -1,0 +1,100 @@
+// Package pgtest gives tests a PostgreSQL backend on a schema of their own.
+//
+// # Basics
+//
+// The database comes from LEDGER_TEST_POSTGRES_URL (`source .ci/postgres.sh`
+// starts a local server and sets it). When the variable is unset, URL skips
+// the test with a message saying so, except under CI=true, where an unset
+// URL fails the test: CI must not pass by skipping.
+//
+// Open creates a schema with a random name, opens a backend on it and, at
+// the end of the test, closes the backend and drops the schema.
+//
+// # Caveats
+//
+// The schemas of tests that were killed before their cleanup ran stay
+// behind; they are named ledgertest_* and can be dropped at any time.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerworks/ledger/storage/postgres"
+)
+
+// EnvURL names the environment variable holding the test database URL.
+const EnvURL = "LEDGER_TEST_POSTGRES_URL"
+
+// URL returns the test database URL. It skips the test when EnvURL is
+// unset, and fails it instead when CI=true.
+func URL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(EnvURL)
+	if u != "" {
+		return u
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not set under CI=true: .ci/run must `source .ci/postgres.sh` before the tests", EnvURL)
+	}
+	t.Skipf("PostgreSQL tests skipped: %s is not set (run `source .ci/postgres.sh` to start a local server)", EnvURL)
+	return ""
+}
+
+// NewSchema returns the name of a fresh schema (not yet created) that is
+// dropped, with everything in it, when the test ends.
+func NewSchema(t testing.TB, url string) string {
+	t.Helper()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := "ledgertest_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := DropSchema(ctx, url, schema); err != nil {
+			t.Errorf("drop test schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// DropSchema drops schema and everything in it.
+func DropSchema(ctx context.Context, url, schema string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	return err
+}
+
+// Open opens a backend on a fresh schema of the test database; the backend
+// is closed and the schema dropped when the test ends.
+func Open(t testing.TB) *postgres.Backend {
+	t.Helper()
+	return OpenWith(t, postgres.Options{})
+}
+
+// OpenWith is Open with options; opts.Schema is replaced by the fresh one.
+func OpenWith(t testing.TB, opts postgres.Options) *postgres.Backend {
+	t.Helper()
+	url := URL(t)
+	opts.Schema = NewSchema(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := postgres.Open(ctx, url, opts)
+	if err != nil {
+		t.Fatalf("open test backend: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
