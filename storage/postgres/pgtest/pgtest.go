@@ -32,6 +32,11 @@ import (
 // EnvURL names the environment variable holding the test database URL.
 const EnvURL = "LEDGER_TEST_POSTGRES_URL"
 
+const (
+	ciMessage   = EnvURL + " is not set under CI=true: .ci/run must `source .ci/postgres.sh` before the tests"
+	skipMessage = "PostgreSQL tests skipped: " + EnvURL + " is not set (run `source .ci/postgres.sh` to start a local server)"
+)
+
 // URL returns the test database URL. It skips the test when EnvURL is
 // unset, and fails it instead when CI=true.
 func URL(t testing.TB) string {
@@ -41,10 +46,26 @@ func URL(t testing.TB) string {
 		return u
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not set under CI=true: .ci/run must `source .ci/postgres.sh` before the tests", EnvURL)
+		t.Fatal(ciMessage)
 	}
-	t.Skipf("PostgreSQL tests skipped: %s is not set (run `source .ci/postgres.sh` to start a local server)", EnvURL)
+	t.Skip(skipMessage)
 	return ""
+}
+
+// Available reports whether the test database is configured, for tests
+// that run on several backends and leave PostgreSQL out rather than skip.
+// When it is not, it logs why, or fails the test under CI=true.
+func Available(t testing.TB) bool {
+	t.Helper()
+	if os.Getenv(EnvURL) != "" {
+		return true
+	}
+	if os.Getenv("CI") == "true" {
+		t.Error(ciMessage)
+	} else {
+		t.Log(skipMessage)
+	}
+	return false
 }
 
 // NewSchema returns the name of a fresh schema (not yet created) that is

@@ -1,0 +1,11 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/ledgerworks/ledger/storage/storagetest"
+)
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, storagetest.OpenPostgres)
+}
