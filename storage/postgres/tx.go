@@ -283,7 +283,7 @@ func (t *tx) Head(ctx context.Context, chain string) (storage.Head, error) {
 		}
 		return h, nil
 	}
-	lh, err := t.lock(ctx, chain)
+	lh, err := t.lock(ctx, chain, nil)
 	if err != nil {
 		return storage.Head{}, err
 	}
@@ -297,7 +297,10 @@ func (t *tx) Head(ctx context.Context, chain string) (storage.Head, error) {
 // transaction on first use. A chain without a row gets a placeholder row
 // (head_seq 0) so that there is a row to lock; Commit deletes placeholders
 // that did not receive an entry.
-func (t *tx) lock(ctx context.Context, chain string) (*lockedHead, error) {
+//
+// extra, if not nil, queues statements that run in the same round trip
+// after the lock is taken.
+func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (*lockedHead, error) {
 	if lh, ok := t.heads[chain]; ok {
 		return lh, nil
 	}
@@ -321,6 +324,9 @@ func (t *tx) lock(ctx context.Context, chain string) (*lockedHead, error) {
 		})
 		if t.xid == "" {
 			b.Queue(sqlXactID).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid) })
+		}
+		if extra != nil {
+			extra(b)
 		}
 	})
 	if err != nil {
@@ -378,7 +384,7 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 	if rec.Seq > MaxSeq {
 		return fmt.Errorf("%w: %d", ErrSeqRange, rec.Seq)
 	}
-	lh, err := t.lock(ctx, chain)
+	lh, err := t.lock(ctx, chain, nil)
 	if err != nil {
 		return err
 	}
@@ -398,8 +404,8 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 			return fmt.Errorf("%w: chain %q already holds the idempotency key", storage.ErrDuplicate, chain)
 		}
 		if _, ok := t.absent[ck]; !ok {
-			// Not looked up under the lock yet: ask the server. The head
-			// lock keeps the answer true until the transaction ends.
+			// Not looked up in this transaction yet: ask the server
+			// (the head is locked by now, so the answer stays true).
 			_, found, err := t.lookupKey(ctx, chain, rec.IdempotencyKey)
 			if err != nil {
 				return err
@@ -457,6 +463,11 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 	return data, nil
 }
 
+// LookupKey returns the seq of the chain's entry with key. In a writable
+// transaction it first locks the chain's head, in the same round trip: a
+// writer looks a key up to decide whether to append it, and the answer must
+// stay true until it commits (a key that is missing under the lock stays
+// missing, which spares Append a second look-up).
 func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if err := t.usable(); err != nil {
 		return 0, err
@@ -477,15 +488,14 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	return seq, nil
 }
 
-// lookupKey asks the server. In a writable transaction that holds the
-// chain's head, a missing key stays missing until the transaction ends
-// (every append locks the head first), which Append relies on.
+// lookupKey asks the server, locking the chain's head first in a writable
+// transaction.
 func (t *tx) lookupKey(ctx context.Context, chain, key string) (uint64, bool, error) {
 	var (
 		seq   int64
 		found bool
 	)
-	err := t.run(ctx, "lookup key", false, func(b *pgx.Batch) {
+	queue := func(b *pgx.Batch) {
 		found = false
 		b.Queue(sqlLookupKey, chain, key).QueryRow(func(row pgx.Row) error {
 			err := row.Scan(&seq)
@@ -495,14 +505,18 @@ func (t *tx) lookupKey(ctx context.Context, chain, key string) (uint64, bool, er
 			found = err == nil
 			return err
 		})
-	})
+	}
+	var err error
+	if _, locked := t.heads[chain]; t.writable && !locked {
+		_, err = t.lock(ctx, chain, queue)
+	} else {
+		err = t.run(ctx, "lookup key", false, queue)
+	}
 	if err != nil {
 		return 0, false, err
 	}
 	if !found && t.writable {
-		if _, locked := t.heads[chain]; locked {
-			t.absent[chainKey{chain, key}] = struct{}{}
-		}
+		t.absent[chainKey{chain, key}] = struct{}{}
 	}
 	return uint64(seq), found, nil
 }
@@ -612,7 +626,11 @@ func (t *tx) StateGet(ctx context.Context, key []byte) ([]byte, error) {
 	)
 	err := t.run(ctx, "state get", false, func(b *pgx.Batch) {
 		found = false
-		b.Queue(sqlStateGet, nonNil(key)).QueryRow(func(row pgx.Row) error {
+		query := sqlStateGet
+		if t.writable {
+			query = sqlStateGetLock
+		}
+		b.Queue(query, nonNil(key)).QueryRow(func(row pgx.Row) error {
 			err := row.Scan(&value)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
