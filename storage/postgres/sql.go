@@ -49,7 +49,7 @@ const (
 	// In a writable transaction a state read locks the row it finds, so
 	// that two read-modify-write cycles of one key cannot interleave.
 	sqlStateGetLock = "SELECT value FROM state WHERE key = $1 FOR UPDATE"
-	sqlStatePut = `INSERT INTO state (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+	sqlStatePut     = `INSERT INTO state (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[])
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 	sqlStateDelete = "DELETE FROM state WHERE key = ANY($1::bytea[])"
 	// StateScan pages: [lo, hi) ascending or descending; after the first
