@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+func init() { registerCommand(newDemoCommand) }
+
+// demoTenant is the tenant every demo step records for.
+const demoTenant = "acme"
+
+// demoEnv is what a demo step works with.
+type demoEnv struct {
+	// DB is the demo's open ledger.
+	DB *chain.DB
+	// Out receives the demo's narration.
+	Out io.Writer
+	// Tenant scopes every chain the demo writes (chain.ScopedName).
+	Tenant string
+	// Path names the ledger (a file path or a redacted URL).
+	Path string
+	// checks are the registered derived-state checks, run by the final step.
+	checks []registeredCheck
+}
+
+// Printf narrates one line (or more) of the demo.
+func (d *demoEnv) Printf(format string, args ...any) {
+	fmt.Fprintf(d.Out, format, args...)
+}
+
+// demoStep is one registered part of the demo.
+type demoStep struct {
+	order int
+	name  string
+	run   func(ctx context.Context, d *demoEnv) error
+}
+
+var (
+	demoMutex sync.Mutex
+	demoSteps []demoStep
+)
+
+// registerDemoStep adds a step to `ledgerctl demo`. Steps run in ascending
+// order (ties by name). Orders: 10–19 raw entries, 20–29 stock, 30–39
+// financial, 40–59 valuations, 90 verification and summary. A step that
+// returns an error ends the demo with that error.
+func registerDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
+	if order < 0 || name == "" || run == nil {
+		panic(fmt.Sprintf("registerDemoStep(%d, %q): order must be >= 0, name and run set", order, name))
+	}
+	demoMutex.Lock()
+	defer demoMutex.Unlock()
+	for _, s := range demoSteps {
+		if s.order == order && s.name == name {
+			panic(fmt.Sprintf("registerDemoStep: step %d %q registered twice", order, name))
+		}
+	}
+	demoSteps = append(demoSteps, demoStep{order: order, name: name, run: run})
+}
+
+// registeredDemoSteps returns the steps in the order they run.
+func registeredDemoSteps() []demoStep {
+	demoMutex.Lock()
+	defer demoMutex.Unlock()
+	steps := slices.Clone(demoSteps)
+	slices.SortStableFunc(steps, func(a, b demoStep) int {
+		if a.order != b.order {
+			return a.order - b.order
+		}
+		if a.name < b.name {
+			return -1
+		}
+		if a.name > b.name {
+			return 1
+		}
+		return 0
+	})
+	return steps
+}
+
+// demoOptions are the demo's flags.
+type demoOptions struct {
+	// directory is where a fresh ledger is created when --db is not given;
+	// the system's temporary folder when empty.
+	directory string
+}
+
+func newDemoCommand(a *app) *cobra.Command {
+	opts := demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Record a small ERP day in a fresh ledger, show replays and a conflict, and verify",
+		Long: "demo creates a fresh ledger (in a new temporary folder unless --db is given), records a small,\n" +
+			"realistic ERP day through the engine, retries requests to show replays, shows an idempotency\n" +
+			"conflict, verifies the ledger and prints a summary. It prints the ledger's path first.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDemo(cmd, a, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.directory, "dir", "", "create the demo ledger in this folder (default: a new temporary folder)")
+	return cmd
+}
+
+func runDemo(cmd *cobra.Command, a *app, opts demoOptions) error {
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	if !cmd.Flags().Changed("db") && !cmd.Root().PersistentFlags().Changed("db") {
+		dir, err := os.MkdirTemp(opts.directory, "ledgerctl-demo-")
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		a.database = filepath.Join(dir, "ledger.db")
+	}
+	db, _, err := a.createDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for h, err := range db.Chains(ctx, "") {
+		if err != nil {
+			return err
+		}
+		return usageErrorf("demo writes a fresh ledger, and %s already holds chain %q", a.databaseName(), h.Chain)
+	}
+	d := &demoEnv{DB: db, Out: out, Tenant: demoTenant, Path: displayName(a.databaseName()), checks: registeredChecks()}
+	d.Printf("ledger: %s\n", d.Path)
+	for _, step := range registeredDemoSteps() {
+		d.Printf("\n== %s\n", step.name)
+		if err := step.run(ctx, d); err != nil {
+			return fmt.Errorf("demo step %q: %w", step.name, err)
+		}
+	}
+	return db.Close()
+}
+
+// displayName is a ledger name fit for printing: absolute for files,
+// without a password for URLs.
+func displayName(name string) string {
+	if isDatabaseURL(name) {
+		return redactURL(name)
+	}
+	if abs, err := filepath.Abs(name); err == nil {
+		return abs
+	}
+	return name
+}
+
+// The raw-entry steps: an audit chain of the tenant's ERP events, written
+// with idempotency keys as a service that retries would.
+
+func init() {
+	registerDemoStep(10, "raw entries: the ERP's audit trail", demoAppendRaw)
+	registerDemoStep(11, "retries replay the original entries", demoRetryRaw)
+	registerDemoStep(12, "a reused key with a different request is a conflict", demoConflictRaw)
+	registerDemoStep(90, "verification", demoVerify)
+}
+
+// demoAuditChain is the chain of the raw-entry steps.
+func demoAuditChain(d *demoEnv) (string, error) {
+	return chain.ScopedName(d.Tenant, "audit", "erp-events")
+}
+
+// demoAuditEvents are the requests of the raw-entry steps.
+var demoAuditEvents = []struct{ key, payload string }{
+	{"period-2026-11-open", `{"event":"period.opened","period":"2026-11"}`},
+	{"user-jdoe-login-0001", `{"event":"user.login","user":"jdoe","site":"WH-1"}`},
+	{"price-list-2026-11", `{"event":"price_list.published","list":"2026-11","items":412}`},
+}
+
+const demoAuditType = "audit.event/v1"
+
+func demoAuditRequest(name string, i int) chain.Request {
+	return chain.Request{Chain: name, IdempotencyKey: demoAuditEvents[i].key, Type: demoAuditType,
+		Payload: []byte(demoAuditEvents[i].payload)}
+}
+
+func demoAppendRaw(ctx context.Context, d *demoEnv) error {
+	name, err := demoAuditChain(d)
+	if err != nil {
+		return err
+	}
+	for i := range demoAuditEvents {
+		res, err := d.DB.Append(ctx, demoAuditRequest(name, i))
+		if err != nil {
+			return err
+		}
+		d.Printf("appended %s seq %d key %s hash %.16s…\n", name, res.Entry.Seq, res.Entry.IdempotencyKey, res.Entry.Hash)
+	}
+	return nil
+}
+
+func demoRetryRaw(ctx context.Context, d *demoEnv) error {
+	name, err := demoAuditChain(d)
+	if err != nil {
+		return err
+	}
+	for i := range demoAuditEvents {
+		res, err := d.DB.Append(ctx, demoAuditRequest(name, i))
+		if err != nil {
+			return err
+		}
+		if !res.Replayed {
+			return fmt.Errorf("retry of key %s appended seq %d instead of replaying", res.Entry.IdempotencyKey, res.Entry.Seq)
+		}
+		d.Printf("retry of key %s: replayed=true, seq %d hash %.16s… (nothing written)\n",
+			res.Entry.IdempotencyKey, res.Entry.Seq, res.Entry.Hash)
+	}
+	return nil
+}
+
+func demoConflictRaw(ctx context.Context, d *demoEnv) error {
+	name, err := demoAuditChain(d)
+	if err != nil {
+		return err
+	}
+	req := demoAuditRequest(name, 0)
+	req.Payload = []byte(`{"event":"period.opened","period":"2026-12"}`)
+	_, err = d.DB.Append(ctx, req)
+	var conflict *chain.ConflictError
+	if !errors.As(err, &conflict) {
+		return fmt.Errorf("reusing key %s with another payload: want an idempotency conflict, got %v", req.IdempotencyKey, err)
+	}
+	d.Printf("key %s with a different payload: refused, the key is held by seq %d (exit code %d from ledgerctl append)\n",
+		req.IdempotencyKey, conflict.ExistingSeq, exitConflict)
+	return nil
+}
+
+func demoVerify(ctx context.Context, d *demoEnv) error {
+	report, err := verifyDatabase(ctx, d.DB, chain.VerifyOptions{}, d.checks, true)
+	if err != nil {
+		return err
+	}
+	stats, err := d.DB.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if !report.OK() {
+		for _, f := range report.Failures {
+			d.Printf("FAILURE %s\n", f)
+		}
+		return fmt.Errorf("%w: %d failure(s)", errVerificationFailed, len(report.Failures))
+	}
+	d.Printf("verified %s, %s: intact\n", plural(report.Chains, "chain", "chains"), plural(report.Entries, "entry", "entries"))
+	d.Printf("\nsummary: %s, %s, %d bytes in %s\n", plural(stats.Chains, "chain", "chains"),
+		plural(stats.Entries, "entry", "entries"), stats.SizeBytes, d.Path)
+	d.Printf("inspect it with: ledgerctl --db %s chains\n", shellQuote(d.Path))
+	return nil
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Exit codes (docs/CLI.md). They are part of the command line's contract.
+const (
+	exitSuccess      = 0 // the command did what was asked
+	exitVerification = 1 // verification found a broken chain or export
+	exitUsage        = 2 // bad arguments, flags or input
+	exitConflict     = 3 // an idempotency key is held by a different request
+	exitNotFound     = 4 // the chain, entry or key does not exist
+	exitStorage      = 5 // the ledger cannot be read or written: locked, corrupt, missing, I/O
+)
+
+// JSON error codes (the "code" of {"error":{…}} on stderr).
+const (
+	codeVerification = "VERIFICATION_FAILED"
+	codeUsage        = "USAGE"
+	codeInvalidInput = "INVALID_INPUT"
+	codeConflict     = "IDEMPOTENCY_CONFLICT"
+	codeNotFound     = "NOT_FOUND"
+	codeLocked       = "LOCKED"
+	codeCorrupt      = "CORRUPT"
+	codeStorage      = "STORAGE"
+	codeCanceled     = "CANCELED"
+)
+
+var (
+	// errVerificationFailed: verify (or import's check of its file) found
+	// failures; they have been printed on stdout.
+	errVerificationFailed = errors.New("verification failed")
+
+	// errLedgerMissing: the ledger file does not exist and the command does
+	// not create one.
+	errLedgerMissing = errors.New("ledger does not exist")
+
+	// errInvalidInput: an input the user gave (a file to read, a saved head,
+	// an import that does not continue the ledger) is not acceptable.
+	errInvalidInput = errors.New("invalid input")
+)
+
+// usageError is an argument or flag that cannot be parsed.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErrorf returns a usage error (exit 2).
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// invalidInputf returns an error about the user's input (exit 2).
+func invalidInputf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errInvalidInput, fmt.Sprintf(format, args...))
+}
+
+// classify maps an error to its exit code and JSON code. The order matters:
+// the most specific class wins.
+func classify(err error) (exitCode int, code string) {
+	var usage *usageError
+	switch {
+	case errors.Is(err, errVerificationFailed):
+		return exitVerification, codeVerification
+	case errors.As(err, &usage):
+		return exitUsage, codeUsage
+	case errors.Is(err, chain.ErrInvalid), errors.Is(err, errInvalidInput):
+		return exitUsage, codeInvalidInput
+	case errors.Is(err, chain.ErrIdempotencyConflict):
+		return exitConflict, codeConflict
+	case errors.Is(err, errLedgerMissing):
+		return exitStorage, codeStorage
+	case errors.Is(err, chain.ErrNotFound):
+		return exitNotFound, codeNotFound
+	case errors.Is(err, chain.ErrLocked):
+		return exitStorage, codeLocked
+	case errors.Is(err, chain.ErrCorrupt):
+		return exitStorage, codeCorrupt
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return exitStorage, codeCanceled
+	}
+	return exitStorage, codeStorage
+}
+
+// errorJSON is the shape of an error on stderr with -o json.
+type errorJSON struct {
+	Error errorBodyJSON `json:"error"`
+}
+
+type errorBodyJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// ExistingSeq names the entry that holds a conflicting idempotency key.
+	ExistingSeq uint64 `json:"existing_seq,omitempty"`
+}
+
+// reportError prints err on stderr and returns its exit code.
+func reportError(stderr io.Writer, asJSON bool, err error) int {
+	exitCode, code := classify(err)
+	message := oneLine(err.Error())
+	if !asJSON {
+		fmt.Fprintf(stderr, "ledgerctl: %s\n", message)
+		return exitCode
+	}
+	body := errorBodyJSON{Code: code, Message: message}
+	var conflict *chain.ConflictError
+	if errors.As(err, &conflict) {
+		body.ExistingSeq = conflict.ExistingSeq
+	}
+	if writeJSON(stderr, errorJSON{Error: body}) != nil {
+		fmt.Fprintf(stderr, "ledgerctl: %s\n", message)
+	}
+	return exitCode
+}
+
+// oneLine keeps an error message on one line of stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// isNotFound reports whether err says a chain, entry or key does not exist.
+func isNotFound(err error) bool { return errors.Is(err, chain.ErrNotFound) }

@@ -1,0 +1,293 @@
+// Extension points of ledgerctl.
+//
+// Every command lives in its own file, command_<name>.go, and registers itself
+// from init without touching this file:
+//
+//	func init() { registerCommand(newStockCommand) }
+//
+//	func newStockCommand(a *app) *cobra.Command {
+//		opts := stockOptions{}
+//		cmd := &cobra.Command{Use: "stock", RunE: func(cmd *cobra.Command, args []string) error {
+//			db, err := a.openDB(cmd.Context(), true) // read-only
+//			if err != nil {
+//				return err
+//			}
+//			defer db.Close()
+//			…
+//			return a.print(cmd, value, func(w io.Writer) error { … })
+//		}}
+//		return cmd
+//	}
+//
+// The app holds the global flags (--db, -o, --lock-timeout). Commands open the
+// ledger with a.openDB (a missing file is an error that exits 5 and creates
+// nothing) or a.createDB (for the few commands that may create it), print
+// through a.print (JSON with -o json, else the text function), and return
+// errors: errors.go is the one place that turns them into exit codes and
+// JSON error codes. Commands must not call os.Exit or write to os.Stdout
+// directly (tests run them in-process). Arguments or flags that cannot be
+// parsed are reported with usageErrorf (exit 2). Commands must not set
+// PersistentPreRunE: the root's marks where usage checking ends.
+//
+// A domain package joins `ledgerctl verify` by registering its state check:
+//
+//	func init() { registerCheck("stock", stockmovement.Check) }
+//
+// and joins `ledgerctl demo` by registering steps (command_demo.go):
+//
+//	func init() { registerDemoStep(20, "stock receipts", demoStockReceipts) }
+//
+// Demo step orders: 10–19 raw entries, 20–29 stock, 30–39 financial,
+// 40–59 valuations, 90 the final verification and summary.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Environment and defaults of the global options.
+const (
+	// databaseEnvironment names the variable that gives the ledger when --db
+	// is not set.
+	databaseEnvironment = "LEDGER_DB"
+	// databaseDefault is the ledger when neither --db nor LEDGER_DB is set.
+	databaseDefault = "./ledger.db"
+	// lockTimeoutDefault is how long a command waits for a file that another
+	// process holds.
+	lockTimeoutDefault = 10 * time.Second
+	// lockTimeoutMax bounds --lock-timeout.
+	lockTimeoutMax = time.Hour
+)
+
+// Output formats of -o.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// app holds the global options and what the commands share. Tests build one
+// with a fixed clock.
+type app struct {
+	// Global flags.
+	database    string
+	output      string
+	lockTimeout time.Duration
+
+	// clock stamps new entries; time.Now when nil.
+	clock func() time.Time
+	// environment reads variables (os.Getenv unless a test replaces it).
+	environment func(string) string
+	// reachedRun is set once flags and arguments parsed, so that errors
+	// before it are reported as usage errors.
+	reachedRun bool
+}
+
+// newApp returns an app reading the real environment and clock.
+func newApp() *app {
+	return &app{environment: os.Getenv}
+}
+
+var (
+	registryMutex sync.Mutex
+	builders      []func(a *app) *cobra.Command
+	checks        []registeredCheck
+)
+
+// registeredCheck is a domain package's derived-state check.
+type registeredCheck struct {
+	name  string
+	check func(ctx context.Context, db *chain.DB) ([]chain.Failure, error)
+}
+
+// registerCommand adds a command to every root command built afterwards. Call
+// it from init in the command's own file.
+func registerCommand(build func(a *app) *cobra.Command) {
+	registryMutex.Lock()
+	defer registryMutex.Unlock()
+	builders = append(builders, build)
+}
+
+// registerCheck adds a derived-state check that `verify` runs (on a database,
+// when no chain is named) and whose failures it reports beside the chains'.
+func registerCheck(name string, check func(ctx context.Context, db *chain.DB) ([]chain.Failure, error)) {
+	registryMutex.Lock()
+	defer registryMutex.Unlock()
+	checks = append(checks, registeredCheck{name: name, check: check})
+}
+
+// registeredChecks returns the checks in name order.
+func registeredChecks() []registeredCheck {
+	registryMutex.Lock()
+	defer registryMutex.Unlock()
+	sorted := slices.Clone(checks)
+	slices.SortFunc(sorted, func(a, b registeredCheck) int { return strings.Compare(a.name, b.name) })
+	return sorted
+}
+
+// newRootCommand builds the command tree for one run.
+func newRootCommand(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ledgerctl",
+		Short: "Inspect, verify, export and import hash-chained ledgers",
+		Long: "ledgerctl reads and writes a ledger: hash-chained, append-only entries with idempotent appends.\n" +
+			"The ledger is a bbolt file (--db PATH) or a PostgreSQL database (--db postgres://…).",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			a.reachedRun = true
+			return a.checkGlobalOptions()
+		},
+	}
+	root.PersistentFlags().StringVar(&a.database, "db", "",
+		"ledger file, or postgres:// URL (default $"+databaseEnvironment+", else "+databaseDefault+")")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputText, "output format: text or json")
+	root.PersistentFlags().DurationVar(&a.lockTimeout, "lock-timeout", lockTimeoutDefault,
+		"how long to wait for a ledger file another process holds")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{err: err}
+	})
+	registryMutex.Lock()
+	build := slices.Clone(builders)
+	registryMutex.Unlock()
+	for _, b := range build {
+		root.AddCommand(b(a))
+	}
+	return root
+}
+
+// checkGlobalOptions validates the global flags once they are parsed.
+func (a *app) checkGlobalOptions() error {
+	if a.output != outputText && a.output != outputJSON {
+		return usageErrorf("-o %q: want %s or %s", a.output, outputText, outputJSON)
+	}
+	if a.lockTimeout < 0 || a.lockTimeout > lockTimeoutMax {
+		return usageErrorf("--lock-timeout %v: want 0 to %v", a.lockTimeout, lockTimeoutMax)
+	}
+	return nil
+}
+
+// databaseName is the ledger the command works on: --db, else $LEDGER_DB,
+// else ./ledger.db.
+func (a *app) databaseName() string {
+	if a.database != "" {
+		return a.database
+	}
+	if a.environment != nil {
+		if v := a.environment(databaseEnvironment); v != "" {
+			return v
+		}
+	}
+	return databaseDefault
+}
+
+// options returns the engine options the commands share.
+func (a *app) options(readOnly bool) chain.Options {
+	timeout := a.lockTimeout
+	if timeout == 0 {
+		timeout = -1 // the engine reads zero as its default; -1 is "do not wait"
+	}
+	return chain.Options{Clock: a.clock, LockTimeout: timeout, ReadOnly: readOnly}
+}
+
+// openDB opens the existing ledger. A missing file is an error (exit 5) and
+// nothing is created. readOnly opens the file under a shared lock, so
+// several readers may run at once.
+func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
+	name := a.databaseName()
+	if isDatabaseURL(name) {
+		return a.openURL(ctx, name, readOnly)
+	}
+	info, err := os.Stat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("ledger %s: %w (create it with `ledgerctl init`)", name, errLedgerMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", name, err)
+	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("ledger %s: %w: is a directory", name, errLedgerMissing)
+	}
+	return chain.Open(name, a.options(readOnly))
+}
+
+// createDB opens the ledger for writing, creating the file when it is
+// missing. created reports whether it did.
+func (a *app) createDB(ctx context.Context) (db *chain.DB, created bool, err error) {
+	name := a.databaseName()
+	if isDatabaseURL(name) {
+		db, err := a.openURL(ctx, name, false)
+		return db, false, err
+	}
+	_, statErr := os.Stat(name)
+	created = errors.Is(statErr, fs.ErrNotExist)
+	db, err = chain.Open(name, a.options(false))
+	if err != nil {
+		return nil, false, err
+	}
+	return db, created, nil
+}
+
+// isDatabaseURL reports whether name is a PostgreSQL URL rather than a path.
+func isDatabaseURL(name string) bool {
+	return strings.HasPrefix(name, "postgres://") || strings.HasPrefix(name, "postgresql://")
+}
+
+// print writes value as one line of JSON with -o json, else calls text.
+func (a *app) print(cmd *cobra.Command, value any, text func(w io.Writer) error) error {
+	w := cmd.OutOrStdout()
+	if a.output == outputJSON {
+		return writeJSON(w, value)
+	}
+	return text(w)
+}
+
+// writeJSON writes value as one line of JSON, without HTML escaping.
+func writeJSON(w io.Writer, value any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(value)
+}
+
+// now returns the app's clock reading.
+func (a *app) now() time.Time {
+	if a.clock != nil {
+		return a.clock()
+	}
+	return time.Now()
+}
+
+// execute runs one command line and returns the process exit code. Errors
+// are printed on stderr, as one line of text or, with -o json, as a JSON
+// error object.
+func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitSuccess
+	}
+	if !a.reachedRun {
+		var usage *usageError
+		if !errors.As(err, &usage) {
+			err = &usageError{err: err}
+		}
+	}
+	return reportError(stderr, a.output == outputJSON, err)
+}
