@@ -51,15 +51,28 @@ func AppendExportLine(b []byte, e *Entry) []byte {
 	return append(b, "\"}\n"...)
 }
 
+// appendJSONString appends s as a JSON string in which only '"' and '\\' are
+// escaped. Every string of an entry is valid UTF-8 without control
+// characters (the limits see to that), so this is valid JSON, and it is the
+// one spelling of s that an export uses: a line's bytes are a function of
+// its entry alone.
 func appendJSONString(b []byte, s string) []byte {
-	quoted, _ := json.Marshal(s) // a string always marshals
-	return append(b, quoted...)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
 }
 
 // DecodeExportLine parses one export line strictly: exactly the Format v1
 // fields, each present once, payload in padded standard base64, hashes in 64
-// lowercase hex digits, strings within the limits. It checks shape, not
-// hashes.
+// lowercase hex digits, strings within the limits, and the line spelled
+// exactly as AppendExportLine spells its entry (field order, no spaces, only
+// '"' and '\\' escaped), so that an accepted line re-encodes to itself. It
+// checks shape, not hashes.
 func DecodeExportLine(line []byte) (Entry, error) {
 	fail := func(format string, args ...any) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: export line: %s", ErrCorrupt, fmt.Sprintf(format, args...))
@@ -109,6 +122,9 @@ func DecodeExportLine(line []byte) (Entry, error) {
 	}
 	if e.Hash, err = parseLowerHash(l.Hash); err != nil {
 		return fail("hash: %v", err)
+	}
+	if canonical := AppendExportLine(nil, &e); !bytes.Equal(canonical[:len(canonical)-1], line) {
+		return fail("not in canonical form (field order, spacing or string escapes)")
 	}
 	return e, nil
 }

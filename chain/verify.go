@@ -57,7 +57,8 @@ const progressInterval = 16384
 
 // VerifyOptions select what Verify checks.
 type VerifyOptions struct {
-	// Chains limits verification to these chains; all chains when empty.
+	// Chains limits verification to these chains and those named in
+	// ExpectHeads; all chains when empty.
 	Chains []string
 	// ExpectHeads are heads saved earlier (by an auditor, another system):
 	// each chain must still hold an entry at that seq with that hash. This
@@ -156,6 +157,10 @@ func (v *ChainVerifier) Undecodable(seq uint64, err error) {
 	v.last = Head{Chain: v.chain, Seq: seq}
 }
 
+// lastUndecodable reports whether the newest entry seen could not be decoded,
+// so its hash is unknown.
+func (v *ChainVerifier) lastUndecodable() bool { return !v.linkable }
+
 // Last returns the head the verified entries end at.
 func (v *ChainVerifier) Last() Head { return v.last }
 
@@ -165,7 +170,10 @@ func (v *ChainVerifier) Finish(stored *Head) {
 	if stored == nil {
 		return
 	}
-	if stored.Seq != v.last.Seq || stored.Hash != v.last.Hash {
+	// An undecodable newest entry is already a failure; its hash is unknown,
+	// so only its seq can be compared with the head.
+	hashDiffers := stored.Hash != v.last.Hash && !v.lastUndecodable()
+	if stored.Seq != v.last.Seq || hashDiffers {
 		v.add(Failure{Chain: v.chain, Seq: stored.Seq, Reason: ReasonHeadMismatch,
 			Detail:   fmt.Sprintf("stored head is seq %d, entries end at seq %d", stored.Seq, v.last.Seq),
 			Expected: stored.Hash, Calculated: v.last.Hash})
@@ -199,15 +207,25 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 		}
 	}
 	verifyOne := func(chain string) error {
-		if err := db.verifyChain(ctx, chain, expected[chain], &report, c, progress); err != nil {
+		found, err := db.verifyChain(ctx, chain, expected[chain], &report, c, progress)
+		if err != nil {
 			return err
 		}
-		report.Chains++
+		if found {
+			report.Chains++
+		}
 		delete(expected, chain)
 		return nil
 	}
 	if len(opts.Chains) > 0 {
-		for _, chain := range opts.Chains {
+		// A saved head is never ignored: its chain is verified even when the
+		// caller did not select it.
+		selected := slices.Clone(opts.Chains)
+		for _, h := range opts.ExpectHeads {
+			selected = append(selected, h.Chain)
+		}
+		slices.Sort(selected)
+		for _, chain := range slices.Compact(selected) {
 			if err := verifyOne(chain); err != nil {
 				return report, err
 			}
@@ -235,13 +253,15 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 	return report, nil
 }
 
-func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, report *Report, c *collector, progress func()) error {
+// verifyChain verifies one chain in one read transaction; found is false
+// when the chain has no entries.
+func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, report *Report, c *collector, progress func()) (found bool, err error) {
 	v := NewChainVerifier(chain, c.add)
 	want := map[uint64]Hash{}
 	for _, h := range expected {
 		want[h.Seq] = h.Hash
 	}
-	return db.View(ctx, func(tx *Tx) error {
+	err = db.View(ctx, func(tx *Tx) error {
 		stored, err := tx.Head(chain)
 		if errors.Is(err, ErrNotFound) {
 			for _, h := range expected {
@@ -252,6 +272,7 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 		if err != nil {
 			return err
 		}
+		found = true
 		for rec, err := range tx.stx.Entries(ctx, chain, 1) {
 			if err != nil {
 				return storageError(err)
@@ -259,6 +280,9 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 			e, err := DecodeRecord(chain, rec.Seq, rec.Data)
 			if err != nil {
 				v.Undecodable(rec.Seq, err)
+				// The undecodable entry is the failure; a saved head at its
+				// seq can be neither confirmed nor refuted.
+				delete(want, rec.Seq)
 			} else {
 				v.Entry(&e)
 				if h, ok := want[e.Seq]; ok {
@@ -270,6 +294,9 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 				}
 			}
 			if report.Entries++; report.Entries%progressInterval == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 				progress()
 			}
 		}
@@ -280,6 +307,7 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 		}
 		return nil
 	})
+	return found, err
 }
 
 // sortFailures puts failures in chain and seq order, keeping the order in
