@@ -80,13 +80,9 @@ func Open(path string, opts Options) (*Backend, error) {
 	case timeout < 0:
 		timeout = time.Nanosecond
 	}
-	db, err := bbolt.Open(path, FileMode, &bbolt.Options{
-		Timeout:         timeout,
-		ReadOnly:        opts.ReadOnly,
-		FreelistType:    bbolt.FreelistMapType,
-		NoFreelistSync:  true,
-		InitialMmapSize: opts.InitialMmapSize,
-	})
+	bopts := BboltOptions(opts)
+	bopts.Timeout = timeout
+	db, err := bbolt.Open(path, FileMode, bopts)
 	if err != nil {
 		return nil, openError(path, err)
 	}
@@ -96,6 +92,18 @@ func Open(path string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// BboltOptions returns the bbolt options Open uses for opts (without the
+// lock timeout), so that a raw bbolt baseline can be measured on the same
+// footing as the backend.
+func BboltOptions(opts Options) *bbolt.Options {
+	return &bbolt.Options{
+		ReadOnly:        opts.ReadOnly,
+		FreelistType:    bbolt.FreelistMapType,
+		NoFreelistSync:  true,
+		InitialMmapSize: opts.InitialMmapSize,
+	}
 }
 
 func openError(path string, err error) error {

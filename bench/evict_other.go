@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "fmt"
+
+func evict(path string) error {
+	return fmt.Errorf("evict %s: cold-cache figures need Linux", path)
+}

@@ -1,0 +1,211 @@
+// Command bench measures the ledger engine against raw bbolt on this machine
+// and prints one table: every performance figure (P1–P7 of
+// docs/PERFORMANCE.md), its baseline measured in the same run, and the
+// ratio.
+//
+//	go run ./bench                      # 1,000,000 entries, RSS at 10,000,000
+//	go run ./bench -entries 200000 -rss-entries 0   # a quick run
+//
+// Every figure is durable: the engine and the baselines commit with fsync.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ledgerworks/ledger/bench/workload"
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Limits of the flags, so that a typo does not fill the disk.
+const (
+	entriesMax    = 100_000_000
+	goroutinesMax = 4096
+)
+
+type config struct {
+	dir               string
+	entries           int
+	rssEntries        int
+	concurrentEntries int
+	durableAppends    int
+	replays           int
+	appenders         int
+	readers           int
+	skipNaiveBaseline bool
+	keep              bool
+	verifyChild       string
+	cpuProfile        string
+	only              string
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.dir, "dir", "", "folder for the ledger files (a new temporary folder when empty)")
+	flag.IntVar(&cfg.entries, "entries", 1_000_000, "entries written by P1 and read by P4-P7")
+	flag.IntVar(&cfg.rssEntries, "rss-entries", 10_000_000, "entries of the file whose verify RSS is measured (0: skip)")
+	flag.IntVar(&cfg.concurrentEntries, "concurrent-entries", 200_000, "entries written by the concurrent appenders of P2")
+	flag.IntVar(&cfg.durableAppends, "durable-appends", 2_000, "single durable appends timed for P3")
+	flag.IntVar(&cfg.replays, "replays", 1_000_000, "replays timed for P4")
+	flag.IntVar(&cfg.appenders, "appenders", 64, "concurrent appenders of P2")
+	flag.IntVar(&cfg.readers, "readers", 2, "concurrent replaying callers of P4")
+	flag.BoolVar(&cfg.skipNaiveBaseline, "skip-naive", false, "skip the naive indexed-layout reference of P1")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the ledger files")
+	flag.StringVar(&cfg.verifyChild, "verify-child", "", "internal: verify this file and print entries, seconds and peak RSS")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine figures to this file")
+	flag.StringVar(&cfg.only, "only", "", "comma-separated figures to run (P1..P7); all when empty")
+	flag.Parse()
+	if cfg.verifyChild != "" {
+		if err := verifyChild(cfg.verifyChild); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := cfg.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := run(context.Background(), cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *config) check() error {
+	for name, v := range map[string]int{"entries": c.entries, "concurrent-entries": c.concurrentEntries,
+		"durable-appends": c.durableAppends, "replays": c.replays} {
+		if v < 10 || v > entriesMax {
+			return fmt.Errorf("-%s %d outside 10..%d", name, v, entriesMax)
+		}
+	}
+	if c.rssEntries != 0 && (c.rssEntries < 10 || c.rssEntries > entriesMax) {
+		return fmt.Errorf("-rss-entries %d outside 10..%d (or 0)", c.rssEntries, entriesMax)
+	}
+	if c.appenders < 1 || c.appenders > goroutinesMax || c.readers < 1 || c.readers > goroutinesMax {
+		return fmt.Errorf("-appenders and -readers must be within 1..%d", goroutinesMax)
+	}
+	return nil
+}
+
+func (c *config) runs(figure string) bool {
+	if c.only == "" {
+		return true
+	}
+	for _, f := range strings.Split(c.only, ",") {
+		if strings.EqualFold(strings.TrimSpace(f), figure) {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyChild is the process whose peak RSS P5 reports: it opens the file
+// read-only, verifies it and prints what it saw.
+func verifyChild(path string) error {
+	db, err := chain.Open(path, chain.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rate, err := workload.Verify(context.Background(), db)
+	if err != nil {
+		return err
+	}
+	hwm, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d %d %d\n", rate.Count, rate.Duration.Nanoseconds(), hwm)
+	return nil
+}
+
+// peakRSS reads VmHWM from /proc/self/status, in bytes.
+func peakRSS() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kib << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	load := ""
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s %s/%s, load %s, %s", model, runtime.NumCPU(), runtime.Version(),
+		runtime.GOOS, runtime.GOARCH, load, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+func tempDir(cfg config) (string, func(), error) {
+	if cfg.dir != "" {
+		if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
+			return "", nil, err
+		}
+		return cfg.dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "ledger-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	if cfg.keep {
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+func fileSize(path string) (int64, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return info.Size(), nil
+}
+
+// childVerify runs verifyChild in a new process of this program.
+func childVerify(path string) (workload.Rate, int64, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return workload.Rate{}, 0, err
+	}
+	cmd := exec.Command(exe, "-verify-child", path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return workload.Rate{}, 0, fmt.Errorf("verify child: %w", err)
+	}
+	var count, nanos, hwm int64
+	if _, err := fmt.Sscan(string(out), &count, &nanos, &hwm); err != nil {
+		return workload.Rate{}, 0, fmt.Errorf("verify child printed %q: %w", out, err)
+	}
+	return workload.Rate{Count: count, Duration: time.Duration(nanos)}, hwm, nil
+}
+
+func join(dir, name string) string { return filepath.Join(dir, name) }

@@ -1,0 +1,143 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// UpdateBatches appends entries 0..total-1 of a stream to one chain, batch
+// appends per Update (P1).
+func UpdateBatches(ctx context.Context, db *chain.DB, chainID string, stream uint64, total, batch int) (Stream, error) {
+	clock := newStreamClock(int64(total))
+	reqs := make([]chain.Request, 0, batch)
+	for next := 0; next < total; {
+		reqs = reqs[:0]
+		for ; len(reqs) < batch && next < total; next++ {
+			reqs = append(reqs, Request(chainID, stream, uint64(next)))
+		}
+		err := db.Update(ctx, func(tx *chain.Tx) error {
+			for _, r := range reqs {
+				res, err := tx.Append(r)
+				if err != nil {
+					return err
+				}
+				if res.Replayed {
+					return fmt.Errorf("key %q replayed in a fresh stream", r.IdempotencyKey)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return Stream{}, err
+		}
+		clock.advance(int64(len(reqs)))
+	}
+	return clock.result(), nil
+}
+
+// DurableAppends appends n entries one at a time, each waiting for its
+// durable result (P3).
+func DurableAppends(ctx context.Context, db *chain.DB, chainID string, stream uint64, n int) (Latencies, error) {
+	ds := make([]time.Duration, 0, n)
+	start := time.Now()
+	for i := range n {
+		req := Request(chainID, stream, uint64(i))
+		t := time.Now()
+		if _, err := db.Append(ctx, req); err != nil {
+			return Latencies{}, err
+		}
+		ds = append(ds, time.Since(t))
+	}
+	return summarize(ds, time.Since(start)), nil
+}
+
+// ConcurrentAppends runs goroutines appenders, each appending one entry at
+// a time to its own chain and waiting for its durable result, until total
+// entries are written (P2).
+func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, stream uint64, goroutines, total int) (Rate, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	start := time.Now()
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chainID := fmt.Sprintf("%s-%02d", chainPrefix, g)
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(total) {
+					return
+				}
+				if _, err := db.Append(ctx, Request(chainID, stream, uint64(i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return Rate{}, err
+	}
+	return Rate{int64(total), elapsed}, nil
+}
+
+// Replays retries total existing requests (entries 0..existing-1 of the
+// stream, in a scattered order) from goroutines callers and checks that
+// each is answered as a replay (P4).
+func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, existing, goroutines, total int) (Rate, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	start := time.Now()
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1) - 1
+				if n >= int64(total) {
+					return
+				}
+				i := splitmix64(uint64(n)) % uint64(existing)
+				res, err := db.Append(ctx, Request(chainID, stream, i))
+				if err == nil && (!res.Replayed || res.Entry.Seq == 0) {
+					err = fmt.Errorf("entry %d was not replayed", i)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return Rate{}, err
+	}
+	return Rate{int64(total), elapsed}, nil
+}
+
+// Verify verifies every chain and fails on any failure found (P5, P6).
+func Verify(ctx context.Context, db *chain.DB) (Rate, error) {
+	start := time.Now()
+	report, err := db.Verify(ctx, chain.VerifyOptions{})
+	elapsed := time.Since(start)
+	if err != nil {
+		return Rate{}, err
+	}
+	if !report.OK() {
+		return Rate{}, fmt.Errorf("verify found %d failures, first %v", len(report.Failures), report.Failures[0])
+	}
+	return Rate{report.Entries, elapsed}, nil
+}
