@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+func init() { registerCommand(newImportCommand) }
+
+// Limits of import.
+const (
+	// importBatchEntriesMax is how many entries one import transaction
+	// writes at most.
+	importBatchEntriesMax = 4096
+	// importBatchBytesMax bounds the payload bytes of one import transaction.
+	importBatchBytesMax = 32 << 20
+)
+
+// importOptions are the flags of import.
+type importOptions struct {
+	file string
+}
+
+// importJSON is the shape `import -o json` prints.
+type importJSON struct {
+	File string `json:"file"`
+	// Chains and Entries count the file's chains and entries.
+	Chains  int64 `json:"chains"`
+	Entries int64 `json:"entries"`
+	// Appended entries were written; Present ones the ledger already held.
+	Appended int64 `json:"appended"`
+	Present  int64 `json:"present"`
+	// CreatedChains counts the chains the ledger did not hold before.
+	CreatedChains int64 `json:"created_chains"`
+}
+
+func newImportCommand(a *app) *cobra.Command {
+	opts := importOptions{}
+	cmd := &cobra.Command{
+		Use:   "import --file EXPORT.jsonl",
+		Short: "Append an export's entries to the ledger, keeping their times and hashes",
+		Long: "import reads a Format v1 export and appends its entries to the ledger unchanged (same\n" +
+			"times, prev_hash and hash), creating the ledger and missing chains. Before writing anything\n" +
+			"it verifies every line of the file (exit 1 with the failures when it does not verify) and\n" +
+			"checks that every entry the file shares with the ledger is identical (exit 2 when one\n" +
+			"differs); then it appends the entries the ledger lacks. A refused import writes nothing.\n" +
+			"An import that stopped partway can be run again: the entries already written are shared\n" +
+			"and identical, so it appends the rest.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runImport(cmd, a, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.file, "file", "", "the export to import (read several times, so it must be a file)")
+	return cmd
+}
+
+func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
+	if opts.file == "" || opts.file == "-" {
+		return usageErrorf("import: --file names the export to import (a file: it is read several times)")
+	}
+	ctx := cmd.Context()
+
+	// 1. The file proves itself: hashes, links, seqs from 1, contiguous chains.
+	report, err := verifyFile(cmd, opts.file, nil)
+	if err != nil {
+		return err
+	}
+	if !report.OK() {
+		if err := a.print(cmd, newVerifyJSON(&report), func(w io.Writer) error { return writeReportText(w, &report) }); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: import refused, %s does not verify (%s); nothing written", errVerificationFailed,
+			opts.file, plural(int64(len(report.Failures)), "failure", "failures"))
+	}
+	// 2. Every entry is one this ledger accepts.
+	if err := checkImportFile(ctx, opts.file); err != nil {
+		return err
+	}
+	db, _, err := a.createDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// 3. The entries the file shares with the ledger are identical.
+	plan, err := planImport(ctx, db, opts.file)
+	if err != nil {
+		return err
+	}
+	// 4. Append the rest.
+	bar := newProgress(cmd, "importing", plan.out.Entries-plan.out.Present)
+	defer bar.finish()
+	appended, err := writeImport(ctx, db, opts.file, plan.heads, bar.set)
+	plan.out.Appended = appended
+	if err != nil {
+		return fmt.Errorf("import %s stopped after appending %d entries (run it again to append the rest): %w", opts.file, appended, err)
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	out := plan.out
+	out.File = opts.file
+	return a.print(cmd, out, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "imported %s: %s (%d new), %s: %d appended, %d already present\n", opts.file,
+			plural(out.Chains, "chain", "chains"), out.CreatedChains, plural(out.Entries, "entry", "entries"), out.Appended, out.Present)
+		return err
+	})
+}
+
+// forEachExportLine calls fn with every entry of the export file in order.
+func forEachExportLine(ctx context.Context, name string, fn func(e *chain.Entry) error) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return invalidInputf("%v", err)
+	}
+	defer f.Close()
+	r := chain.NewExportReader(f)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
+}
+
+// checkImportFile checks what verification does not: that each entry fits
+// this ledger's limits, that times never decrease within a chain and that no
+// chain holds one idempotency key twice. Together with a verified file,
+// this means every append of the import will be accepted.
+func checkImportFile(ctx context.Context, name string) error {
+	var current string
+	var lastTime int64
+	keys := map[string]uint64{}
+	return forEachExportLine(ctx, name, func(e *chain.Entry) error {
+		if e.Chain != current {
+			current, lastTime = e.Chain, e.TimeUnixNano
+			clear(keys)
+		}
+		req := chain.Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type, Payload: e.Payload}
+		if err := chain.ValidateRequest(req, 0); err != nil {
+			return fmt.Errorf("import refused, nothing written: %s: chain %q seq %d: %w", name, e.Chain, e.Seq, err)
+		}
+		if e.TimeUnixNano < lastTime {
+			return invalidInputf("import refused, nothing written: %s: chain %q seq %d: time %d is before the previous entry's %d",
+				name, e.Chain, e.Seq, e.TimeUnixNano, lastTime)
+		}
+		lastTime = e.TimeUnixNano
+		if e.IdempotencyKey != "" {
+			if seq, ok := keys[e.IdempotencyKey]; ok {
+				return invalidInputf("import refused, nothing written: %s: chain %q seq %d: idempotency key %q is already held by seq %d",
+					name, e.Chain, e.Seq, e.IdempotencyKey, seq)
+			}
+			keys[e.IdempotencyKey] = e.Seq
+		}
+		return nil
+	})
+}
+
+// importPlan is what the check against the ledger found.
+type importPlan struct {
+	// heads are the ledger's heads of the file's chains: the file's entries
+	// up to each are present, the ones after are to be appended.
+	heads map[string]uint64
+	out   importJSON
+}
+
+// planImport compares the file with the ledger: every entry at a seq the
+// ledger already holds must be byte-identical (same hash) to the ledger's.
+func planImport(ctx context.Context, db *chain.DB, name string) (importPlan, error) {
+	plan := importPlan{heads: map[string]uint64{}}
+	return plan, forEachExportLine(ctx, name, func(e *chain.Entry) error {
+		head, seen := plan.heads[e.Chain]
+		if !seen {
+			h, err := db.Head(ctx, e.Chain)
+			if err != nil && !isNotFound(err) {
+				return err
+			}
+			head = h.Seq
+			plan.heads[e.Chain] = head
+			plan.out.Chains++
+			if head == 0 {
+				plan.out.CreatedChains++
+			}
+		}
+		plan.out.Entries++
+		if e.Seq > head {
+			return nil
+		}
+		stored, err := db.Get(ctx, e.Chain, e.Seq)
+		if err != nil {
+			return err
+		}
+		if stored.Hash != e.Hash || !sameEntry(&stored, e) {
+			return invalidInputf("import refused, nothing written: %s: chain %q seq %d differs from the ledger's entry (ledger hash %s, file hash %s)",
+				name, e.Chain, e.Seq, stored.Hash, e.Hash)
+		}
+		plan.out.Present++
+		return nil
+	})
+}
+
+// sameEntry compares every field of two entries.
+func sameEntry(a, b *chain.Entry) bool {
+	return a.Chain == b.Chain && a.Seq == b.Seq && a.PrevHash == b.PrevHash && a.TimeUnixNano == b.TimeUnixNano &&
+		a.IdempotencyKey == b.IdempotencyKey && a.Type == b.Type && string(a.Payload) == string(b.Payload) && a.Hash == b.Hash
+}
+
+// writeImport appends the file's entries past each chain's head, in
+// transactions of bounded size, and returns how many it appended.
+func writeImport(ctx context.Context, db *chain.DB, name string, heads map[string]uint64, progress func(int64)) (int64, error) {
+	var appended int64
+	var batch []chain.Entry
+	var batchBytes int
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		// The function may run more than once: it only reads batch.
+		err := db.Update(ctx, func(tx *chain.Tx) error {
+			for i := range batch {
+				if err := tx.AppendEntry(batch[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		appended += int64(len(batch))
+		progress(appended)
+		batch, batchBytes = batch[:0], 0
+		return nil
+	}
+	err := forEachExportLine(ctx, name, func(e *chain.Entry) error {
+		if e.Seq <= heads[e.Chain] {
+			return nil
+		}
+		if len(batch) == importBatchEntriesMax || batchBytes+len(e.Payload) > importBatchBytesMax {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, *e)
+		batchBytes += len(e.Payload)
+		return nil
+	})
+	if err != nil {
+		return appended, err
+	}
+	return appended, flush()
+}
