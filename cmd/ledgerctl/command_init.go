@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ledgerworks/ledger/storage/postgres"
 )
 
 func init() { registerCommand(newInitCommand) }
@@ -23,9 +25,10 @@ func newInitCommand(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// An existing ledger is opened read-only, so that not a byte of
-			// it changes; that also checks it is a ledger.
+			// it changes; that also checks it is a ledger. A PostgreSQL
+			// database without the current schema gets it.
 			db, err := a.openDB(cmd.Context(), true)
-			created := errors.Is(err, errLedgerMissing)
+			created := errors.Is(err, errLedgerMissing) || errors.Is(err, postgres.ErrSchemaVersion)
 			if created {
 				db, created, err = a.createDB(cmd.Context())
 			}

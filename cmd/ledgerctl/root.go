@@ -209,7 +209,8 @@ func (a *app) options(readOnly bool) chain.Options {
 func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
 	name := a.databaseName()
 	if isDatabaseURL(name) {
-		return a.openURL(ctx, name, readOnly)
+		db, _, err := a.openURL(ctx, name, readOnly, false)
+		return db, err
 	}
 	info, err := os.Stat(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -229,8 +230,7 @@ func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
 func (a *app) createDB(ctx context.Context) (db *chain.DB, created bool, err error) {
 	name := a.databaseName()
 	if isDatabaseURL(name) {
-		db, err := a.openURL(ctx, name, false)
-		return db, false, err
+		return a.openURL(ctx, name, false, true)
 	}
 	_, statErr := os.Stat(name)
 	created = errors.Is(statErr, fs.ErrNotExist)
