@@ -438,8 +438,11 @@ func TestClosedDBRefusesEverything(t *testing.T) {
 	}
 	ctx := context.Background()
 	checks := map[string]error{
-		"append":  func() error { _, err := db.Append(ctx, chain.Request{Chain: "c", Type: "t"}); return err }(),
-		"replay":  func() error { _, err := db.Append(ctx, chain.Request{Chain: "c", IdempotencyKey: "k", Type: "t"}); return err }(),
+		"append": func() error { _, err := db.Append(ctx, chain.Request{Chain: "c", Type: "t"}); return err }(),
+		"replay": func() error {
+			_, err := db.Append(ctx, chain.Request{Chain: "c", IdempotencyKey: "k", Type: "t"})
+			return err
+		}(),
 		"update":  db.Update(ctx, func(*chain.Tx) error { return nil }),
 		"view":    db.View(ctx, func(*chain.Tx) error { return nil }),
 		"get":     func() error { _, err := db.Get(ctx, "c", 1); return err }(),
