@@ -853,18 +853,25 @@ func (t *tx) finish() {
 	t.entries, t.bySeq, t.byKey, t.absent, t.state, t.heads = nil, nil, nil, nil, nil, nil
 }
 
+// resolveGrace is how long resolve lets a transaction stay in progress
+// (its session may still be executing the COMMIT it received) before it
+// terminates the session.
+const resolveGrace = time.Second
+
 // resolve establishes whether transaction xid, whose COMMIT was sent on a
 // connection that then failed, committed. It asks pg_xact_status on another
-// connection; while the transaction is still in progress (its session has
-// not noticed the failure) it terminates that session, which makes the
-// outcome final. It gives up after CommitTimeout.
+// connection. A transaction that stays in progress for resolveGrace (its
+// session is still waiting for the rest of a message, or has not noticed
+// the failure) has its session terminated, which makes the outcome final:
+// the server rolls back a transaction whose session ends before COMMIT. It
+// gives up after CommitTimeout.
 func (b *Backend) resolve(ctx context.Context, pid uint32, xid string) (committed, known bool) {
 	if xid == "" {
 		return false, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.opts.CommitTimeout)
 	defer cancel()
-	terminated := false
+	start, terminated := time.Now(), false
 	for {
 		var status *string
 		err := b.pool.QueryRow(ctx, sqlXactStatus, xid).Scan(&status)
@@ -877,14 +884,14 @@ func (b *Backend) resolve(ctx context.Context, pid uint32, xid string) (committe
 			return true, true
 		case *status == "aborted":
 			return false, true
-		case !terminated:
+		case !terminated && time.Since(start) >= resolveGrace:
 			_, err := b.pool.Exec(ctx, sqlTerminate, int64(pid), xid)
 			terminated = err == nil
 		}
 		select {
 		case <-ctx.Done():
 			return false, false
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
