@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestChainsListsEveryHeadInOrder(t *testing.T) {
+	for _, l := range testLedgers(t) {
+		t.Run(l.backend, func(t *testing.T) {
+			l.t = t
+			l.seed()
+			text := l.must("chains")
+			asJSON := l.must("-o", "json", "chains")
+			golden(t, "chains", text+asJSON)
+			var heads []headJSON
+			if err := json.Unmarshal([]byte(asJSON), &heads); err != nil {
+				t.Fatal(err)
+			}
+			want := []struct {
+				chain string
+				seq   uint64
+			}{{"acme/audit/events", 5}, {"acme/stock/SKU-1/WH-1", 2}, {"globex/fin/books", 1}}
+			if len(heads) != len(want) {
+				t.Fatalf("%d chains, want %d", len(heads), len(want))
+			}
+			for i, w := range want {
+				if heads[i].Chain != w.chain || heads[i].Seq != w.seq {
+					t.Fatalf("chain %d is %+v, want %+v", i, heads[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestChainsOfAnEmptyLedgerIsAnEmptyArray(t *testing.T) {
+	l := newFileLedger(t)
+	l.must("init")
+	if got := l.must("-o", "json", "chains"); got != "[]\n" {
+		t.Fatalf("got %q", got)
+	}
+}
