@@ -124,6 +124,9 @@ func verifyLedger(cmd *cobra.Command, a *app, chains []string, heads []chain.Hea
 		return chain.Report{}, err
 	}
 	defer db.Close()
+	if err := requireChains(ctx, db, chains, heads); err != nil {
+		return chain.Report{}, err
+	}
 	total, err := entriesTotal(ctx, db, chains)
 	if err != nil {
 		return chain.Report{}, err
@@ -133,6 +136,22 @@ func verifyLedger(cmd *cobra.Command, a *app, chains []string, heads []chain.Hea
 	opts := chain.VerifyOptions{Chains: chains, ExpectHeads: heads,
 		Progress: func(p chain.Progress) { bar.set(p.Entries) }}
 	return verifyDatabase(ctx, db, opts, registeredChecks(), len(chains) == 0)
+}
+
+// requireChains fails with ErrNotFound for a named chain that does not
+// exist, unless a saved head names it: then the chain's absence is a
+// verification failure (it was deleted), which Verify reports.
+func requireChains(ctx context.Context, db *chain.DB, chains []string, heads []chain.Head) error {
+	saved := map[string]bool{}
+	for _, h := range heads {
+		saved[h.Chain] = true
+	}
+	for _, c := range chains {
+		if _, err := db.Head(ctx, c); err != nil && !(isNotFound(err) && saved[c]) {
+			return err
+		}
+	}
+	return nil
 }
 
 // entriesTotal counts the entries of the chains (every chain when none is
@@ -250,8 +269,11 @@ func writeReportText(w io.Writer, r *chain.Report) error {
 	var zero chain.Hash
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "%s seq %d: %s: %s", f.Chain, f.Seq, f.Reason, f.Detail)
-		if f.Expected != zero || f.Calculated != zero {
+		switch {
+		case f.Expected != zero && f.Calculated != zero:
 			fmt.Fprintf(w, " (expected %s, calculated %s)", f.Expected, f.Calculated)
+		case f.Expected != zero:
+			fmt.Fprintf(w, " (expected %s)", f.Expected)
 		}
 		fmt.Fprintln(w)
 	}
