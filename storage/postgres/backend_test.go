@@ -628,44 +628,86 @@ func appendKeyed(ctx context.Context, b storage.Backend, chain, key string) erro
 	return tx.Commit()
 }
 
-func TestDeadlockIsRetryable(t *testing.T) {
-	b := pgtest.Open(t)
+// crossLock runs two writable transactions that each take one lock and
+// then wait for the other's; it returns their errors.
+func crossLock(t *testing.T, b storage.Backend, first, second func(ctx context.Context, tx storage.Tx, which int) error) (error, error) {
 	ctx := context.Background()
-	appendN(t, b, "a", 0, 1, false)
-	appendN(t, b, "b", 0, 1, false)
 	tx1, _ := b.Begin(ctx, true)
 	defer tx1.Rollback()
 	tx2, _ := b.Begin(ctx, true)
 	defer tx2.Rollback()
-	if _, err := tx1.Head(ctx, "a"); err != nil {
+	if err := first(ctx, tx1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx2.Head(ctx, "b"); err != nil {
+	if err := first(ctx, tx2, 1); err != nil {
 		t.Fatal(err)
 	}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := tx1.Head(ctx, "b")
+		err := second(ctx, tx1, 0)
 		if err != nil {
 			tx1.Rollback()
 		}
 		errc <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	_, err2 := tx2.Head(ctx, "a")
+	err2 := second(ctx, tx2, 1)
 	if err2 != nil {
 		tx2.Rollback()
 	}
-	err1 := <-errc
+	return <-errc, err2
+}
+
+// Two transactions locking two heads in opposite orders: the one that
+// locks out of byte order gives up after UnorderedLockWait instead of
+// waiting for deadlock detection.
+func TestUnorderedHeadsFailFast(t *testing.T) {
+	b := pgtest.Open(t)
+	appendN(t, b, "a", 0, 1, false)
+	appendN(t, b, "b", 0, 1, false)
+	names := [2][2]string{{"a", "b"}, {"b", "a"}}
+	var waited time.Duration
+	err1, err2 := crossLock(t, b,
+		func(ctx context.Context, tx storage.Tx, w int) error { _, err := tx.Head(ctx, names[w][0]); return err },
+		func(ctx context.Context, tx storage.Tx, w int) error {
+			start := time.Now()
+			_, err := tx.Head(ctx, names[w][1])
+			if w == 1 {
+				waited = time.Since(start)
+			}
+			return err
+		})
+	if err1 != nil || err2 == nil {
+		t.Fatalf("want only the out-of-order locker to fail, got %v and %v", err1, err2)
+	}
+	if !errors.Is(err2, postgres.ErrRetryable) || !errors.Is(err2, storage.ErrIO) || !strings.Contains(err2.Error(), "55P03") {
+		t.Fatalf("error = %v, want ErrRetryable from a lock timeout (55P03)", err2)
+	}
+	if waited > 900*time.Millisecond {
+		t.Fatalf("gave up after %v: waited for deadlock detection", waited)
+	}
+}
+
+// A real deadlock (state rows locked in opposite orders) is ErrRetryable.
+func TestDeadlockIsRetryable(t *testing.T) {
+	b := pgtest.Open(t)
+	ctx := context.Background()
+	tx, _ := b.Begin(ctx, true)
+	tx.StatePut(ctx, []byte("x"), []byte("1"))
+	tx.StatePut(ctx, []byte("y"), []byte("1"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	keys := [2][2]string{{"x", "y"}, {"y", "x"}}
+	err1, err2 := crossLock(t, b,
+		func(ctx context.Context, tx storage.Tx, w int) error { _, err := tx.StateGet(ctx, []byte(keys[w][0])); return err },
+		func(ctx context.Context, tx storage.Tx, w int) error { _, err := tx.StateGet(ctx, []byte(keys[w][1])); return err })
 	if (err1 == nil) == (err2 == nil) {
 		t.Fatalf("want exactly one deadlock victim, got %v and %v", err1, err2)
 	}
 	err := errors.Join(err1, err2)
-	if !errors.Is(err, postgres.ErrRetryable) || !errors.Is(err, storage.ErrIO) {
-		t.Fatalf("deadlock error = %v, want ErrRetryable wrapping storage.ErrIO", err)
-	}
-	if !strings.Contains(err.Error(), "40P01") {
-		t.Fatalf("deadlock error does not name SQLSTATE 40P01: %v", err)
+	if !errors.Is(err, postgres.ErrRetryable) || !errors.Is(err, storage.ErrIO) || !strings.Contains(err.Error(), "40P01") {
+		t.Fatalf("deadlock error = %v, want ErrRetryable (40P01) wrapping storage.ErrIO", err)
 	}
 }
 

@@ -36,6 +36,17 @@ const (
 	MaxBufferedEntries = 4096
 	MaxBufferedBytes   = 8 << 20
 
+	// UnorderedLockWait bounds the wait for a chain head that a transaction
+	// locks while it holds the head of a chain whose name sorts after it.
+	// Such a wait can be part of a deadlock (two group commits in two
+	// processes locking the same chains in different orders); instead of
+	// waiting for the server's deadlock detection (deadlock_timeout, 1s by
+	// default) the transaction fails with ErrRetryable after this time.
+	// Heads locked in ascending order wait without bound (or
+	// Options.LockTimeout), and cannot deadlock among themselves. Must
+	// match sqlShortLockWait.
+	UnorderedLockWait = 50 * time.Millisecond
+
 	// DefaultCommitTimeout bounds a COMMIT round trip, and the time spent
 	// establishing the outcome of a commit whose connection was lost.
 	DefaultCommitTimeout = 30 * time.Second

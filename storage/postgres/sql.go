@@ -24,8 +24,12 @@ const (
 	// is race-free. It returns a row only when it inserted one.
 	sqlCreateHead = `INSERT INTO chains (chain_id, head_seq, head_hash, head_time)
 		VALUES ($1, 0, '\x', 0) ON CONFLICT (chain_id) DO NOTHING RETURNING true`
-	sqlLockHead = "SELECT head_seq, head_hash, head_time FROM chains WHERE chain_id = $1 FOR UPDATE"
-	sqlReadHead = "SELECT head_seq, head_hash, head_time FROM chains WHERE chain_id = $1 AND head_seq > 0"
+	// sqlShortLockWait and sqlDefaultLockWait bracket the locking of a head
+	// taken out of order (see UnorderedLockWait).
+	sqlShortLockWait   = "SET LOCAL lock_timeout = 50"
+	sqlDefaultLockWait = "SET LOCAL lock_timeout TO DEFAULT"
+	sqlLockHead        = "SELECT head_seq, head_hash, head_time FROM chains WHERE chain_id = $1 FOR UPDATE"
+	sqlReadHead        = "SELECT head_seq, head_hash, head_time FROM chains WHERE chain_id = $1 AND head_seq > 0"
 	// sqlDropPlaceholders removes the placeholders of chains this
 	// transaction locked but did not append to.
 	sqlDropPlaceholders = "DELETE FROM chains WHERE chain_id = ANY($1::text[]) AND head_seq = 0"

@@ -70,6 +70,7 @@ type tx struct {
 	pid      uint32 // the server session's process id
 
 	heads   map[string]*lockedHead
+	maxHead string // the greatest chain name in heads
 	entries []pendingEntry
 	bySeq   map[chainSeq]int
 	byKey   map[chainKey]uint64
@@ -308,8 +309,16 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 		created, found bool
 		h              storage.Head
 	)
+	// Heads taken in ascending byte order wait as long as it takes: no
+	// cycle of such waits can form. A head below one this transaction
+	// already holds could close a deadlock cycle, so its wait is bounded
+	// by UnorderedLockWait instead of the server's deadlock detection.
+	unordered := chain < t.maxHead
 	err := t.run(ctx, "lock head", false, func(b *pgx.Batch) {
 		created, found = false, false
+		if unordered {
+			b.Queue(sqlShortLockWait)
+		}
 		b.Queue(sqlCreateHead, chain).QueryRow(func(row pgx.Row) error {
 			err := row.Scan(&created)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -322,6 +331,9 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 			h, found, err = scanHeadRow(row)
 			return err
 		})
+		if unordered {
+			b.Queue(sqlDefaultLockWait)
+		}
 		if t.xid == "" {
 			b.Queue(sqlXactID).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid) })
 		}
@@ -340,6 +352,7 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 	}
 	lh := &lockedHead{head: h, exists: h.Seq > 0, created: created}
 	t.heads[chain] = lh
+	t.maxHead = max(t.maxHead, chain)
 	return lh, nil
 }
 
