@@ -1,0 +1,292 @@
+package valuations
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Check rebuilds the derived state of every tenant's items from the chains
+// and reports each difference as a chain.Failure with Reason
+// chain.ReasonStateMismatch: for every location Σ quantity changes must equal
+// the stored quantity, Σ value changes the stored value, and re-applying
+// every value entry's recorded effect must give the value changes, balances
+// and FIFO layers the entries and the state hold. A half-written operation
+// shows up here until it is completed.
+//
+// It streams: chains are read in pages and only one location's open layers
+// are held in memory at a time. The error is for operating failures only.
+func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
+	c := &checker{ctx: ctx, db: db}
+	for h, err := range db.Chains(ctx, "") {
+		if err != nil {
+			return c.failures, err
+		}
+		parts := chain.SplitScopedName(h.Chain)
+		if len(parts) < 3 || parts[1] != Domain {
+			continue
+		}
+		switch {
+		case len(parts) == 3:
+			err = c.item(parts[0], parts[2], h)
+		case len(parts) == 5 && parts[4] == "value":
+			err = c.location(parts[0], parts[2], parts[3])
+		case len(parts) == 5 && parts[4] == "qty":
+			valueChain, _ := ValueChain(parts[0], parts[2], parts[3])
+			if _, headErr := db.Head(ctx, valueChain); isNotFound(headErr) {
+				err = c.location(parts[0], parts[2], parts[3])
+			}
+		}
+		if err != nil {
+			return c.failures, err
+		}
+	}
+	return c.failures, c.orphanState()
+}
+
+type checker struct {
+	ctx      context.Context
+	db       *chain.DB
+	failures []chain.Failure
+}
+
+func (c *checker) fail(name string, seq uint64, format string, args ...any) {
+	if len(c.failures) < chain.FailuresMaxDefault {
+		c.failures = append(c.failures, chain.Failure{Chain: name, Seq: seq, Reason: chain.ReasonStateMismatch,
+			Detail: fmt.Sprintf(format, args...)})
+	}
+}
+
+// item compares the newest definition entry with the stored definition.
+func (c *checker) item(tenant, id string, h chain.Head) error {
+	return c.db.View(c.ctx, func(tx *chain.Tx) error {
+		e, err := tx.Get(h.Chain, h.Seq)
+		if err != nil {
+			return err
+		}
+		stored, err := tx.StateGet(itemKey(tenant, id))
+		switch {
+		case isNotFound(err):
+			c.fail(h.Chain, h.Seq, "item %q has entries but no stored definition", id)
+		case err != nil:
+			return err
+		case len(stored) < 8 || !bytes.Equal(stored[8:], e.Payload) || binary.BigEndian.Uint64(stored) != h.Seq:
+			c.fail(h.Chain, h.Seq, "stored definition of item %q is not its newest entry", id)
+		}
+		return nil
+	})
+}
+
+// rebuilt is a location's state as its chains say it should be.
+type rebuilt struct {
+	pos           position
+	layers        memoryLayers
+	quantitySum   int64
+	valueSum      int64
+	scales        scales
+	scalesKnown   bool
+	quantityCount uint64
+}
+
+func (c *checker) location(tenant, item, loc string) error {
+	quantityChain, err := QuantityChain(tenant, item, loc)
+	if err != nil {
+		return nil // not a name this package writes
+	}
+	valueChain, _ := ValueChain(tenant, item, loc)
+	r := &rebuilt{pos: newPosition()}
+	for e, err := range c.db.Entries(c.ctx, valueChain, 1) {
+		if err != nil {
+			return err
+		}
+		c.valueEntry(r, &e)
+	}
+	for e, err := range c.db.Entries(c.ctx, quantityChain, 1) {
+		if err != nil {
+			return err
+		}
+		c.quantityEntry(r, &e)
+	}
+	return c.compare(tenant, item, loc, quantityChain, valueChain, r)
+}
+
+// valueEntry re-applies one value entry and compares what it records.
+func (c *checker) valueEntry(r *rebuilt, e *chain.Entry) {
+	d, err := decodeValue(e.Payload)
+	if err != nil || e.Type != TypeValue {
+		c.fail(e.Chain, e.Seq, "not a valuation value entry: %v", err)
+		return
+	}
+	if !r.scalesKnown {
+		r.scales, r.scalesKnown = d.scales, true
+	} else if d.scales != r.scales {
+		c.fail(e.Chain, e.Seq, "scales %d/%d differ from the chain's %d/%d", d.scales.quantity, d.scales.minor, r.scales.quantity, r.scales.minor)
+		return
+	}
+	s := r.scales
+	sum, ok := addChecked(r.valueSum, d.change)
+	if !ok {
+		c.fail(e.Chain, e.Seq, "Σ value changes overflows")
+	}
+	r.valueSum = sum
+	out, err := applyEffect(r.pos, d.method, s, &r.layers, d.effect, d.payload.Request.Operation, true)
+	if err != nil {
+		c.fail(e.Chain, e.Seq, "re-applying the recorded %s fails: %v", d.effect.kind, err)
+		return
+	}
+	if d.effect.kind == effectInflow || d.effect.kind == effectInflowFront {
+		if out.layerID != d.effect.layer {
+			c.fail(e.Chain, e.Seq, "layer %d recorded, %d rebuilt", d.effect.layer, out.layerID)
+		}
+	}
+	n := out.pos
+	switch {
+	case out.change != d.change:
+		c.fail(e.Chain, e.Seq, "value change %s recorded, %s rebuilt", s.formatValue(d.change), s.formatValue(out.change))
+	case n.Quantity != d.quantity || n.Value != d.value:
+		c.fail(e.Chain, e.Seq, "balance %s / %s recorded, %s / %s rebuilt",
+			s.formatQuantity(d.quantity), s.formatValue(d.value), s.formatQuantity(n.Quantity), s.formatValue(n.Value))
+	case n.RateKnown != d.rateKnown || n.Rate != d.rate:
+		c.fail(e.Chain, e.Seq, "rate %s recorded, %s rebuilt", s.formatRate(d.rate), s.formatRate(n.Rate))
+	case !slices.Equal(out.settlements, d.settlements):
+		c.fail(e.Chain, e.Seq, "settlements %v recorded, %v rebuilt", d.settlements, out.settlements)
+	}
+	r.layers.apply(&out.layers)
+	n.ValueSeq = e.Seq
+	r.pos = n
+}
+
+func (c *checker) quantityEntry(r *rebuilt, e *chain.Entry) {
+	d, err := decodeQuantity(e.Payload)
+	if err != nil || e.Type != TypeQuantity {
+		c.fail(e.Chain, e.Seq, "not a valuation quantity entry: %v", err)
+		return
+	}
+	sum, ok := addChecked(r.quantitySum, d.change)
+	if !ok {
+		c.fail(e.Chain, e.Seq, "Σ quantity changes overflows")
+	}
+	r.quantitySum = sum
+	r.quantityCount = e.Seq
+	if d.after != sum {
+		c.fail(e.Chain, e.Seq, "quantity after %s recorded, Σ quantity changes is %s",
+			p(d.after, d.scale), p(sum, d.scale))
+	}
+}
+
+func p(units int64, scale uint8) string { return scales{quantity: scale}.formatQuantity(units) }
+
+// compare checks the stored position and layers against the rebuild.
+func (c *checker) compare(tenant, item, loc, quantityChain, valueChain string, r *rebuilt) error {
+	return c.db.View(c.ctx, func(tx *chain.Tx) error {
+		l := location{name: loc, quantity: quantityChain, value: valueChain,
+			positionAt: positionKey(tenant, item, loc), layers: layerPrefix(tenant, item, loc)}
+		raw, err := tx.StateGet(l.positionAt)
+		if isNotFound(err) {
+			c.fail(valueChain, r.pos.ValueSeq, "location %q has entries but no stored position", loc)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		stored, err := decodePosition(raw)
+		if err != nil {
+			c.fail(valueChain, r.pos.ValueSeq, "stored position: %v", err)
+			return nil
+		}
+		s := r.scales
+		if !r.scalesKnown {
+			if it, _, err := loadItem(tx, tenant, item); err == nil {
+				s = it.scales()
+			}
+		}
+		want := r.pos
+		want.QuantitySeq = r.quantityCount
+		if stored.Quantity != r.quantitySum {
+			c.fail(quantityChain, r.quantityCount, "Σ :qty is %s, stored quantity %s", s.formatQuantity(r.quantitySum), s.formatQuantity(stored.Quantity))
+		}
+		if stored.Value != r.valueSum {
+			c.fail(valueChain, want.ValueSeq, "Σ :value is %s, stored value %s", s.formatValue(r.valueSum), s.formatValue(stored.Value))
+		}
+		if stored.QuantitySeq != want.QuantitySeq || stored.ValueSeq != want.ValueSeq {
+			c.fail(valueChain, want.ValueSeq, "state includes seqs %d/%d, chains end at %d/%d (a half-written operation?)",
+				stored.QuantitySeq, stored.ValueSeq, want.QuantitySeq, want.ValueSeq)
+		}
+		if stored.Quantity != want.Quantity || stored.Value != want.Value || stored.Rate != want.Rate ||
+			stored.RateKnown != want.RateKnown || stored.LayerLow != want.LayerLow || stored.LayerHigh != want.LayerHigh ||
+			!slices.Equal(stored.Pending, want.Pending) {
+			c.fail(valueChain, want.ValueSeq, "stored position %+v, rebuilt %+v", stored, want)
+		}
+		i := 0
+		for ly, err := range (txLayers{tx, l.layers}).layers() {
+			if err != nil {
+				c.fail(valueChain, want.ValueSeq, "stored layer: %v", err)
+				return nil
+			}
+			if i == len(r.layers.open) || r.layers.open[i] != ly {
+				c.fail(valueChain, want.ValueSeq, "stored layer %+v is not the rebuilt layer %d", ly, i)
+				return nil
+			}
+			i++
+		}
+		if i < len(r.layers.open) {
+			c.fail(valueChain, want.ValueSeq, "rebuilt layer %+v is not stored", r.layers.open[i])
+		}
+		return nil
+	})
+}
+
+// stateScanPage is how many state keys one read transaction of
+// orphanState visits.
+const stateScanPage = 1024
+
+// orphanState reports stored items and positions whose chains do not exist.
+func (c *checker) orphanState() error {
+	start := []byte(statePrefix)
+	end := prefixEnd(start)
+	for {
+		var last []byte
+		count := 0
+		err := c.db.View(c.ctx, func(tx *chain.Tx) error {
+			for kv, err := range tx.StateScan(start, end, false) {
+				if err != nil {
+					return err
+				}
+				if count++; count > stateScanPage {
+					break
+				}
+				last = append(last[:0], kv.Key...)
+				parts := strings.Split(string(kv.Key), "/")
+				var name string
+				switch {
+				case len(parts) == 4 && parts[2] == "item":
+					name, _ = ItemChain(parts[1], parts[3])
+				case len(parts) == 5 && parts[2] == "pos":
+					name, _ = ValueChain(parts[1], parts[3], parts[4])
+				default:
+					continue
+				}
+				if _, err := tx.Head(name); isNotFound(err) {
+					if q, _ := QuantityChain(parts[1], parts[3], parts[len(parts)-1]); parts[2] == "pos" {
+						if _, err := tx.Head(q); err == nil {
+							continue
+						}
+					}
+					c.fail(name, 0, "state key %q has no chain", kv.Key)
+				} else if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || count <= stateScanPage {
+			return err
+		}
+		start = append(last, 0)
+	}
+}

@@ -1,0 +1,97 @@
+package valuations
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/decimal"
+	"github.com/ledgerworks/ledger/storage/storagetest"
+)
+
+// testClock returns a clock that advances one millisecond per reading.
+func testClock() func() time.Time {
+	var n atomic.Int64
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return func() time.Time { return base.Add(time.Duration(n.Add(1)) * time.Millisecond) }
+}
+
+// eachBackend runs fn against a fresh ledger on every registered backend.
+func eachBackend(t *testing.T, fn func(t *testing.T, db *chain.DB)) {
+	t.Helper()
+	for _, f := range storagetest.Factories(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: testClock()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			fn(t, db)
+		})
+	}
+}
+
+func dec(t testing.TB, text string, scale uint8) decimal.Decimal {
+	t.Helper()
+	d, err := decimal.Parse(text, scale)
+	if err != nil {
+		t.Fatalf("parse %q at %d: %v", text, scale, err)
+	}
+	return d
+}
+
+func decPtr(t testing.TB, text string, scale uint8) *decimal.Decimal {
+	d := dec(t, text, scale)
+	return &d
+}
+
+// snapshot describes every chain head and every state pair, so that a test
+// can assert that a refused operation wrote nothing at all.
+func snapshot(t testing.TB, db *chain.DB) string {
+	t.Helper()
+	var lines []string
+	for h, err := range db.Chains(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, fmt.Sprintf("chain %s %d %s", h.Chain, h.Seq, h.Hash))
+	}
+	err := db.View(context.Background(), func(tx *chain.Tx) error {
+		for kv, err := range tx.StateScan(nil, nil, false) {
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("state %q %x", kv.Key, kv.Value))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// mustCheck fails the test when Check finds anything.
+func mustCheck(t testing.TB, db *chain.DB) {
+	t.Helper()
+	failures, err := Check(context.Background(), db)
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	for _, f := range failures {
+		t.Errorf("check: %v", f)
+	}
+}
+
+func defineItem(t testing.TB, db *chain.DB, it Item) {
+	t.Helper()
+	if _, err := DefineItem(context.Background(), db, it); err != nil {
+		t.Fatalf("define %+v: %v", it, err)
+	}
+}
