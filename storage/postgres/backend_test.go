@@ -700,8 +700,14 @@ func TestDeadlockIsRetryable(t *testing.T) {
 	}
 	keys := [2][2]string{{"x", "y"}, {"y", "x"}}
 	err1, err2 := crossLock(t, b,
-		func(ctx context.Context, tx storage.Tx, w int) error { _, err := tx.StateGet(ctx, []byte(keys[w][0])); return err },
-		func(ctx context.Context, tx storage.Tx, w int) error { _, err := tx.StateGet(ctx, []byte(keys[w][1])); return err })
+		func(ctx context.Context, tx storage.Tx, w int) error {
+			_, err := tx.StateGet(ctx, []byte(keys[w][0]))
+			return err
+		},
+		func(ctx context.Context, tx storage.Tx, w int) error {
+			_, err := tx.StateGet(ctx, []byte(keys[w][1]))
+			return err
+		})
 	if (err1 == nil) == (err2 == nil) {
 		t.Fatalf("want exactly one deadlock victim, got %v and %v", err1, err2)
 	}
