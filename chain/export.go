@@ -80,27 +80,20 @@ func DecodeExportLine(line []byte) (Entry, error) {
 	if len(line) > ExportLineLengthMax {
 		return fail("%d bytes exceeds %d", len(line), ExportLineLengthMax)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(line, &fields); err != nil {
-		return fail("%v", err)
+	if !bytes.HasPrefix(line, []byte(`{"chain":`)) {
+		return fail(`does not start with {"chain":`)
 	}
-	if len(fields) != 8 {
-		return fail("%d fields, want 8", len(fields))
-	}
+	// One permissive decode, then the canonical check below refuses every
+	// other spelling: missing, repeated, reordered or unknown fields, spaces,
+	// escapes, number forms.
 	var l ExportLine
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	if err := dec.Decode(&l); err != nil {
 		return fail("%v", err)
 	}
-	if !bytes.Equal(bytes.TrimSpace(line[dec.InputOffset():]), nil) {
+	if dec.InputOffset() != int64(len(line)) {
 		return fail("data after the object")
-	}
-	for _, name := range []string{"chain", "seq", "time_unix_nano", "idempotency_key", "type", "payload", "prev_hash", "hash"} {
-		if _, ok := fields[name]; !ok {
-			return fail("field %q missing", name)
-		}
 	}
 	e := Entry{Chain: l.Chain, Seq: l.Seq, TimeUnixNano: l.TimeUnixNano, IdempotencyKey: l.IdempotencyKey, Type: l.Type}
 	if err := ValidateRequest(Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type}, PayloadSizeLimit); err != nil {
@@ -124,7 +117,7 @@ func DecodeExportLine(line []byte) (Entry, error) {
 		return fail("hash: %v", err)
 	}
 	if canonical := AppendExportLine(nil, &e); !bytes.Equal(canonical[:len(canonical)-1], line) {
-		return fail("not in canonical form (field order, spacing or string escapes)")
+		return fail("not in canonical form (each Format v1 field once and in order, no spaces, only '\"' and '\\' escaped)")
 	}
 	return e, nil
 }
@@ -205,8 +198,11 @@ func (db *DB) Export(ctx context.Context, w io.Writer, chains []string, progress
 
 // VerifyExport checks an export without a database: every line decodes, every
 // hash matches, every link holds, seqs run from 1 without gaps, and each
-// chain's lines are contiguous. A line that does not decode ends the check
-// with a failure, since nothing after it can be trusted to be aligned.
+// chain's lines are contiguous. A chain whose lines resume after another
+// chain's is reported once and then checked on from where it stopped. A line
+// that does not decode ends the check with a failure, since nothing after it
+// can be trusted to be aligned. Memory grows with the number of chains, not
+// entries.
 func VerifyExport(ctx context.Context, r io.Reader, opts VerifyOptions) (Report, error) {
 	var report Report
 	c := &collector{report: &report, max: opts.FailuresMax}
@@ -220,19 +216,12 @@ func VerifyExport(ctx context.Context, r io.Reader, opts VerifyOptions) (Report,
 		}
 		want[h.Chain][h.Seq] = h.Hash
 	}
-	seen := map[string]bool{}
+	verifiers := map[string]*ChainVerifier{}
 	var v *ChainVerifier
-	finish := func() {
-		if v == nil {
-			return
+	progress := func() {
+		if opts.Progress != nil {
+			opts.Progress(Progress{Chains: report.Chains, Entries: report.Entries})
 		}
-		v.Finish(nil)
-		for seq, h := range want[v.chain] {
-			c.add(Failure{Chain: v.chain, Seq: seq, Reason: ReasonHeadMismatch,
-				Detail: fmt.Sprintf("saved head seq %d is beyond the export's end at seq %d", seq, v.Last().Seq), Expected: h})
-		}
-		delete(want, v.chain)
-		report.Chains++
 	}
 	reader := NewExportReader(r)
 	for {
@@ -252,12 +241,15 @@ func VerifyExport(ctx context.Context, r io.Reader, opts VerifyOptions) (Report,
 			break
 		}
 		if v == nil || e.Chain != v.chain {
-			finish()
-			if seen[e.Chain] {
-				c.add(Failure{Chain: e.Chain, Seq: e.Seq, Reason: ReasonSeqGap, Detail: "chain's lines are not contiguous"})
+			if v != nil {
+				report.Chains++ // chains whose lines have ended, for progress
 			}
-			seen[e.Chain] = true
-			v = NewChainVerifier(e.Chain, c.add)
+			if v = verifiers[e.Chain]; v != nil {
+				c.add(Failure{Chain: e.Chain, Seq: e.Seq, Reason: ReasonSeqGap, Detail: "chain's lines are not contiguous"})
+			} else {
+				v = NewChainVerifier(e.Chain, c.add)
+				verifiers[e.Chain] = v
+			}
 		}
 		v.Entry(&e)
 		if h, ok := want[e.Chain][e.Seq]; ok {
@@ -267,19 +259,21 @@ func VerifyExport(ctx context.Context, r io.Reader, opts VerifyOptions) (Report,
 			}
 			delete(want[e.Chain], e.Seq)
 		}
-		if report.Entries++; opts.Progress != nil && report.Entries%progressInterval == 0 {
-			opts.Progress(Progress{Chains: report.Chains, Entries: report.Entries})
+		if report.Entries++; report.Entries%progressInterval == 0 {
+			progress()
 		}
 	}
-	finish()
+	report.Chains = int64(len(verifiers))
 	for chain, heads := range want {
 		for seq, h := range heads {
-			c.add(Failure{Chain: chain, Seq: seq, Reason: ReasonHeadMismatch, Detail: "chain is not in the export", Expected: h})
+			detail := "chain is not in the export"
+			if v := verifiers[chain]; v != nil {
+				detail = fmt.Sprintf("saved head seq %d is beyond the export's end at seq %d", seq, v.Last().Seq)
+			}
+			c.add(Failure{Chain: chain, Seq: seq, Reason: ReasonHeadMismatch, Detail: detail, Expected: h})
 		}
 	}
 	sortFailures(report.Failures)
-	if opts.Progress != nil {
-		opts.Progress(Progress{Chains: report.Chains, Entries: report.Entries})
-	}
+	progress()
 	return report, nil
 }
