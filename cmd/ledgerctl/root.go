@@ -283,11 +283,32 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 	if err == nil {
 		return exitSuccess
 	}
+	asJSON := a.output == outputJSON
 	if !a.reachedRun {
 		var usage *usageError
 		if !errors.As(err, &usage) {
 			err = &usageError{err: err}
 		}
+		// The flags may not have been parsed (an unknown command).
+		asJSON = asJSON || wantsJSON(args)
 	}
-	return reportError(stderr, a.output == outputJSON, err)
+	return reportError(stderr, asJSON, err)
+}
+
+// wantsJSON reports whether a command line asks for JSON output, for errors
+// found before its flags are parsed.
+func wantsJSON(args []string) bool {
+	for i, arg := range args {
+		switch arg {
+		case "--":
+			return false
+		case "-o", "--output":
+			if i+1 < len(args) && args[i+1] == outputJSON {
+				return true
+			}
+		case "-o" + outputJSON, "-o=" + outputJSON, "--output=" + outputJSON:
+			return true
+		}
+	}
+	return false
 }

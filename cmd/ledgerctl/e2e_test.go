@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// ledgerctlBinary is the ledgerctl executable TestMain builds for the end-to-end
+// tests, which run it as separate processes.
+var ledgerctlBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ledgerctl-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ledgerctlBinary = filepath.Join(dir, "ledgerctl")
+	if runtime.GOOS == "windows" {
+		ledgerctlBinary += ".exe"
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(goTool, "build", "-o", ledgerctlBinary, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building ledgerctl: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// process runs the binary once; the environment has no LEDGER_DB unless
+// given, and TMPDIR is the test's.
+type process struct {
+	t   *testing.T
+	env []string
+}
+
+func newProcess(t *testing.T, env ...string) *process {
+	var base []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, databaseEnvironment+"=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			base = append(base, kv)
+		}
+	}
+	return &process{t: t, env: append(append(base, "TMPDIR="+t.TempDir()), env...)}
+}
+
+func (p *process) command(ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	cmd := exec.CommandContext(ctx, ledgerctlBinary, args...)
+	cmd.Env = p.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return cmd, &stdout, &stderr
+}
+
+// run runs the binary to its end and returns its output and exit code.
+func (p *process) run(args ...string) cliResult {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd, stdout, stderr := p.command(ctx, args...)
+	return finish(p.t, cmd.Run(), stdout, stderr)
+}
+
+func finish(t *testing.T, err error, stdout, stderr *bytes.Buffer) cliResult {
+	t.Helper()
+	r := cliResult{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	default:
+		t.Fatalf("running ledgerctl: %v", err)
+	}
+	return r
+}
+
+func TestBinaryExitCodes(t *testing.T) {
+	p := newProcess(t)
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		json string // the error code on stderr, when it fails
+	}{
+		{"missing ledger", []string{"chains"}, exitStorage, codeStorage},
+		{"init", []string{"init"}, exitSuccess, ""},
+		{"append", []string{"append", "acme/x", "--type", "t/v1", "--key", "k", "--data", "one"}, exitSuccess, ""},
+		{"replay", []string{"append", "acme/x", "--type", "t/v1", "--key", "k", "--data", "one"}, exitSuccess, ""},
+		{"conflict", []string{"append", "acme/x", "--type", "t/v1", "--key", "k", "--data", "two"}, exitConflict, codeConflict},
+		{"invalid input", []string{"append", "acme/x", "--type", "", "--data", "two"}, exitUsage, codeInvalidInput},
+		{"usage", []string{"get", "acme/x"}, exitUsage, codeUsage},
+		{"not found", []string{"get", "acme/x", "2"}, exitNotFound, codeNotFound},
+		{"verify", []string{"verify"}, exitSuccess, ""},
+	}
+	for _, c := range cases {
+		r := p.run(append([]string{"--db", db, "-o", "json"}, c.args...)...)
+		if r.code != c.code {
+			t.Fatalf("%s: exit %d, want %d (stderr %q)", c.name, r.code, c.code, r.stderr)
+		}
+		if c.json != "" && !strings.Contains(r.stderr, `"code":"`+c.json+`"`) {
+			t.Fatalf("%s: stderr %q lacks code %s", c.name, r.stderr, c.json)
+		}
+		if c.json == "" && r.stderr != "" {
+			t.Fatalf("%s: stderr %q on success (a progress bar when piped?)", c.name, r.stderr)
+		}
+	}
+	flipPayloadByte(t, db, "acme/x", 1)
+	r := p.run("--db", db, "-o", "json", "verify")
+	if r.code != exitVerification || !strings.Contains(r.stdout, `"reason":"hash_mismatch"`) {
+		t.Fatalf("verify of a tampered ledger: %+v", r)
+	}
+	corrupt := filepath.Join(t.TempDir(), "corrupt.db")
+	if err := os.WriteFile(corrupt, bytes.Repeat([]byte{0xab}, 8192), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.run("--db", corrupt, "-o", "json", "chains"); r.code != exitStorage || !strings.Contains(r.stderr, codeCorrupt) {
+		t.Fatalf("corrupt file: %+v", r)
+	}
+}
+
+func TestBinaryWaitsForALockedFileThenExits5(t *testing.T) {
+	p := newProcess(t)
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	if r := p.run("--db", db, "init"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	// This test's process holds the file, as a running service would.
+	holder, err := chain.Open(db, chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 500 * time.Millisecond
+	start := time.Now()
+	r := p.run("--db", db, "--lock-timeout", timeout.String(), "-o", "json", "append", "acme/x", "--type", "t", "--data", "d")
+	waited := time.Since(start)
+	if r.code != exitStorage || !strings.Contains(r.stderr, `"code":"LOCKED"`) || !strings.Contains(r.stderr, db) {
+		t.Fatalf("append on a held file: %+v", r)
+	}
+	// bbolt retries the lock every 50ms and gives up within one retry of
+	// the timeout.
+	if waited < timeout-100*time.Millisecond {
+		t.Fatalf("gave up after %v, well before --lock-timeout %v", waited, timeout)
+	}
+	// Readers wait too: the holder writes.
+	if r := p.run("--db", db, "--lock-timeout", "0", "chains"); r.code != exitStorage || !strings.Contains(r.stderr, "locked") {
+		t.Fatalf("chains on a held file: %+v", r)
+	}
+	// A process that is still waiting when the holder lets go proceeds.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd, stdout, stderr := p.command(ctx, "--db", db, "--lock-timeout", "30s", "-o", "json", "append", "acme/x", "--type", "t", "--data", "d")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = finish(t, cmd.Wait(), stdout, stderr)
+	if r.code != 0 || !strings.Contains(r.stdout, `"seq":1,`) {
+		t.Fatalf("append after the holder closed: %+v", r)
+	}
+}
+
+func TestBinaryExportVerifyRoundTrip(t *testing.T) {
+	p := newProcess(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	p.run("--db", db, "init")
+	for i := range 6 {
+		if r := p.run("--db", db, "append", "acme/fin/books", "--type", "fin.posting/v1", "--key", fmt.Sprint("p-", i),
+			"--data", fmt.Sprintf(`{"dr":"1200","cr":"4000","amount":"%d.00"}`, 10*(i+1))); r.code != 0 {
+			t.Fatalf("%+v", r)
+		}
+	}
+	head := strings.TrimSpace(p.run("--db", db, "head", "acme/fin/books").stdout)
+	export := filepath.Join(dir, "books.jsonl")
+	if r := p.run("--db", db, "export", "acme/fin/books", "--out", export); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if r := p.run("verify", "--file", export, "--expect-head", head); r.code != 0 || r.stdout != "intact: 1 chain, 6 entries verified\n" {
+		t.Fatalf("verify of the export: %+v", r)
+	}
+	lines := readLines(t, export)
+	tampered := writeLines(t, dir, "tampered.jsonl", replaceLine(lines, 2, `"idempotency_key":"p-2"`, `"idempotency_key":"p-9"`))
+	truncated := writeLines(t, dir, "truncated.jsonl", lines[:5])
+	cut := writeLines(t, dir, "cut.jsonl", append(append([]string{}, lines[:5]...), lines[5][:len(lines[5])/2]))
+	for _, c := range []struct {
+		name, file, reason string
+		seq                uint64
+	}{
+		{"tampered", tampered, "hash_mismatch", 3},
+		{"truncated", truncated, "head_mismatch", 6},
+		{"cut", cut, "undecodable", 6},
+	} {
+		r := p.run("-o", "json", "verify", "--file", c.file, "--expect-head", head)
+		var report verifyJSON
+		if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+			t.Fatalf("%s: %v in %+v", c.name, err, r)
+		}
+		if r.code != exitVerification || report.OK || report.Failures[0].Reason != c.reason || report.Failures[0].Seq != c.seq {
+			t.Fatalf("%s: exit %d report %+v, want exit 1 with %s at seq %d", c.name, r.code, report, c.reason, c.seq)
+		}
+	}
+	// Without the saved head, a cleanly truncated export still verifies:
+	// that is why auditors keep heads.
+	if r := p.run("verify", "--file", truncated); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestBinaryImportRoundTripAndRefusal(t *testing.T) {
+	p := newProcess(t)
+	dir := t.TempDir()
+	source := filepath.Join(dir, "source.db")
+	p.run("--db", source, "init")
+	for i := range 3 {
+		p.run("--db", source, "append", "acme/stock/SKU-1/WH-1", "--type", "stock.movement/v1", "--key", fmt.Sprint("m-", i), "--data", fmt.Sprint(i))
+	}
+	p.run("--db", source, "append", "acme/audit/events", "--type", "audit.event/v1", "--data", "x")
+	export := filepath.Join(dir, "export.jsonl")
+	if r := p.run("--db", source, "export", "--all", "--out", export); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	target := filepath.Join(dir, "target.db")
+	if r := p.run("--db", target, "import", "--file", export); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	again := p.run("--db", target, "export", "--all")
+	original, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.code != 0 || again.stdout != string(original) {
+		t.Fatal("the imported ledger exports differently")
+	}
+	lines := readLines(t, export)
+	broken := writeLines(t, dir, "broken.jsonl", replaceLine(lines, 2, `"seq":2`, `"seq":3`))
+	refusedTarget := filepath.Join(dir, "refused.db")
+	if r := p.run("--db", refusedTarget, "import", "--file", broken); r.code != exitVerification {
+		t.Fatalf("import of a broken export: %+v", r)
+	}
+	if _, err := os.Stat(refusedTarget); !os.IsNotExist(err) {
+		t.Fatalf("a refused import created the ledger: %v", err)
+	}
+	// A ledger that went its own way refuses the file and keeps its entries.
+	p.run("--db", refusedTarget, "init")
+	if r := p.run("--db", refusedTarget, "append", "acme/audit/events", "--type", "audit.event/v1", "--data", "y"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	before := p.run("--db", refusedTarget, "export", "--all").stdout
+	if r := p.run("--db", refusedTarget, "-o", "json", "import", "--file", export); r.code != exitUsage || !strings.Contains(r.stderr, "differs") {
+		t.Fatalf("import into a diverged ledger: %+v", r)
+	}
+	if after := p.run("--db", refusedTarget, "export", "--all").stdout; after != before {
+		t.Fatal("a refused import wrote")
+	}
+}
+
+func TestBinarySameKeyFromSeveralProcesses(t *testing.T) {
+	p := newProcess(t)
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	p.run("--db", db, "init")
+	const processes = 8
+	results := make([]cliResult, processes)
+	var wg sync.WaitGroup
+	for i := range processes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd, stdout, stderr := p.command(ctx, "--db", db, "--lock-timeout", "50s", "-o", "json",
+				"append", "acme/fin/books", "--type", "fin.posting/v1", "--key", "invoice-4711", "--data", `{"amount":"119.00"}`)
+			err := cmd.Run()
+			r := cliResult{stdout: stdout.String(), stderr: stderr.String()}
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				r.code = exit.ExitCode()
+			} else if err != nil {
+				r.code, r.stderr = -1, err.Error()
+			}
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	appended := 0
+	var first appendedJSON
+	for i, r := range results {
+		if r.code != 0 {
+			t.Fatalf("process %d: %+v", i, r)
+		}
+		var got appendedJSON
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("process %d printed %q", i, r.stdout)
+		}
+		if !got.Replayed {
+			appended++
+		}
+		got.Replayed = false
+		if i == 0 {
+			first = got
+		} else if got != first {
+			t.Fatalf("process %d printed another entry:\n%+v\n%+v", i, got, first)
+		}
+	}
+	if appended != 1 || first.Seq != 1 {
+		t.Fatalf("%d processes appended, seq %d; want exactly one append at seq 1", appended, first.Seq)
+	}
+	if head := p.run("--db", db, "head", "acme/fin/books"); !strings.HasPrefix(head.stdout, "acme/fin/books:1:"+first.Hash) {
+		t.Fatalf("head %+v", head)
+	}
+}
+
+func TestBinaryDemoRunsFromNothing(t *testing.T) {
+	p := newProcess(t)
+	start := time.Now()
+	r := p.run("demo")
+	if r.code != 0 {
+		t.Fatalf("demo: %+v", r)
+	}
+	path, ok := strings.CutPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "ledger: ")
+	if !ok {
+		t.Fatalf("demo's first line is not the ledger's path: %.100q", r.stdout)
+	}
+	if v := p.run("--db", path, "verify"); v.code != 0 {
+		t.Fatalf("verify of the demo ledger: %+v", v)
+	}
+	t.Logf("demo ran in %v", time.Since(start))
+}
+
+func TestBinaryLedgerFromEnvironment(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "env.db")
+	p := newProcess(t, databaseEnvironment+"="+db)
+	if r := p.run("init"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("LEDGER_DB not used: %v", err)
+	}
+}
