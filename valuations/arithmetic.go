@@ -360,14 +360,7 @@ func consume(store layerStore, quantity int64, changes *layerChanges) (int64, er
 func removeInflow(p position, method Method, s scales, store layerStore, quantity, value int64, layerID uint64) (outcome, error) {
 	out := outcome{pos: p}
 	n := &out.pos
-	if p.Quantity < quantity {
-		return outcome{}, invalid(ErrInsufficientStock, "removing %s of %s leaves a shortfall of %s",
-			s.formatQuantity(quantity), s.formatQuantity(p.Quantity), s.formatQuantity(quantity-max(p.Quantity, 0)))
-	}
-	n.Quantity = p.Quantity - quantity
-	var err error
-	switch {
-	case method == FIFO:
+	if method == FIFO {
 		l, ok, err := store.layer(layerID)
 		if err != nil {
 			return outcome{}, err
@@ -376,6 +369,15 @@ func removeInflow(p position, method Method, s scales, store layerStore, quantit
 			return outcome{}, invalid(ErrNotReversible, "its FIFO layer %d (%s, %s) has been consumed",
 				layerID, s.formatQuantity(quantity), s.formatValue(value))
 		}
+	}
+	if p.Quantity < quantity {
+		return outcome{}, invalid(ErrInsufficientStock, "removing %s of %s leaves a shortfall of %s",
+			s.formatQuantity(quantity), s.formatQuantity(p.Quantity), s.formatQuantity(quantity-max(p.Quantity, 0)))
+	}
+	n.Quantity = p.Quantity - quantity
+	var err error
+	switch {
+	case method == FIFO:
 		out.layers.deletes = append(out.layers.deletes, layerID)
 		out.layerID = layerID
 		n.Value = p.Value - value
