@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
+	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt"
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
@@ -151,4 +155,43 @@ func wantError(t testing.TB, err error, targets ...error) {
 			t.Fatalf("error %q does not match %v", err, target)
 		}
 	}
+}
+
+type backendFactory struct {
+	name string
+	open func(t testing.TB) storage.Backend
+}
+
+// storagetestFactories returns the registered backends for tests that open
+// many ledgers (property tests). bbolt files go to a RAM-backed folder when
+// there is one: such tests measure logic, not fsync.
+func storagetestFactories(t *testing.T) []backendFactory {
+	var out []backendFactory
+	for _, f := range storagetest.Factories(t) {
+		open := f.Open
+		if f.Name == "bolt" {
+			open = openBoltInMemoryFolder
+		}
+		out = append(out, backendFactory{name: f.Name, open: open})
+	}
+	return out
+}
+
+func openBoltInMemoryFolder(t testing.TB) storage.Backend {
+	t.Helper()
+	parent := ""
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		parent = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(parent, "financial-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b, err := bolt.Open(filepath.Join(dir, "ledger.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
