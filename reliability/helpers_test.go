@@ -40,11 +40,14 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	code := m.Run()
-	if ledgerctlFolder != "" {
-		os.RemoveAll(ledgerctlFolder)
+	for _, cleanup := range cleanups {
+		cleanup()
 	}
 	os.Exit(code)
 }
+
+// cleanups run when every test has run: they remove what tests share.
+var cleanups []func()
 
 // child returns a command that re-executes this test binary in a role.
 func child(t testing.TB, role string, env ...string) *exec.Cmd {
@@ -200,6 +203,7 @@ func buildLedgerctl(t testing.TB) string {
 		if ledgerctlErr != nil {
 			return
 		}
+		cleanups = append(cleanups, func() { os.RemoveAll(ledgerctlFolder) })
 		ledgerctlPath = filepath.Join(ledgerctlFolder, "ledgerctl")
 		cmd := exec.Command("go", "build", "-o", ledgerctlPath, "github.com/ledgerworks/ledger/cmd/ledgerctl")
 		cmd.Dir = ".."
@@ -278,4 +282,20 @@ func copyFile(t testing.TB, from, to string) {
 	if err := os.WriteFile(to, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// knownBugsEnvironment, set to 1, makes the tests of known bugs fail instead
+// of skipping: CI stays green while each bug is open, and the test proves
+// its fix.
+const knownBugsEnvironment = "LEDGER_RELIABILITY_KNOWN_BUGS"
+
+// knownBug skips the test with the bug's description, or fails it when
+// knownBugsEnvironment is set.
+func knownBug(t testing.TB, format string, args ...any) {
+	t.Helper()
+	message := "known bug: " + fmt.Sprintf(format, args...)
+	if os.Getenv(knownBugsEnvironment) == "1" {
+		t.Fatal(message)
+	}
+	t.Skip(message + " (set " + knownBugsEnvironment + "=1 to fail on it)")
 }
