@@ -21,5 +21,7 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeBenchLedgers()
+	os.Exit(code)
 }

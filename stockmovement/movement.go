@@ -154,6 +154,7 @@ func replay(tx *chain.Tx, tenant string, item DefinedItem, lines []line) (Result
 		if err != nil {
 			return Result{}, false, err
 		}
+		// Encoded only now: most appends find no key, and encoding costs.
 		request := l.movement
 		request.Balance = decimal.MustNew(0, item.Scale)
 		requested := requestPart(EncodeMovement(request))
