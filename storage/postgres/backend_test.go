@@ -748,3 +748,47 @@ func TestRedactedName(t *testing.T) {
 		}
 	}
 }
+
+// Names with a NUL byte cannot be stored in PostgreSQL text; reads find
+// nothing, Chains treats a NUL in its bound as "after the prefix", and the
+// transaction stays usable.
+func TestNULBytes(t *testing.T) {
+	b := pgtest.Open(t)
+	ctx := context.Background()
+	appendN(t, b, "a", 0, 1, false)
+	appendN(t, b, "a\x01", 0, 1, false)
+	appendN(t, b, "b", 0, 1, false)
+	tx, _ := b.Begin(ctx, true)
+	defer tx.Rollback()
+	if err := tx.Append(ctx, "x\x00", rec(1, ""), head(1)); !errors.Is(err, postgres.ErrNUL) {
+		t.Fatalf("append to a name with NUL: %v", err)
+	}
+	if err := tx.Append(ctx, "x", rec(1, "k\x00"), head(1)); !errors.Is(err, postgres.ErrNUL) {
+		t.Fatalf("append with a key with NUL: %v", err)
+	}
+	if _, err := tx.Head(ctx, "a\x00"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if _, err := tx.LookupKey(ctx, "a", "k\x00"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if _, err := tx.Entry(ctx, "a\x00", 1); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal(err)
+	}
+	var got []string
+	for c, err := range tx.Chains(ctx, "a\x00") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.Chain)
+	}
+	if fmt.Sprintf("%q", got) != `["a\x01" "b"]` {
+		t.Fatalf("chains from a\\x00: %q", got)
+	}
+	if err := tx.Append(ctx, "x", rec(1, ""), head(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -28,16 +28,20 @@ const (
 	// taken out of order (see UnorderedLockWait).
 	sqlShortLockWait   = "SET LOCAL lock_timeout = 50"
 	sqlDefaultLockWait = "SET LOCAL lock_timeout TO DEFAULT"
-	sqlLockHead        = "SELECT head_seq, head_hash, head_time FROM chains WHERE chain_id = $1 FOR UPDATE"
-	sqlReadHead        = "SELECT head_seq, head_hash, head_time FROM chains WHERE chain_id = $1 AND head_seq > 0"
+	// sqlLockHead also returns the transaction id (locking a row assigns one).
+	sqlLockHead = `SELECT head_seq, head_hash, head_time, pg_current_xact_id()::text
+		FROM chains WHERE chain_id = $1 FOR UPDATE`
+	sqlReadHead = "SELECT head_seq, head_hash, head_time FROM chains WHERE chain_id = $1 AND head_seq > 0"
 	// sqlDropPlaceholders removes the placeholders of chains this
 	// transaction locked but did not append to.
 	sqlDropPlaceholders = "DELETE FROM chains WHERE chain_id = ANY($1::text[]) AND head_seq = 0"
 
-	sqlInsertEntries = `INSERT INTO entries (chain_id, seq, idempotency_key, data)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[])`
-	sqlUpdateHeads = `UPDATE chains AS c SET head_seq = u.seq, head_hash = u.hash, head_time = u.t
-		FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[]) AS u (chain_id, seq, hash, t)
+	// sqlAppend inserts the buffered entries and moves their chains' heads.
+	sqlAppend = `WITH e AS (
+			INSERT INTO entries (chain_id, seq, idempotency_key, data)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[]))
+		UPDATE chains AS c SET head_seq = u.seq, head_hash = u.hash, head_time = u.t
+		FROM unnest($5::text[], $6::bigint[], $7::bytea[], $8::bigint[]) AS u (chain_id, seq, hash, t)
 		WHERE c.chain_id = u.chain_id`
 
 	sqlEntry     = "SELECT data FROM entries WHERE chain_id = $1 AND seq = $2"

@@ -177,6 +177,8 @@ func (t *tx) reconnect(ctx context.Context) error {
 // queueFlush adds the buffered writes to b.
 func (t *tx) queueFlush(b *pgx.Batch) {
 	if n := len(t.entries); n > 0 {
+		// The entries and the heads they move, in one statement. Every
+		// buffered entry moved its chain's head, so both are non-empty.
 		chains := make([]string, n)
 		seqs := make([]int64, n)
 		keys := make([]pgtype.Text, n)
@@ -185,31 +187,23 @@ func (t *tx) queueFlush(b *pgx.Batch) {
 			chains[i], seqs[i], data[i] = e.chain, int64(e.seq), e.data
 			keys[i] = pgtype.Text{String: e.key, Valid: e.key != ""}
 		}
-		b.Queue(sqlInsertEntries, chains, seqs, keys, data).Exec(func(ct pgconn.CommandTag) error {
-			if ct.RowsAffected() != int64(n) {
-				return fmt.Errorf("%w: inserted %d of %d entries", storage.ErrCorrupt, ct.RowsAffected(), n)
+		var names []string
+		for c, lh := range t.heads {
+			if lh.dirty {
+				names = append(names, c)
 			}
-			return nil
-		})
-	}
-	var chains []string
-	for c, lh := range t.heads {
-		if lh.dirty {
-			chains = append(chains, c)
 		}
-	}
-	if n := len(chains); n > 0 {
-		slices.Sort(chains)
-		seqs := make([]int64, n)
-		hashes := make([][]byte, n)
-		times := make([]int64, n)
-		for i, c := range chains {
+		slices.Sort(names)
+		hseqs := make([]int64, len(names))
+		hashes := make([][]byte, len(names))
+		times := make([]int64, len(names))
+		for i, c := range names {
 			h := t.heads[c].head
-			seqs[i], hashes[i], times[i] = int64(h.Seq), h.Hash[:], h.TimeUnixNano
+			hseqs[i], hashes[i], times[i] = int64(h.Seq), h.Hash[:], h.TimeUnixNano
 		}
-		b.Queue(sqlUpdateHeads, chains, seqs, hashes, times).Exec(func(ct pgconn.CommandTag) error {
-			if ct.RowsAffected() != int64(n) {
-				return fmt.Errorf("%w: updated %d of %d chain heads", storage.ErrCorrupt, ct.RowsAffected(), n)
+		b.Queue(sqlAppend, chains, seqs, keys, data, names, hseqs, hashes, times).Exec(func(ct pgconn.CommandTag) error {
+			if ct.RowsAffected() != int64(len(names)) {
+				return fmt.Errorf("%w: updated %d of %d chain heads", storage.ErrCorrupt, ct.RowsAffected(), len(names))
 			}
 			return nil
 		})
@@ -263,6 +257,9 @@ func (t *tx) Head(ctx context.Context, chain string) (storage.Head, error) {
 	if err := t.usable(); err != nil {
 		return storage.Head{}, err
 	}
+	if hasNUL(chain) {
+		return storage.Head{}, storage.ErrNotFound // no such chain can be stored
+	}
 	if !t.writable {
 		var (
 			h     storage.Head
@@ -305,44 +302,69 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 	if lh, ok := t.heads[chain]; ok {
 		return lh, nil
 	}
-	var (
-		created, found bool
-		h              storage.Head
-	)
 	// Heads taken in ascending byte order wait as long as it takes: no
 	// cycle of such waits can form. A head below one this transaction
 	// already holds could close a deadlock cycle, so its wait is bounded
 	// by UnorderedLockWait instead of the server's deadlock detection.
 	unordered := chain < t.maxHead
-	err := t.run(ctx, "lock head", false, func(b *pgx.Batch) {
-		created, found = false, false
-		if unordered {
-			b.Queue(sqlShortLockWait)
-		}
-		b.Queue(sqlCreateHead, chain).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&created)
+	var (
+		created, found bool
+		h              storage.Head
+	)
+	lockRow := func(b *pgx.Batch) {
+		found = false
+		b.Queue(sqlLockHead, chain).QueryRow(func(row pgx.Row) error {
+			var (
+				seq, tm int64
+				hash    []byte
+				xid     string
+			)
+			err := row.Scan(&seq, &hash, &tm, &xid)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
+			if err != nil {
+				return err
+			}
+			t.xid = xid
+			h, found, err = makeHead(seq, hash, tm)
 			return err
 		})
-		b.Queue(sqlLockHead, chain).QueryRow(func(row pgx.Row) error {
-			var err error
-			h, found, err = scanHeadRow(row)
-			return err
+	}
+	attempt := func(create bool) error {
+		return t.run(ctx, "lock head", false, func(b *pgx.Batch) {
+			created = false
+			if unordered {
+				b.Queue(sqlShortLockWait)
+			}
+			if create {
+				b.Queue(sqlCreateHead, chain).QueryRow(func(row pgx.Row) error {
+					err := row.Scan(&created)
+					if errors.Is(err, pgx.ErrNoRows) {
+						return nil
+					}
+					return err
+				})
+			}
+			lockRow(b)
+			if unordered {
+				b.Queue(sqlDefaultLockWait)
+			}
+			if extra != nil {
+				extra(b)
+			}
 		})
-		if unordered {
-			b.Queue(sqlDefaultLockWait)
-		}
-		if t.xid == "" {
-			b.Queue(sqlXactID).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid) })
-		}
-		if extra != nil {
-			extra(b)
-		}
-	})
-	if err != nil {
+	}
+	// Most chains exist: lock the row in one statement. A chain without a
+	// row takes a second round trip that creates the placeholder first
+	// (and runs extra again, now under the lock).
+	if err := attempt(false); err != nil {
 		return nil, err
+	}
+	if !found {
+		if err := attempt(true); err != nil {
+			return nil, err
+		}
 	}
 	if !found {
 		// The row was inserted or already there, and only this
@@ -397,6 +419,9 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 	if rec.Seq > MaxSeq {
 		return fmt.Errorf("%w: %d", ErrSeqRange, rec.Seq)
 	}
+	if hasNUL(chain) || hasNUL(rec.IdempotencyKey) {
+		return ErrNUL
+	}
 	lh, err := t.lock(ctx, chain, nil)
 	if err != nil {
 		return err
@@ -449,7 +474,7 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 	if i, ok := t.bySeq[chainSeq{chain, seq}]; ok {
 		return t.entries[i].data, nil
 	}
-	if seq == 0 || seq > MaxSeq {
+	if seq == 0 || seq > MaxSeq || hasNUL(chain) {
 		return nil, storage.ErrNotFound
 	}
 	var (
@@ -485,7 +510,7 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if err := t.usable(); err != nil {
 		return 0, err
 	}
-	if key == "" {
+	if key == "" || hasNUL(chain) || hasNUL(key) {
 		return 0, storage.ErrNotFound
 	}
 	if seq, ok := t.byKey[chainKey{chain, key}]; ok {
@@ -537,6 +562,9 @@ func (t *tx) lookupKey(ctx context.Context, chain, key string) (uint64, bool, er
 func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq2[storage.Record, error] {
 	return func(yield func(storage.Record, error) bool) {
 		from := max(fromSeq, 1)
+		if hasNUL(chain) {
+			return
+		}
 		for from <= MaxSeq {
 			if err := t.usable(); err != nil {
 				yield(storage.Record{}, err)
@@ -579,6 +607,11 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 func (t *tx) Chains(ctx context.Context, from string) iter.Seq2[storage.ChainHead, error] {
 	return func(yield func(storage.ChainHead, error) bool) {
 		query, bound := sqlChains, from
+		if i := strings.IndexByte(from, 0); i >= 0 {
+			// No stored name holds a NUL byte, so the names >= from are
+			// the names > its part before the first NUL.
+			query, bound = sqlChainsAfter, from[:i]
+		}
 		for {
 			if err := t.usable(); err != nil {
 				yield(storage.ChainHead{}, err)
@@ -756,6 +789,10 @@ func (t *tx) StateScan(ctx context.Context, start, end []byte, reverse bool) ite
 	}
 }
 
+// hasNUL reports whether s holds a NUL byte, which PostgreSQL text cannot
+// store.
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+
 // nonNil maps nil to an empty key: pgx sends a nil slice as NULL.
 func nonNil(b []byte) []byte {
 	if b == nil {
@@ -843,14 +880,28 @@ func (t *tx) Commit() error {
 
 // Rollback ends the transaction without writing. The connection goes back
 // to the pool, or is closed when it is not cleanly out of the transaction.
+//
+// A read-only transaction holds no locks and wrote nothing, so its ROLLBACK
+// runs in the background and the caller does not wait for the round trip;
+// the connection returns to the pool when it is done.
 func (t *tx) Rollback() error {
 	if t.done {
 		return nil
 	}
 	if t.conn != nil && t.begun && !t.conn.Conn().IsClosed() && t.conn.Conn().PgConn().TxStatus() != 'I' {
-		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
-		_, _ = t.conn.Exec(ctx, sqlRollback)
-		cancel()
+		conn, ctx := t.conn, t.ctx
+		end := func() {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, _ = conn.Exec(ctx, sqlRollback)
+			cancel()
+			conn.Release()
+		}
+		t.conn = nil
+		if t.writable {
+			end()
+		} else {
+			go end()
+		}
 	}
 	t.finish()
 	return nil

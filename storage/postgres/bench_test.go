@@ -1,0 +1,241 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
+)
+
+// The benchmarks append keyed entries to one chain through chain.DB on
+// this backend, and, in the same run against the same tables, through a
+// hand-written pgx baseline that does the same inserts the way an
+// application would without the engine: BEGIN; SELECT the head FOR UPDATE;
+// INSERT the entry (or COPY the batch); UPDATE the head; COMMIT. The
+// baseline computes no hashes and checks no keys beyond the unique
+// constraint. Each benchmark reports appends/s of both and their ratio
+// (ledger/sql above 1 means the engine is faster); ns/op is the engine's.
+
+const benchPayload = 100 // bytes of payload per entry
+
+type benchEnv struct {
+	db       *chain.DB
+	pool     *pgxpool.Pool
+	dataSize int // bytes the engine stores per entry, used by the baseline too
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	be := pgtest.Open(b)
+	ctx := context.Background()
+	db, err := chain.OpenBackend(be, chain.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{be.Schema()}.Sanitize()
+	cfg.MaxConns = 32
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `INSERT INTO chains VALUES ('sql', 0, '\x', 0)`); err != nil {
+		b.Fatal(err)
+	}
+	e := chain.Entry{Chain: "ledger", Seq: 1, IdempotencyKey: "op-000000000", Type: "bench/v1", Payload: make([]byte, benchPayload)}
+	return &benchEnv{db: db, pool: pool, dataSize: len(chain.EncodeRecord(&e))}
+}
+
+func (env *benchEnv) request(i int64) chain.Request {
+	return chain.Request{Chain: "ledger", IdempotencyKey: fmt.Sprintf("op-%09d", i), Type: "bench/v1",
+		Payload: make([]byte, benchPayload)}
+}
+
+func (env *benchEnv) ledgerAppend(b *testing.B, i int64) {
+	if _, err := env.db.Append(context.Background(), env.request(i)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// sqlAppend is the baseline for one append.
+func (env *benchEnv) sqlAppend(b *testing.B, i int64) {
+	ctx := context.Background()
+	tx, err := env.pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var seq int64
+	if err := tx.QueryRow(ctx, "SELECT head_seq FROM chains WHERE chain_id = $1 FOR UPDATE", "sql").Scan(&seq); err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, env.dataSize)
+	if _, err := tx.Exec(ctx, "INSERT INTO entries (chain_id, seq, idempotency_key, data) VALUES ($1, $2, $3, $4)",
+		"sql", seq+1, fmt.Sprintf("op-%09d", i), data); err != nil {
+		b.Fatal(err)
+	}
+	hash := make([]byte, 32)
+	if _, err := tx.Exec(ctx, "UPDATE chains SET head_seq = $2, head_hash = $3, head_time = $4 WHERE chain_id = $1",
+		"sql", seq+1, hash, time.Now().UnixNano()); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// report prints both rates and their ratio.
+func report(b *testing.B, appends int64, ledger, sql time.Duration) {
+	lr := float64(appends) / ledger.Seconds()
+	sr := float64(appends) / sql.Seconds()
+	b.ReportMetric(float64(ledger.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(lr, "ledger-appends/s")
+	b.ReportMetric(sr, "sql-appends/s")
+	b.ReportMetric(lr/sr, "ledger/sql")
+}
+
+// BenchmarkAppendOneAtATime: one caller, one append per transaction,
+// alternating engine and baseline.
+func BenchmarkAppendOneAtATime(b *testing.B) {
+	env := newBenchEnv(b)
+	var ledger, sql time.Duration
+	i := int64(0)
+	for b.Loop() {
+		i++
+		t0 := time.Now()
+		env.ledgerAppend(b, i)
+		t1 := time.Now()
+		env.sqlAppend(b, i)
+		ledger += t1.Sub(t0)
+		sql += time.Since(t1)
+	}
+	report(b, int64(b.N), ledger, sql)
+}
+
+// BenchmarkAppend16Callers: 16 goroutines append to the one chain at once;
+// the engine groups them into shared commits, the baseline commits each.
+func BenchmarkAppend16Callers(b *testing.B) {
+	env := newBenchEnv(b)
+	const callers = 16
+	run := func(n int, op func(b *testing.B, i int64)) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := next.Add(1)
+					if i > int64(n) {
+						return
+					}
+					op(b, i)
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	// Warm both up (connections, prepared statements).
+	run(callers, env.ledgerAppend)
+	run(callers, env.sqlAppend)
+	var ledger, sql time.Duration
+	base := int64(callers)
+	for b.Loop() {
+		// Each iteration is a round of 16 appends per side.
+		offset := base
+		ledger += run(callers, func(b *testing.B, i int64) { env.ledgerAppend(b, offset+i) })
+		sql += run(callers, func(b *testing.B, i int64) { env.sqlAppend(b, offset+i) })
+		base += callers
+	}
+	report(b, int64(b.N)*callers, ledger, sql)
+}
+
+// BenchmarkAppendBatch1000: one transaction of 1,000 appends per iteration:
+// chain.DB.Update against BEGIN, SELECT FOR UPDATE, COPY, UPDATE, COMMIT.
+// With keys, the engine looks each key up before it appends (one round trip
+// per key: the storage contract looks keys up one at a time); the baseline
+// leaves that to the unique constraint. Without keys the engine sends the
+// whole batch in one multi-row insert at commit.
+func BenchmarkAppendBatch1000(b *testing.B) {
+	for _, keyed := range []bool{true, false} {
+		b.Run(map[bool]string{true: "keyed", false: "unkeyed"}[keyed], func(b *testing.B) {
+			env := newBenchEnv(b)
+			ctx := context.Background()
+			const batch = 1000
+			var ledger, sql time.Duration
+			next := int64(0)
+			for b.Loop() {
+				first := next
+				t0 := time.Now()
+				err := env.db.Update(ctx, func(tx *chain.Tx) error {
+					for i := range int64(batch) {
+						req := env.request(first + i)
+						if !keyed {
+							req.IdempotencyKey = ""
+						}
+						if _, err := tx.Append(req); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				env.sqlBatch(b, first, batch, keyed)
+				ledger += t1.Sub(t0)
+				sql += time.Since(t1)
+				next += batch
+			}
+			report(b, int64(b.N)*batch, ledger, sql)
+		})
+	}
+}
+
+func (env *benchEnv) sqlBatch(b *testing.B, first int64, n int, keyed bool) {
+	ctx := context.Background()
+	tx, err := env.pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var seq int64
+	if err := tx.QueryRow(ctx, "SELECT head_seq FROM chains WHERE chain_id = $1 FOR UPDATE", "sql").Scan(&seq); err != nil {
+		b.Fatal(err)
+	}
+	rows := make([][]any, n)
+	for i := range rows {
+		var key *string
+		if keyed {
+			k := fmt.Sprintf("op-%09d", first+int64(i))
+			key = &k
+		}
+		rows[i] = []any{"sql", seq + 1 + int64(i), key, make([]byte, env.dataSize)}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"entries"}, []string{"chain_id", "seq", "idempotency_key", "data"},
+		pgx.CopyFromRows(rows)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "UPDATE chains SET head_seq = $2, head_hash = $3, head_time = $4 WHERE chain_id = $1",
+		"sql", seq+int64(n), make([]byte, 32), time.Now().UnixNano()); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
