@@ -50,9 +50,15 @@ func decPtr(t testing.TB, text string, scale uint8) *decimal.Decimal {
 	return &d
 }
 
+// fataler is what both *testing.T and *rapid.T offer.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // snapshot describes every chain head and every state pair, so that a test
 // can assert that a refused operation wrote nothing at all.
-func snapshot(t testing.TB, db *chain.DB) string {
+func snapshot(t fataler, db *chain.DB) string {
 	t.Helper()
 	var lines []string
 	for h, err := range db.Chains(context.Background(), "") {
