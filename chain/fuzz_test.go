@@ -1,0 +1,171 @@
+package chain_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Seed corpora live in testdata/fuzz/<FuzzName>/ (the vector-* files are
+// written by go run ./chain/internal/vectorgen). Run one target with e.g.
+//
+//	go test ./chain -run '^$' -fuzz '^FuzzDecodeRecord$' -fuzztime 30s
+
+// FuzzDecodeRecord: any bytes either decode to an entry that encodes back to
+// the same bytes, or are refused with a *DecodeError; never a panic.
+func FuzzDecodeRecord(f *testing.F) {
+	e := sampleEntry()
+	f.Add(chain.EncodeRecord(&e))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := chain.DecodeRecord("c", 1, data)
+		if err != nil {
+			var decodeErr *chain.DecodeError
+			if !errors.As(err, &decodeErr) || !errors.Is(err, chain.ErrCorrupt) {
+				t.Fatalf("error %v is not a *DecodeError", err)
+			}
+			return
+		}
+		if again := chain.EncodeRecord(&got); !bytes.Equal(again, data) {
+			t.Fatalf("accepted record re-encodes differently:\n%x\n%x", data, again)
+		}
+		if chain.ValidateRequest(chain.Request{Chain: "c", IdempotencyKey: got.IdempotencyKey, Type: got.Type}, 0) != nil {
+			t.Fatalf("accepted record holds a field the limits refuse: %+v", got)
+		}
+	})
+}
+
+// FuzzDecodeExportLine: an accepted line is the canonical spelling of its
+// entry, so it re-encodes to itself; everything else matches ErrCorrupt.
+func FuzzDecodeExportLine(f *testing.F) {
+	e := sampleEntry()
+	f.Add(bytes.TrimSuffix(chain.AppendExportLine(nil, &e), []byte("\n")))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, err := chain.DecodeExportLine(line)
+		if err != nil {
+			if !errors.Is(err, chain.ErrCorrupt) {
+				t.Fatalf("error %v does not match ErrCorrupt", err)
+			}
+			return
+		}
+		if again := chain.AppendExportLine(nil, &got); !bytes.Equal(again, append(bytes.Clone(line), '\n')) {
+			t.Fatalf("accepted line re-encodes differently:\n%s\n%s", line, again)
+		}
+		if got.Seq == 0 {
+			t.Fatal("seq 0 accepted")
+		}
+		req := chain.Request{Chain: got.Chain, IdempotencyKey: got.IdempotencyKey, Type: got.Type, Payload: got.Payload}
+		if err := chain.ValidateRequest(req, chain.PayloadSizeLimit); err != nil {
+			t.Fatalf("accepted line breaks a limit: %v", err)
+		}
+	})
+}
+
+// FuzzVerifyExport: any input yields a report, never a panic or an
+// operating error; a report without failures means every line decoded and
+// hashed.
+func FuzzVerifyExport(f *testing.F) {
+	e := sampleEntry()
+	f.Add(chain.AppendExportLine(nil, &e))
+	f.Fuzz(func(t *testing.T, export []byte) {
+		report, err := chain.VerifyExport(context.Background(), bytes.NewReader(export), chain.VerifyOptions{})
+		if err != nil {
+			t.Fatalf("operating error on in-memory input: %v", err)
+		}
+		if !report.OK() {
+			return
+		}
+		r := chain.NewExportReader(bytes.NewReader(export))
+		var n int64
+		for {
+			e, err := r.Next()
+			if err != nil {
+				break
+			}
+			if e.ComputeHash() != e.Hash {
+				t.Fatalf("report OK but line %d does not hash", r.Line())
+			}
+			n++
+		}
+		if n != report.Entries {
+			t.Fatalf("report counts %d entries, the reader %d", report.Entries, n)
+		}
+	})
+}
+
+// validText is an independent statement of the text limits.
+func validText(s string, lengthMin, lengthMax int) bool {
+	return len(s) >= lengthMin && len(s) <= lengthMax && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// FuzzValidateRequest compares ValidateRequest with the limits stated
+// independently, and checks that every accepted request survives the record
+// and export encodings.
+func FuzzValidateRequest(f *testing.F) {
+	f.Add("c", "k", "t/v1", []byte("p"))
+	f.Fuzz(func(t *testing.T, chainID, key, typ string, payload []byte) {
+		const payloadSizeMax = 64
+		err := chain.ValidateRequest(chain.Request{Chain: chainID, IdempotencyKey: key, Type: typ, Payload: payload}, payloadSizeMax)
+		want := validText(chainID, 1, chain.ChainLengthMax) && validText(key, 0, chain.IdempotencyKeyLengthMax) &&
+			validText(typ, 1, chain.TypeLengthMax) && len(payload) <= payloadSizeMax
+		if (err == nil) != want {
+			t.Fatalf("ValidateRequest(%q, %q, %q, %d bytes) = %v, want valid %v", chainID, key, typ, len(payload), err, want)
+		}
+		if err != nil {
+			var invalid *chain.InvalidError
+			if !errors.Is(err, chain.ErrInvalid) || !errors.As(err, &invalid) {
+				t.Fatalf("error %v is not an *InvalidError", err)
+			}
+			return
+		}
+		e := chain.Entry{Chain: chainID, Seq: 1, PrevHash: chain.Genesis(chainID), IdempotencyKey: key, Type: typ, Payload: payload}
+		e.Hash = e.ComputeHash()
+		fromRecord, err := chain.DecodeRecord(chainID, 1, chain.EncodeRecord(&e))
+		if err != nil || !equalEntries(fromRecord, withPayload(e)) {
+			t.Fatalf("record round trip: %+v %v", fromRecord, err)
+		}
+		exportLine := chain.AppendExportLine(nil, &e)
+		fromLine, err := chain.DecodeExportLine(bytes.TrimSuffix(exportLine, []byte("\n")))
+		if err != nil || !equalEntries(fromLine, withPayload(e)) {
+			t.Fatalf("export round trip of %s: %+v %v", exportLine, fromLine, err)
+		}
+	})
+}
+
+// withPayload replaces a nil payload with an empty one, as decoding does.
+func withPayload(e chain.Entry) chain.Entry {
+	if e.Payload == nil {
+		e.Payload = []byte{}
+	}
+	return e
+}
+
+// FuzzScopedName: an accepted name splits back into its components and is a
+// valid chain id; a component with the separator is always refused.
+func FuzzScopedName(f *testing.F) {
+	f.Add("acme", "stock", "SKU-1")
+	f.Fuzz(func(t *testing.T, tenant, domain, part string) {
+		name, err := chain.ScopedName(tenant, domain, part)
+		hasSeparator := strings.Contains(tenant+domain+part, chain.NameSeparator)
+		if err != nil {
+			if !errors.Is(err, chain.ErrInvalidChain) || name != "" {
+				t.Fatalf("refusal %q %v", name, err)
+			}
+			return
+		}
+		if hasSeparator {
+			t.Fatalf("components with %q accepted: %q", chain.NameSeparator, name)
+		}
+		if got := chain.SplitScopedName(name); len(got) != 3 || got[0] != tenant || got[1] != domain || got[2] != part {
+			t.Fatalf("%q splits into %q", name, got)
+		}
+		if err := chain.ValidateChain(name); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+	})
+}
