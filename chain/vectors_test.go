@@ -56,7 +56,9 @@ func TestVectorsMatchTheGenerator(t *testing.T) {
 
 // The auditor's view: Format v1 written out from docs/FORMAT.md with the
 // blake3 package, sharing no code with the engine.
-func auditLP(b []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...) }
+func auditLP(b []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
 
 func auditGenesisPreimage(chainID string) []byte {
 	return append([]byte("ledger/genesis/v1\x00"), auditLP([]byte(chainID))...)
