@@ -11,6 +11,7 @@ import (
 )
 
 func TestAppendPrintsTheEntryAndReplaysRetries(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t
@@ -26,6 +27,7 @@ func TestAppendPrintsTheEntryAndReplaysRetries(t *testing.T) {
 }
 
 func TestAppendJSONShape(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.must("init")
 	first := l.must("-o", "json", "append", "acme/x", "--type", "t/v1", "--key", "k", "--data", "payload")
@@ -63,6 +65,7 @@ func TestAppendJSONShape(t *testing.T) {
 }
 
 func TestAppendConflictExits3AndWritesNothing(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t
@@ -91,6 +94,7 @@ func TestAppendConflictExits3AndWritesNothing(t *testing.T) {
 }
 
 func TestAppendRefusesBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.must("init")
 	l.must("append", "acme/x", "--type", "t/v1", "--data", "one")
@@ -127,6 +131,7 @@ func TestAppendRefusesBadInputAndWritesNothing(t *testing.T) {
 }
 
 func TestAppendReadsDataFromAFileAndStandardInput(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.must("init")
 	path := filepath.Join(l.dir, "payload.bin")
@@ -154,6 +159,7 @@ func TestAppendReadsDataFromAFileAndStandardInput(t *testing.T) {
 }
 
 func TestAppendOnAMissingLedgerExits5AndCreatesNothing(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.run("-o", "json", "append", "acme/x", "--type", "t", "--data", "d").expect(t, exitStorage, `"code":"STORAGE"`)
 	if _, err := os.Stat(l.name); !os.IsNotExist(err) {

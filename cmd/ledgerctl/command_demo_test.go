@@ -28,6 +28,7 @@ func runRaw(t *testing.T, args ...string) cliResult {
 }
 
 func TestDemoCreatesAFreshLedgerAndVerifiesIt(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := runRaw(t, "demo", "--dir", dir)
 	if r.code != 0 {
@@ -58,6 +59,7 @@ func TestDemoCreatesAFreshLedgerAndVerifiesIt(t *testing.T) {
 }
 
 func TestDemoWritesOnlyAFreshLedger(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	r := l.run("demo")
 	if r.code != 0 {
@@ -74,6 +76,7 @@ func TestDemoWritesOnlyAFreshLedger(t *testing.T) {
 }
 
 func TestDemoStepsRunInOrderAndEndWithVerification(t *testing.T) {
+	t.Parallel()
 	steps := registeredDemoSteps()
 	if len(steps) < 4 {
 		t.Fatalf("%d steps registered", len(steps))

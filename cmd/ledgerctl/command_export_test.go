@@ -9,18 +9,19 @@ import (
 )
 
 func TestExportWritesFormatV1Lines(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t
 			l.seed()
-			golden(t, "export_stdout", l.must("export", "acme/stock/SKU-1/WH-1", "globex/fin/books"))
+			golden(t, "export_stdout", l.must("export", "acme/scanner/WH-1/dock-2", "globex/audit/sign-ins"))
 			all := l.must("export", "--all")
 			if got := strings.Count(all, "\n"); got != 8 {
 				t.Fatalf("--all exported %d lines, want 8", got)
 			}
 			// The chains named come in the order named.
-			reversed := l.must("export", "globex/fin/books", "acme/audit/events")
-			if !strings.HasPrefix(reversed, `{"chain":"globex/fin/books","seq":1,`) {
+			reversed := l.must("export", "globex/audit/sign-ins", "acme/audit/events")
+			if !strings.HasPrefix(reversed, `{"chain":"globex/audit/sign-ins","seq":1,`) {
 				t.Fatalf("export does not start with the first chain named: %.80s", reversed)
 			}
 		})
@@ -28,6 +29,7 @@ func TestExportWritesFormatV1Lines(t *testing.T) {
 }
 
 func TestExportToAFile(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	out := filepath.Join(l.dir, "books.jsonl")
@@ -58,6 +60,7 @@ func TestExportToAFile(t *testing.T) {
 }
 
 func TestExportRefusesWithoutWriting(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	out := filepath.Join(l.dir, "out.jsonl")

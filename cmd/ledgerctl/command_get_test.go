@@ -8,24 +8,26 @@ import (
 )
 
 func TestGetPrintsTheEntryWithItsPayload(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t
 			l.seed()
 			var out strings.Builder
 			out.WriteString(l.must("get", "acme/audit/events", "3"))
-			out.WriteString(l.must("get", "acme/stock/SKU-1/WH-1", "2"))
-			out.WriteString(l.must("-o", "json", "get", "acme/stock/SKU-1/WH-1", "2"))
+			out.WriteString(l.must("get", "acme/scanner/WH-1/dock-2", "2"))
+			out.WriteString(l.must("-o", "json", "get", "acme/scanner/WH-1/dock-2", "2"))
 			golden(t, "get", out.String())
 		})
 	}
 }
 
 func TestGetJSONPayloadIsTheStoredBytes(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	var e entryJSON
-	if err := json.Unmarshal([]byte(l.must("-o", "json", "get", "acme/stock/SKU-1/WH-1", "2")), &e); err != nil {
+	if err := json.Unmarshal([]byte(l.must("-o", "json", "get", "acme/scanner/WH-1/dock-2", "2")), &e); err != nil {
 		t.Fatal(err)
 	}
 	payload, err := base64.StdEncoding.DecodeString(e.Payload)
@@ -35,6 +37,7 @@ func TestGetJSONPayloadIsTheStoredBytes(t *testing.T) {
 }
 
 func TestGetErrors(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	l.run("-o", "json", "get", "acme/audit/events", "6").expect(t, exitNotFound, `"code":"NOT_FOUND"`)

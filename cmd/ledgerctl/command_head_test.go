@@ -6,6 +6,7 @@ import (
 )
 
 func TestHeadPrintsWhatVerifyExpectHeadTakes(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t

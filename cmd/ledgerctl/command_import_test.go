@@ -20,6 +20,7 @@ func exportOf(t *testing.T) (source *testLedger, export string) {
 }
 
 func TestImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	source, export := exportOf(t)
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
@@ -58,6 +59,7 @@ func TestImportRoundTrip(t *testing.T) {
 }
 
 func TestImportAppendsWhatTheLedgerLacks(t *testing.T) {
+	t.Parallel()
 	source, export := exportOf(t)
 	l := newFileLedger(t)
 	// A ledger that holds the first two entries of one chain: import the
@@ -86,6 +88,7 @@ func TestImportAppendsWhatTheLedgerLacks(t *testing.T) {
 }
 
 func TestImportRefusalsWriteNothing(t *testing.T) {
+	t.Parallel()
 	_, export := exportOf(t)
 	lines := readLines(t, export)
 	dir := t.TempDir()

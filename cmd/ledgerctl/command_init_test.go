@@ -8,6 +8,7 @@ import (
 )
 
 func TestInitCreatesAFileOnceAndChangesNothingAfter(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	golden(t, "init_created", l.normalize(l.must("init")))
 	info, err := os.Stat(l.name)
@@ -33,6 +34,7 @@ func TestInitCreatesAFileOnceAndChangesNothingAfter(t *testing.T) {
 }
 
 func TestInitRefusesAFileThatIsNotALedger(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	content := []byte("this is a spreadsheet, not a ledger\n")
 	if err := os.WriteFile(l.name, content, 0o600); err != nil {
@@ -49,6 +51,7 @@ func TestInitRefusesAFileThatIsNotALedger(t *testing.T) {
 }
 
 func TestInitInAMissingFolderCreatesNothing(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.name = filepath.Join(l.dir, "no-such-folder", "ledger.db")
 	l.run("init").expect(t, exitStorage, "no-such-folder")
@@ -58,6 +61,7 @@ func TestInitInAMissingFolderCreatesNothing(t *testing.T) {
 }
 
 func TestInitOnEveryBackend(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t

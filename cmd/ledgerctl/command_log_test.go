@@ -7,6 +7,7 @@ import (
 )
 
 func TestLogPagesThroughAChain(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t
@@ -15,7 +16,7 @@ func TestLogPagesThroughAChain(t *testing.T) {
 			out.WriteString(l.must("log", "acme/audit/events", "--limit", "2"))
 			out.WriteString(l.must("log", "acme/audit/events", "--from", "3", "--limit", "2"))
 			out.WriteString(l.must("log", "acme/audit/events", "--from", "5"))
-			out.WriteString(l.must("-o", "json", "log", "acme/stock/SKU-1/WH-1"))
+			out.WriteString(l.must("-o", "json", "log", "acme/scanner/WH-1/dock-2"))
 			golden(t, "log", out.String())
 
 			var seqs []uint64
@@ -41,6 +42,7 @@ func TestLogPagesThroughAChain(t *testing.T) {
 }
 
 func TestLogErrors(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	l.run("log", "acme/nothing").expect(t, exitNotFound, "not found")

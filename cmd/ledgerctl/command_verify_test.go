@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,17 +13,19 @@ import (
 )
 
 func TestVerifyIntactLedger(t *testing.T) {
+	t.Parallel()
 	for _, l := range testLedgers(t) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.t = t
 			l.seed()
-			out := l.must("verify") + l.must("-o", "json", "verify") + l.must("verify", "acme/audit/events", "globex/fin/books")
+			out := l.must("verify") + l.must("-o", "json", "verify") + l.must("verify", "acme/audit/events", "globex/audit/sign-ins")
 			golden(t, "verify_intact", out)
 		})
 	}
 }
 
 func TestVerifyFindsATamperedEntry(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	flipPayloadByte(t, l.name, "acme/audit/events", 3)
@@ -40,10 +43,11 @@ func TestVerifyFindsATamperedEntry(t *testing.T) {
 		t.Fatalf("report %+v", report)
 	}
 	// Another chain alone is intact.
-	l.must("verify", "globex/fin/books")
+	l.must("verify", "globex/audit/sign-ins")
 }
 
 func TestVerifyExpectHeadCatchesATruncation(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	saved := strings.TrimSpace(l.must("head", "acme/audit/events"))
@@ -75,6 +79,7 @@ func TestVerifyExpectHeadCatchesATruncation(t *testing.T) {
 }
 
 func TestVerifyErrors(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	cases := []struct {
@@ -101,6 +106,7 @@ func TestVerifyErrors(t *testing.T) {
 }
 
 func TestVerifyExpectHeadTakesChainIdsWithColons(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.must("init")
 	l.must("append", "acme:eu/x", "--type", "t", "--data", "d")
@@ -113,6 +119,7 @@ func TestVerifyExpectHeadTakesChainIdsWithColons(t *testing.T) {
 }
 
 func TestVerifyFile(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
 	export := filepath.Join(l.dir, "export.jsonl")
@@ -149,8 +156,10 @@ func TestVerifyFile(t *testing.T) {
 			if report.OK || len(report.Failures) == 0 || report.Failures[0].Reason != c.reason || report.Failures[0].Seq != c.seq {
 				t.Fatalf("report %+v, want %s at seq %d first", report, c.reason, c.seq)
 			}
+			// The decoder's own words for an undecodable line are the
+			// engine's, not the command line's: left out of the golden.
 			r = l.run(append([]string{"verify", "--file", c.file}, c.args...)...)
-			text.WriteString(l.normalize(r.stdout))
+			text.WriteString(regexp.MustCompile(`(?m)(export line:).*$`).ReplaceAllString(l.normalize(r.stdout), "$1 …"))
 		})
 	}
 	l.t = t
@@ -168,14 +177,15 @@ func TestVerifyFile(t *testing.T) {
 }
 
 func TestVerifyMergesDerivedStateChecks(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.seed()
-	flipPayloadByte(t, l.name, "acme/stock/SKU-1/WH-1", 2)
+	flipPayloadByte(t, l.name, "acme/scanner/WH-1/dock-2", 2)
 	db := l.open()
 	defer db.Close()
 	check := func(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 		return []chain.Failure{
-			{Chain: "globex/fin/books", Seq: 1, Reason: chain.ReasonStateMismatch, Detail: "balance"},
+			{Chain: "globex/audit/sign-ins", Seq: 1, Reason: chain.ReasonStateMismatch, Detail: "balance"},
 			{Chain: "acme/audit/events", Seq: 2, Reason: chain.ReasonStateMismatch, Detail: "count"},
 		}, nil
 	}
@@ -188,11 +198,11 @@ func TestVerifyMergesDerivedStateChecks(t *testing.T) {
 	for _, f := range report.Failures {
 		got = append(got, f.Chain+"#"+jsonNumber(f.Seq)+":"+string(f.Reason))
 	}
-	want := "acme/audit/events#2:state_mismatch acme/stock/SKU-1/WH-1#2:hash_mismatch globex/fin/books#1:state_mismatch"
+	want := "acme/audit/events#2:state_mismatch acme/scanner/WH-1/dock-2#2:hash_mismatch globex/audit/sign-ins#1:state_mismatch"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("failures %v, want %s", got, want)
 	}
-	report, err = verifyDatabase(context.Background(), db, chain.VerifyOptions{Chains: []string{"globex/fin/books"}}, checks, false)
+	report, err = verifyDatabase(context.Background(), db, chain.VerifyOptions{Chains: []string{"globex/audit/sign-ins"}}, checks, false)
 	if err != nil || !report.OK() {
 		t.Fatalf("checks ran on a named chain: %+v %v", report, err)
 	}

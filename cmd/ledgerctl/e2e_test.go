@@ -96,6 +96,7 @@ func finish(t *testing.T, err error, stdout, stderr *bytes.Buffer) cliResult {
 }
 
 func TestBinaryExitCodes(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t)
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	cases := []struct {
@@ -141,6 +142,7 @@ func TestBinaryExitCodes(t *testing.T) {
 }
 
 func TestBinaryWaitsForALockedFileThenExits5(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t)
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	if r := p.run("--db", db, "init"); r.code != 0 {
@@ -185,19 +187,20 @@ func TestBinaryWaitsForALockedFileThenExits5(t *testing.T) {
 }
 
 func TestBinaryExportVerifyRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "ledger.db")
 	p.run("--db", db, "init")
 	for i := range 6 {
-		if r := p.run("--db", db, "append", "acme/fin/books", "--type", "fin.posting/v1", "--key", fmt.Sprint("p-", i),
+		if r := p.run("--db", db, "append", "acme/journal/books", "--type", "fin.posting/v1", "--key", fmt.Sprint("p-", i),
 			"--data", fmt.Sprintf(`{"dr":"1200","cr":"4000","amount":"%d.00"}`, 10*(i+1))); r.code != 0 {
 			t.Fatalf("%+v", r)
 		}
 	}
-	head := strings.TrimSpace(p.run("--db", db, "head", "acme/fin/books").stdout)
+	head := strings.TrimSpace(p.run("--db", db, "head", "acme/journal/books").stdout)
 	export := filepath.Join(dir, "books.jsonl")
-	if r := p.run("--db", db, "export", "acme/fin/books", "--out", export); r.code != 0 {
+	if r := p.run("--db", db, "export", "acme/journal/books", "--out", export); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
 	if r := p.run("verify", "--file", export, "--expect-head", head); r.code != 0 || r.stdout != "intact: 1 chain, 6 entries verified\n" {
@@ -232,12 +235,13 @@ func TestBinaryExportVerifyRoundTrip(t *testing.T) {
 }
 
 func TestBinaryImportRoundTripAndRefusal(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t)
 	dir := t.TempDir()
 	source := filepath.Join(dir, "source.db")
 	p.run("--db", source, "init")
 	for i := range 3 {
-		p.run("--db", source, "append", "acme/stock/SKU-1/WH-1", "--type", "stock.movement/v1", "--key", fmt.Sprint("m-", i), "--data", fmt.Sprint(i))
+		p.run("--db", source, "append", "acme/scanner/WH-1/dock-2", "--type", "scan/v1", "--key", fmt.Sprint("m-", i), "--data", fmt.Sprint(i))
 	}
 	p.run("--db", source, "append", "acme/audit/events", "--type", "audit.event/v1", "--data", "x")
 	export := filepath.Join(dir, "export.jsonl")
@@ -280,6 +284,7 @@ func TestBinaryImportRoundTripAndRefusal(t *testing.T) {
 }
 
 func TestBinarySameKeyFromSeveralProcesses(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t)
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	p.run("--db", db, "init")
@@ -293,7 +298,7 @@ func TestBinarySameKeyFromSeveralProcesses(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd, stdout, stderr := p.command(ctx, "--db", db, "--lock-timeout", "50s", "-o", "json",
-				"append", "acme/fin/books", "--type", "fin.posting/v1", "--key", "invoice-4711", "--data", `{"amount":"119.00"}`)
+				"append", "acme/journal/books", "--type", "fin.posting/v1", "--key", "invoice-4711", "--data", `{"amount":"119.00"}`)
 			err := cmd.Run()
 			r := cliResult{stdout: stdout.String(), stderr: stderr.String()}
 			var exit *exec.ExitError
@@ -329,12 +334,13 @@ func TestBinarySameKeyFromSeveralProcesses(t *testing.T) {
 	if appended != 1 || first.Seq != 1 {
 		t.Fatalf("%d processes appended, seq %d; want exactly one append at seq 1", appended, first.Seq)
 	}
-	if head := p.run("--db", db, "head", "acme/fin/books"); !strings.HasPrefix(head.stdout, "acme/fin/books:1:"+first.Hash) {
+	if head := p.run("--db", db, "head", "acme/journal/books"); !strings.HasPrefix(head.stdout, "acme/journal/books:1:"+first.Hash) {
 		t.Fatalf("head %+v", head)
 	}
 }
 
 func TestBinaryDemoRunsFromNothing(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t)
 	start := time.Now()
 	r := p.run("demo")
@@ -352,6 +358,7 @@ func TestBinaryDemoRunsFromNothing(t *testing.T) {
 }
 
 func TestBinaryLedgerFromEnvironment(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "env.db")
 	p := newProcess(t, databaseEnvironment+"="+db)
 	if r := p.run("init"); r.code != 0 {

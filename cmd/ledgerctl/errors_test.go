@@ -14,6 +14,7 @@ import (
 )
 
 func TestClassifyMapsEveryErrorClass(t *testing.T) {
+	t.Parallel()
 	wrap := func(err error) error { return fmt.Errorf("context: %w", err) }
 	cases := []struct {
 		err  error
@@ -44,6 +45,7 @@ func TestClassifyMapsEveryErrorClass(t *testing.T) {
 }
 
 func TestReportErrorPrintsOneLine(t *testing.T) {
+	t.Parallel()
 	var text, asJSON bytes.Buffer
 	err := fmt.Errorf("first line\nsecond line: %w", &chain.ConflictError{Chain: "a", IdempotencyKey: "k", ExistingSeq: 7})
 	if code := reportError(&text, false, err); code != exitConflict {
@@ -63,6 +65,7 @@ func TestReportErrorPrintsOneLine(t *testing.T) {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	l := newFileLedger(t)
 	l.must("init")
 	for _, args := range [][]string{
@@ -83,6 +86,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func TestDatabaseNameComesFromFlagThenEnvironmentThenDefault(t *testing.T) {
+	t.Parallel()
 	a := &app{environment: func(string) string { return "" }}
 	if got := a.databaseName(); got != databaseDefault {
 		t.Fatalf("default %q", got)
