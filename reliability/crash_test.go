@@ -26,7 +26,8 @@ import (
 const (
 	crashRounds        = 30
 	crashWorkers       = 4                      // goroutines of the child, so group commits carry several operations
-	crashKillDelayMax  = 250 * time.Millisecond // the child is killed at a random moment up to this long after it starts
+	crashKillDelayMax  = 200 * time.Millisecond // the child is killed at a random moment up to this long after it is ready
+	crashEarlyEvery    = 5                      // one round in this many is killed counting from the child's start
 	crashChildLifetime = 20 * time.Second       // a child that is never killed gives up
 )
 
@@ -272,7 +273,11 @@ func TestCrashAtomicity(t *testing.T) {
 	stats := struct{ rounds, acked, begun, retried, killedBeforeReady int }{}
 	started := time.Now()
 	for round := range crashRounds {
-		records, ready := runCrashRound(t, path, round, retry, time.Duration(random.Int64N(int64(crashKillDelayMax))))
+		// One round in crashEarlyEvery is killed at a random moment of its
+		// start (opening, definitions, retries), the others while they run
+		// operations.
+		afterReady := round%crashEarlyEvery != 0
+		records, ready := runCrashRound(t, path, round, retry, afterReady, time.Duration(random.Int64N(int64(crashKillDelayMax))))
 		stats.rounds++
 		if !ready {
 			stats.killedBeforeReady++
@@ -326,7 +331,9 @@ func TestCrashAtomicity(t *testing.T) {
 
 // runCrashRound starts a child, kills it after delay and returns what it
 // reported. ready is false when it was killed before it opened the ledger.
-func runCrashRound(t *testing.T, path string, round int, retry []crashRecord, delay time.Duration) (records []crashRecord, ready bool) {
+// With afterReady the delay counts from the moment the child has opened the
+// ledger and set up its definitions, else from its start.
+func runCrashRound(t *testing.T, path string, round int, retry []crashRecord, afterReady bool, delay time.Duration) (records []crashRecord, ready bool) {
 	t.Helper()
 	var retryItems []string
 	for _, r := range retry {
@@ -353,14 +360,25 @@ func runCrashRound(t *testing.T, path string, round int, retry []crashRecord, de
 		records = append(records, crashRecord{kind: r.kind, id: r.id})
 	}
 	lines := make(chan []string, 1)
+	readySeen := make(chan struct{})
 	go func() {
 		var got []string
 		scanner := bufio.NewScanner(stdout)
 		for scanner.Scan() {
+			if scanner.Text() == "ready" {
+				close(readySeen)
+			}
 			got = append(got, scanner.Text())
 		}
 		lines <- got
 	}()
+	if afterReady {
+		select {
+		case <-readySeen:
+		case <-time.After(crashChildLifetime / 2):
+			t.Fatalf("round %d: child never opened the ledger:\n%s", round, stderr.String())
+		}
+	}
 	time.Sleep(delay)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill: %v", err)
