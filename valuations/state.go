@@ -154,7 +154,8 @@ func decodePosition(data []byte) (position, error) {
 	p.Quantity = int64(r.u64())
 	p.Value = int64(r.u64())
 	p.Rate = int64(r.u64())
-	p.RateKnown = r.u8() == 1
+	known := r.u8()
+	p.RateKnown = known == 1
 	p.QuantitySeq = r.u64()
 	p.ValueSeq = r.u64()
 	p.LayerLow = r.u64()
@@ -167,7 +168,7 @@ func decodePosition(data []byte) (position, error) {
 		op := string(r.take(int(r.u16())))
 		p.Pending = append(p.Pending, pending{Operation: op, Quantity: int64(r.u64()), Estimate: int64(r.u64())})
 	}
-	if !r.ok || len(r.data) != 0 {
+	if !r.ok || len(r.data) != 0 || known > 1 {
 		return p, fmt.Errorf("%w: position record of %d bytes is malformed", chain.ErrCorrupt, len(data))
 	}
 	return p, nil

@@ -65,9 +65,7 @@ func TestVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		var v vector
-		d := json.NewDecoder(strings.NewReader(string(data)))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&v); err != nil {
+		if err := decodeStrictTest(data, &v); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".json"), func(t *testing.T) {
@@ -224,4 +222,11 @@ func runStep(t *testing.T, db *chain.DB, it Item, step vectorStep) (Result, erro
 	}
 	t.Fatalf("unknown op %q", step.Op)
 	return Result{}, nil
+}
+
+// decodeStrictTest decodes a vector file, refusing unknown fields.
+func decodeStrictTest(data []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(data)))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
 }
