@@ -42,31 +42,40 @@ func idNumber(id string) uint64 {
 }
 
 // crashBookOf returns the child's book.
-func crashBookOf(db *chain.DB) *financial.Book {
-	book, err := financial.NewBook(db, crashTenant, crashBook)
+func crashBookOf(db *chain.DB) *financial.Book { return bookOf(db, crashTenant) }
+
+// bookOf returns a tenant's book.
+func bookOf(db *chain.DB, tenant string) *financial.Book {
+	book, err := financial.NewBook(db, tenant, crashBook)
 	if err != nil {
 		panic(err)
 	}
 	return book
 }
 
-// setupDomains defines the item, locations, accounts and currency; it
-// writes nothing when they already exist.
+// setupDomains defines the crash child's definitions.
 func setupDomains(ctx context.Context, db *chain.DB) error {
-	if _, err := stockmovement.DefineItem(ctx, db, crashTenant, stockmovement.Item{ID: crashItem, AllowNegative: true}); err != nil {
+	return setupTenant(ctx, db, crashTenant, true)
+}
+
+// setupTenant defines a tenant's item (allowing negative stock or not), its
+// two locations, accounts and currency; it writes nothing when they already
+// exist.
+func setupTenant(ctx context.Context, db *chain.DB, tenant string, allowNegative bool) error {
+	if _, err := stockmovement.DefineItem(ctx, db, tenant, stockmovement.Item{ID: crashItem, AllowNegative: allowNegative}); err != nil {
 		return err
 	}
 	for _, l := range crashLocations {
-		if _, err := stockmovement.DefineLocation(ctx, db, crashTenant, stockmovement.Location{ID: l}); err != nil {
+		if _, err := stockmovement.DefineLocation(ctx, db, tenant, stockmovement.Location{ID: l}); err != nil {
 			return err
 		}
 	}
-	_, err := valuations.DefineItem(ctx, db, valuations.Item{Tenant: crashTenant, ID: crashItem,
-		Method: valuations.MovingAverage, Currency: crashCurrency, MinorUnit: 2, AllowNegative: true})
+	_, err := valuations.DefineItem(ctx, db, valuations.Item{Tenant: tenant, ID: crashItem,
+		Method: valuations.MovingAverage, Currency: crashCurrency, MinorUnit: 2, AllowNegative: allowNegative})
 	if err != nil {
 		return err
 	}
-	book := crashBookOf(db)
+	book := bookOf(db, tenant)
 	if _, err := book.AddCurrency(ctx, financial.Currency{Code: crashCurrency, Exponent: 2}); err != nil {
 		return err
 	}
