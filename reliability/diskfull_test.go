@@ -145,7 +145,9 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("ledgerctl -o json append on a full disk: exit %d, want 5", jsonRun.exitCode)
 	}
 	t.Run("ledgerctl stderr holds only its own message", func(t *testing.T) {
-		var body struct{ Error struct{ Code, Message string } }
+		var body struct {
+			Error struct{ Code, Message string }
+		}
 		if err := json.Unmarshal([]byte(jsonRun.stderr), &body); err != nil || body.Error.Code != "STORAGE" {
 			knownBug(t, "with -o json on a full disk, stderr is not one JSON error object: the engine's default slog "+
 				"logger adds its own line before it (ledgerctl should pass chain.Options.Logger): %q", jsonRun.stderr)
