@@ -277,7 +277,32 @@ func execute(tx *chain.Tx, it Item, r parsedRequest, depth int) (Result, error) 
 			return Result{}, err
 		}
 	}
-	return result(r.Operation, locs, entries, false)
+	res := Result{OperationID: r.Operation}
+	for i := range legs {
+		res.Legs = append(res.Legs, legs[i].leg(it, *entries[i].quantity, *entries[i].value))
+	}
+	return res, nil
+}
+
+// leg is the caller's view of a written leg, built from the plan; it equals
+// what buildLeg decodes from the entries.
+func (l *plannedLeg) leg(it Item, quantityEntry, valueEntry chain.Entry) Leg {
+	s := it.scales()
+	n := l.out.pos
+	leg := Leg{Location: l.loc.name, QuantityEntry: quantityEntry, ValueEntry: valueEntry,
+		QuantityChange: decimal.MustNew(n.Quantity-l.before.Quantity, s.quantity), ValueChange: decimal.MustNew(l.out.change, s.minor),
+		Quantity: decimal.MustNew(n.Quantity, s.quantity), Value: decimal.MustNew(n.Value, s.minor), RateKnown: n.RateKnown}
+	if n.RateKnown {
+		leg.Rate = decimal.MustNew(n.Rate, s.rate())
+	} else {
+		leg.Rate = decimal.MustNew(0, s.rate())
+	}
+	for _, st := range l.out.settlements {
+		leg.Settlements = append(leg.Settlements, Settlement{OperationID: st.operation,
+			Quantity: decimal.MustNew(st.quantity, s.quantity), Estimated: decimal.MustNew(st.estimated, s.minor),
+			Actual: decimal.MustNew(st.actual, s.minor), Correction: decimal.MustNew(st.actual-st.estimated, s.minor)})
+	}
+	return leg
 }
 
 // settle brings the location's state up to its chains' heads: an entry
