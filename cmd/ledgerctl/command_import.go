@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/postgres"
 )
 
 func init() { registerCommand(newImportCommand) }
@@ -80,21 +81,27 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 		return fmt.Errorf("%w: import refused, %s does not verify (%s); nothing written", errVerificationFailed,
 			opts.file, plural(int64(len(report.Failures)), "failure", "failures"))
 	}
-	// 2. Every entry is one this ledger accepts.
-	if err := checkImportFile(ctx, opts.file); err != nil {
+	// 2. Every entry is one this ledger accepts, and those it already holds
+	// are identical. A missing ledger is created only once that is known.
+	db, err := a.openDB(ctx, false)
+	missing := errors.Is(err, errLedgerMissing) || errors.Is(err, postgres.ErrSchemaVersion)
+	if err != nil && !missing {
 		return err
 	}
-	db, _, err := a.createDB(ctx)
-	if err != nil {
-		return err
+	if db != nil {
+		defer db.Close()
 	}
-	defer db.Close()
-	// 3. The entries the file shares with the ledger are identical.
 	plan, err := planImport(ctx, db, opts.file)
 	if err != nil {
 		return err
 	}
-	// 4. Append the rest.
+	if missing {
+		if db, _, err = a.createDB(ctx); err != nil {
+			return err
+		}
+		defer db.Close()
+	}
+	// 3. Append the rest.
 	bar := newProgress(cmd, "importing", plan.out.Entries-plan.out.Present)
 	defer bar.finish()
 	appended, err := writeImport(ctx, db, opts.file, plan.heads, bar.set)
@@ -139,16 +146,30 @@ func forEachExportLine(ctx context.Context, name string, fn func(e *chain.Entry)
 	}
 }
 
-// checkImportFile checks what verification does not: that each entry fits
-// this ledger's limits, that times never decrease within a chain and that no
-// chain holds one idempotency key twice. Together with a verified file,
-// this means every append of the import will be accepted.
-func checkImportFile(ctx context.Context, name string) error {
+// importPlan is what the check of the file against the ledger found.
+type importPlan struct {
+	// heads are the ledger's heads of the file's chains: the file's entries
+	// up to each are present, the ones after are to be appended.
+	heads map[string]uint64
+	out   importJSON
+}
+
+// planImport checks what verifying the file does not: that each entry fits
+// this ledger's limits, that times never decrease within a chain, that no
+// chain holds one idempotency key twice, and that every entry at a seq the
+// ledger already holds is identical to the ledger's (db is nil for a ledger
+// that does not exist yet). With a verified file this means every append of
+// the import will be accepted.
+func planImport(ctx context.Context, db *chain.DB, name string) (importPlan, error) {
+	plan := importPlan{heads: map[string]uint64{}}
+	refuse := func(e *chain.Entry, format string, args ...any) error {
+		return invalidInputf("import refused, nothing written: %s: chain %q seq %d: %s", name, e.Chain, e.Seq, fmt.Sprintf(format, args...))
+	}
 	var current string
 	var lastTime int64
 	keys := map[string]uint64{}
-	return forEachExportLine(ctx, name, func(e *chain.Entry) error {
-		if e.Chain != current {
+	err := forEachExportLine(ctx, name, func(e *chain.Entry) error {
+		if e.Chain != current { // a verified file's chains are contiguous
 			current, lastTime = e.Chain, e.TimeUnixNano
 			clear(keys)
 		}
@@ -157,41 +178,24 @@ func checkImportFile(ctx context.Context, name string) error {
 			return fmt.Errorf("import refused, nothing written: %s: chain %q seq %d: %w", name, e.Chain, e.Seq, err)
 		}
 		if e.TimeUnixNano < lastTime {
-			return invalidInputf("import refused, nothing written: %s: chain %q seq %d: time %d is before the previous entry's %d",
-				name, e.Chain, e.Seq, e.TimeUnixNano, lastTime)
+			return refuse(e, "time %d is before the previous entry's %d", e.TimeUnixNano, lastTime)
 		}
 		lastTime = e.TimeUnixNano
 		if e.IdempotencyKey != "" {
 			if seq, ok := keys[e.IdempotencyKey]; ok {
-				return invalidInputf("import refused, nothing written: %s: chain %q seq %d: idempotency key %q is already held by seq %d",
-					name, e.Chain, e.Seq, e.IdempotencyKey, seq)
+				return refuse(e, "idempotency key %q is already held by seq %d", e.IdempotencyKey, seq)
 			}
 			keys[e.IdempotencyKey] = e.Seq
 		}
-		return nil
-	})
-}
-
-// importPlan is what the check against the ledger found.
-type importPlan struct {
-	// heads are the ledger's heads of the file's chains: the file's entries
-	// up to each are present, the ones after are to be appended.
-	heads map[string]uint64
-	out   importJSON
-}
-
-// planImport compares the file with the ledger: every entry at a seq the
-// ledger already holds must be byte-identical (same hash) to the ledger's.
-func planImport(ctx context.Context, db *chain.DB, name string) (importPlan, error) {
-	plan := importPlan{heads: map[string]uint64{}}
-	return plan, forEachExportLine(ctx, name, func(e *chain.Entry) error {
 		head, seen := plan.heads[e.Chain]
 		if !seen {
-			h, err := db.Head(ctx, e.Chain)
-			if err != nil && !isNotFound(err) {
-				return err
+			if db != nil {
+				h, err := db.Head(ctx, e.Chain)
+				if err != nil && !isNotFound(err) {
+					return err
+				}
+				head = h.Seq
 			}
-			head = h.Seq
 			plan.heads[e.Chain] = head
 			plan.out.Chains++
 			if head == 0 {
@@ -206,13 +210,13 @@ func planImport(ctx context.Context, db *chain.DB, name string) (importPlan, err
 		if err != nil {
 			return err
 		}
-		if stored.Hash != e.Hash || !sameEntry(&stored, e) {
-			return invalidInputf("import refused, nothing written: %s: chain %q seq %d differs from the ledger's entry (ledger hash %s, file hash %s)",
-				name, e.Chain, e.Seq, stored.Hash, e.Hash)
+		if !sameEntry(&stored, e) {
+			return refuse(e, "differs from the ledger's entry (ledger hash %s, file hash %s)", stored.Hash, e.Hash)
 		}
 		plan.out.Present++
 		return nil
 	})
+	return plan, err
 }
 
 // sameEntry compares every field of two entries.
