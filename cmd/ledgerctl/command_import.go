@@ -22,6 +22,11 @@ const (
 	importBatchEntriesMax = 4096
 	// importBatchBytesMax bounds the payload bytes of one import transaction.
 	importBatchBytesMax = 32 << 20
+	// importHeldEntriesMax and importHeldBytesMax bound the entries the
+	// check keeps in memory for the writes; a larger import reads the file
+	// once more instead.
+	importHeldEntriesMax = 1 << 18
+	importHeldBytesMax   = 64 << 20
 )
 
 // importOptions are the flags of import.
@@ -91,8 +96,8 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 	if db != nil {
 		defer db.Close()
 	}
-	plan, err := planImport(ctx, db, opts.file)
-	if err != nil {
+	plan := newImportPlan()
+	if err := planImport(ctx, db, opts.file, plan); err != nil {
 		return err
 	}
 	if missing {
@@ -104,7 +109,7 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 	// 3. Append the rest.
 	bar := newProgress(cmd, "importing", plan.out.Entries-plan.out.Present)
 	defer bar.finish()
-	appended, err := writeImport(ctx, db, opts.file, plan.heads, bar.set)
+	appended, err := writeImport(ctx, db, opts.file, plan, bar.set)
 	plan.out.Appended = appended
 	if err != nil {
 		return fmt.Errorf("import %s stopped after appending %d entries (run it again to append the rest): %w", opts.file, appended, err)
@@ -152,6 +157,30 @@ type importPlan struct {
 	// up to each are present, the ones after are to be appended.
 	heads map[string]uint64
 	out   importJSON
+	// pending holds the entries to append, in file order, unless there are
+	// more than fit the bounds (overflow): then the file is read again.
+	pending      []chain.Entry
+	pendingBytes int
+	overflow     bool
+	// heldEntriesMax and heldBytesMax bound pending.
+	heldEntriesMax, heldBytesMax int
+}
+
+func newImportPlan() *importPlan {
+	return &importPlan{heads: map[string]uint64{}, heldEntriesMax: importHeldEntriesMax, heldBytesMax: importHeldBytesMax}
+}
+
+// hold keeps an entry to append, within the memory bounds.
+func (p *importPlan) hold(e *chain.Entry) {
+	if p.overflow {
+		return
+	}
+	p.pendingBytes += len(e.Payload) + len(e.IdempotencyKey) + len(e.Type)
+	if len(p.pending) == p.heldEntriesMax || p.pendingBytes > p.heldBytesMax {
+		p.pending, p.overflow = nil, true
+		return
+	}
+	p.pending = append(p.pending, *e)
 }
 
 // planImport checks what verifying the file does not: that each entry fits
@@ -160,15 +189,14 @@ type importPlan struct {
 // ledger already holds is identical to the ledger's (db is nil for a ledger
 // that does not exist yet). With a verified file this means every append of
 // the import will be accepted.
-func planImport(ctx context.Context, db *chain.DB, name string) (importPlan, error) {
-	plan := importPlan{heads: map[string]uint64{}}
+func planImport(ctx context.Context, db *chain.DB, name string, plan *importPlan) error {
 	refuse := func(e *chain.Entry, format string, args ...any) error {
 		return invalidInputf("import refused, nothing written: %s: chain %q seq %d: %s", name, e.Chain, e.Seq, fmt.Sprintf(format, args...))
 	}
 	var current string
 	var lastTime int64
 	keys := map[string]uint64{}
-	err := forEachExportLine(ctx, name, func(e *chain.Entry) error {
+	return forEachExportLine(ctx, name, func(e *chain.Entry) error {
 		if e.Chain != current { // a verified file's chains are contiguous
 			current, lastTime = e.Chain, e.TimeUnixNano
 			clear(keys)
@@ -204,6 +232,7 @@ func planImport(ctx context.Context, db *chain.DB, name string) (importPlan, err
 		}
 		plan.out.Entries++
 		if e.Seq > head {
+			plan.hold(e)
 			return nil
 		}
 		stored, err := db.Get(ctx, e.Chain, e.Seq)
@@ -216,7 +245,6 @@ func planImport(ctx context.Context, db *chain.DB, name string) (importPlan, err
 		plan.out.Present++
 		return nil
 	})
-	return plan, err
 }
 
 // sameEntry compares every field of two entries.
@@ -226,8 +254,9 @@ func sameEntry(a, b *chain.Entry) bool {
 }
 
 // writeImport appends the file's entries past each chain's head, in
-// transactions of bounded size, and returns how many it appended.
-func writeImport(ctx context.Context, db *chain.DB, name string, heads map[string]uint64, progress func(int64)) (int64, error) {
+// transactions of bounded size, and returns how many it appended. It takes
+// them from the plan, or reads the file again when they did not fit.
+func writeImport(ctx context.Context, db *chain.DB, name string, plan *importPlan, progress func(int64)) (int64, error) {
 	var appended int64
 	var batch []chain.Entry
 	var batchBytes int
@@ -252,10 +281,7 @@ func writeImport(ctx context.Context, db *chain.DB, name string, heads map[strin
 		batch, batchBytes = batch[:0], 0
 		return nil
 	}
-	err := forEachExportLine(ctx, name, func(e *chain.Entry) error {
-		if e.Seq <= heads[e.Chain] {
-			return nil
-		}
+	add := func(e *chain.Entry) error {
 		if len(batch) == importBatchEntriesMax || batchBytes+len(e.Payload) > importBatchBytesMax {
 			if err := flush(); err != nil {
 				return err
@@ -264,7 +290,22 @@ func writeImport(ctx context.Context, db *chain.DB, name string, heads map[strin
 		batch = append(batch, *e)
 		batchBytes += len(e.Payload)
 		return nil
-	})
+	}
+	var err error
+	if plan.overflow {
+		err = forEachExportLine(ctx, name, func(e *chain.Entry) error {
+			if e.Seq <= plan.heads[e.Chain] {
+				return nil
+			}
+			return add(e)
+		})
+	} else {
+		for i := range plan.pending {
+			if err = add(&plan.pending[i]); err != nil {
+				break
+			}
+		}
+	}
 	if err != nil {
 		return appended, err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledgerworks/ledger/chain"
 )
@@ -168,4 +169,37 @@ func craftedExport(t *testing.T, dir, name string, keys []string, times []int64)
 		t.Fatal(err)
 	}
 	return path
+}
+
+func TestImportReadsTheFileAgainWhenItsEntriesDoNotFitInMemory(t *testing.T) {
+	t.Parallel()
+	source, export := exportOf(t)
+	for _, bounds := range []struct{ entries, bytes int }{{3, 1 << 20}, {1 << 10, 40}} {
+		l := newFileLedger(t)
+		l.must("import", "--file", writeLines(t, l.dir, "partial.jsonl", readLines(t, export)[:2]))
+		a := &app{database: l.name, lockTimeout: time.Second}
+		db, err := a.openDB(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := newImportPlan()
+		plan.heldEntriesMax, plan.heldBytesMax = bounds.entries, bounds.bytes
+		if err := planImport(t.Context(), db, export, plan); err != nil {
+			t.Fatal(err)
+		}
+		if !plan.overflow || plan.pending != nil {
+			t.Fatalf("bounds %+v: overflow %v, %d held", bounds, plan.overflow, len(plan.pending))
+		}
+		var reported int64
+		appended, err := writeImport(t.Context(), db, export, plan, func(n int64) { reported = n })
+		if err != nil || appended != 6 || reported != 6 {
+			t.Fatalf("appended %d (progress %d): %v", appended, reported, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if l.must("export", "--all") != source.must("export", "--all") {
+			t.Fatal("ledgers differ after an import that read the file again")
+		}
+	}
 }
