@@ -368,3 +368,54 @@ func TestBinaryLedgerFromEnvironment(t *testing.T) {
 		t.Fatalf("LEDGER_DB not used: %v", err)
 	}
 }
+
+func TestBinaryProgressBarOnATerminalOnly(t *testing.T) {
+	t.Parallel()
+	script, err := exec.LookPath("script")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("needs util-linux script(1) to give the process a terminal")
+	}
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	ledger, err := chain.Open(db, chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Enough entries for the engine to report progress before the end.
+	err = ledger.Update(context.Background(), func(tx *chain.Tx) error {
+		for i := range 20_000 {
+			if _, err := tx.Append(chain.Request{Chain: fmt.Sprint("acme/load/", i%2), Type: "t/v1", Payload: []byte("p")}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := newProcess(t)
+	piped := p.run("--db", db, "verify")
+	if piped.code != 0 || piped.stderr != "" {
+		t.Fatalf("piped verify: %+v", piped)
+	}
+	// script runs the command on a pseudo-terminal and copies what it
+	// draws to its own stdout.
+	r := p.run0(script, "-qec", ledgerctlBinary+" --db "+shellQuote(db)+" verify", "/dev/null")
+	if r.code != 0 || !strings.Contains(r.stdout, "verifying") || !strings.Contains(r.stdout, "intact: 2 chains, 20000 entries verified") {
+		t.Fatalf("verify on a terminal drew no progress bar: %+v", r)
+	}
+}
+
+// run0 runs another program with the process's environment.
+func (p *process) run0(program string, args ...string) cliResult {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program, args...)
+	cmd.Env = p.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return finish(p.t, cmd.Run(), &stdout, &stderr)
+}
