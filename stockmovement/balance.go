@@ -181,29 +181,37 @@ func ItemTotalTx(tx *chain.Tx, tenant, itemID string) (decimal.Decimal, error) {
 func ItemBalances(ctx context.Context, db *chain.DB, tenant, itemID string) ([]Balance, error) {
 	var balances []Balance
 	err := db.View(ctx, func(tx *chain.Tx) error {
-		item, err := lookupItem(tx, "balances", tenant, itemID)
-		if err != nil {
-			return err
-		}
-		start, end := statePrefix(tenant, stateBalance, itemID)
-		for kv, err := range tx.StateScan(start, end, false) {
-			if err != nil {
-				return err
-			}
-			state, err := decodeBalanceState(kv.Value)
-			if err != nil {
-				return err
-			}
-			location := string(kv.Key[len(start):])
-			balances = append(balances, Balance{Tenant: tenant, Item: itemID, Location: location,
-				Quantity: decimal.MustNew(state.units, item.Scale), Seq: state.seq, TimeUnixNano: state.timeUnixNano})
-			if len(balances) == ListLimitMax {
-				break
-			}
-		}
-		return nil
+		var err error
+		balances, err = ItemBalancesTx(tx, tenant, itemID)
+		return err
 	})
 	return balances, err
+}
+
+// ItemBalancesTx is ItemBalances inside a transaction.
+func ItemBalancesTx(tx *chain.Tx, tenant, itemID string) ([]Balance, error) {
+	item, err := lookupItem(tx, "balances", tenant, itemID)
+	if err != nil {
+		return nil, err
+	}
+	var balances []Balance
+	start, end := statePrefix(tenant, stateBalance, itemID)
+	for kv, err := range tx.StateScan(start, end, false) {
+		if err != nil {
+			return nil, err
+		}
+		state, err := decodeBalanceState(kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		location := string(kv.Key[len(start):])
+		balances = append(balances, Balance{Tenant: tenant, Item: itemID, Location: location,
+			Quantity: decimal.MustNew(state.units, item.Scale), Seq: state.seq, TimeUnixNano: state.timeUnixNano})
+		if len(balances) == ListLimitMax {
+			break
+		}
+	}
+	return balances, nil
 }
 
 // History yields the movements of an item at a location with seq >= fromSeq,

@@ -35,6 +35,7 @@ type modelOp struct {
 
 type stockModel struct {
 	db       *chain.DB
+	tenants  [2]string
 	balances map[place]int64
 	entries  []modelEntry
 	heads    map[place]uint64
@@ -43,7 +44,6 @@ type stockModel struct {
 }
 
 var (
-	modelTenants   = []string{"t1", "t2"}
 	modelItems     = []string{"pcs", "neg", "kg"} // as in setup: neg allows negative stock, kg has scale 3
 	modelLocations = []string{"A", "B", "C"}
 )
@@ -56,7 +56,7 @@ func scaleOf(item string) uint8 {
 }
 
 func (m *stockModel) place(t *rapid.T) place {
-	return place{rapid.SampledFrom(modelTenants).Draw(t, "tenant"), rapid.SampledFrom(modelItems).Draw(t, "item"),
+	return place{rapid.SampledFrom(m.tenants[:]).Draw(t, "tenant"), rapid.SampledFrom(modelItems).Draw(t, "item"),
 		rapid.SampledFrom(modelLocations).Draw(t, "location")}
 }
 
@@ -169,7 +169,7 @@ func (m *stockModel) reverse(t *rapid.T) {
 	tenant := target.place.tenant
 	crossTenant := rapid.IntRange(0, 9).Draw(t, "cross") == 0
 	if crossTenant {
-		tenant = modelTenants[1-slices.Index(modelTenants, tenant)]
+		tenant = m.tenants[1-slices.Index(m.tenants[:], tenant)]
 	}
 	key := m.key()
 	ref := stockmovement.Ref{Chain: target.place.tenant + "/stock/" + target.place.item + "/" + target.place.location, Seq: target.seq}
@@ -293,47 +293,66 @@ func (m *stockModel) batch(t *rapid.T) {
 	}
 }
 
-// invariants compares every balance and total with the model.
+// invariants compares every balance and total with the model, reading them
+// all in one transaction: balances by one scan per item.
 func (m *stockModel) invariants(t *rapid.T) {
-	ctx := context.Background()
-	for _, tenant := range modelTenants {
-		for _, item := range modelItems {
-			var sum int64
-			for _, location := range modelLocations {
-				p := place{tenant, item, location}
-				b, err := stockmovement.GetBalance(ctx, m.db, tenant, item, location)
+	err := m.db.View(context.Background(), func(tx *chain.Tx) error {
+		for _, tenant := range m.tenants {
+			for _, item := range modelItems {
+				balances, err := stockmovement.ItemBalancesTx(tx, tenant, item)
 				if err != nil {
-					t.Fatal(err)
+					return err
 				}
-				if b.Quantity.Units() != m.balances[p] || b.Seq != m.heads[p] {
-					t.Fatalf("%v: balance %s at seq %d, model %d at seq %d", p, b.Quantity, b.Seq, m.balances[p], m.heads[p])
+				var sum int64
+				for _, location := range modelLocations {
+					p := place{tenant, item, location}
+					var got stockmovement.Balance
+					if i := slices.IndexFunc(balances, func(b stockmovement.Balance) bool { return b.Location == location }); i >= 0 {
+						got = balances[i]
+					} else if m.heads[p] != 0 {
+						t.Fatalf("%v: no balance, model %d at seq %d", p, m.balances[p], m.heads[p])
+					}
+					if got.Quantity.Units() != m.balances[p] || got.Seq != m.heads[p] {
+						t.Fatalf("%v: balance %s at seq %d, model %d at seq %d", p, got.Quantity, got.Seq, m.balances[p], m.heads[p])
+					}
+					if item != "neg" && m.balances[p] < 0 {
+						t.Fatalf("%v is negative: %d", p, m.balances[p])
+					}
+					sum += m.balances[p]
 				}
-				if item != "neg" && m.balances[p] < 0 {
-					t.Fatalf("%v is negative: %d", p, m.balances[p])
+				total, err := stockmovement.ItemTotalTx(tx, tenant, item)
+				if err != nil || total.Units() != sum {
+					t.Fatalf("%s/%s: total %s %v, model %d", tenant, item, total, err, sum)
 				}
-				sum += m.balances[p]
-			}
-			total, err := stockmovement.ItemTotal(ctx, m.db, tenant, item)
-			if err != nil || total.Units() != sum {
-				t.Fatalf("%s/%s: total %s %v, model %d", tenant, item, total, err, sum)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
+// TestStateMachine runs the model on every backend. One ledger per backend
+// serves every check, each check with two tenants of its own, so that a
+// check costs its steps and not the opening of a store; tenants never see
+// each other's chains, and Check covers the whole ledger after every check.
 func TestStateMachine(t *testing.T) {
 	for _, f := range storagetest.Factories(t) {
 		t.Run(f.Name, func(t *testing.T) {
+			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: steppingClock()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			checks := 0
 			rapid.Check(t, func(rt *rapid.T) {
-				db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: steppingClock()})
-				if err != nil {
-					rt.Fatal(err)
-				}
-				defer db.Close()
-				for _, tenant := range modelTenants {
+				checks++
+				m := &stockModel{db: db, balances: map[place]int64{}, heads: map[place]uint64{},
+					tenants: [2]string{fmt.Sprintf("c%d-a", checks), fmt.Sprintf("c%d-b", checks)}}
+				for _, tenant := range m.tenants {
 					setup(t, db, tenant)
 				}
-				m := &stockModel{db: db, balances: map[place]int64{}, heads: map[place]uint64{}}
 				rt.Repeat(map[string]func(*rapid.T){
 					"receive":  func(t *rapid.T) { m.single(t, "receive") },
 					"issue":    func(t *rapid.T) { m.single(t, "issue") },
