@@ -18,6 +18,9 @@ const (
 	logLimitDefault = 100
 	// logLimitMax bounds --limit: log holds the page it prints in memory.
 	logLimitMax = 100_000
+	// logPageBytesMax bounds the payload bytes of one page; a page that
+	// reaches it ends early, and next_seq says where the next one starts.
+	logPageBytesMax = 64 << 20
 )
 
 // logOptions are the flags of log.
@@ -70,13 +73,15 @@ func runLog(cmd *cobra.Command, a *app, opts logOptions, chainName string) error
 	}
 	out := logJSON{Chain: chainName, Entries: []entryJSON{}}
 	var entries []chain.Entry
+	pageBytes := 0
 	for e, err := range db.Entries(ctx, chainName, opts.from) {
 		if err != nil {
 			return err
 		}
-		if len(entries) == opts.limit {
+		if len(entries) == opts.limit || len(entries) > 0 && pageBytes+len(e.Payload) > logPageBytesMax {
 			break
 		}
+		pageBytes += len(e.Payload)
 		entries = append(entries, e)
 		out.Entries = append(out.Entries, newEntryJSON(&e))
 	}
