@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -108,13 +109,25 @@ func (m *ledgerModel) checkResult(t *rapid.T, req chain.Request, res chain.Resul
 	}
 }
 
-// ledgerMachine drives a DB and the model with the same operations.
+// ledgerMachine drives a DB and the model with the same operations. Test
+// cases share one store; each writes only chains under its own prefix.
 type ledgerMachine struct {
-	db    *chain.DB
-	path  string // empty when the backend cannot be reopened
-	opts  chain.Options
-	model *ledgerModel
-	ctx   context.Context
+	db     *chain.DB
+	path   string // empty when the backend cannot be reopened
+	opts   chain.Options
+	model  *ledgerModel
+	ctx    context.Context
+	prefix string
+	chains []string
+}
+
+func newLedgerMachine(db *chain.DB, path string, opts chain.Options, testCase int) *ledgerMachine {
+	m := &ledgerMachine{db: db, path: path, opts: opts, model: newLedgerModel(), ctx: context.Background(),
+		prefix: fmt.Sprintf("case-%04d/", testCase)}
+	for _, ch := range modelChains {
+		m.chains = append(m.chains, m.prefix+ch)
+	}
+	return m
 }
 
 var (
@@ -125,20 +138,20 @@ var (
 	errRefused    = errors.New("refused halfway")
 )
 
-func drawRequest(t *rapid.T, label string) chain.Request {
+func (m *ledgerMachine) drawRequest(t *rapid.T, label string) chain.Request {
 	return chain.Request{
-		Chain:          rapid.SampledFrom(modelChains).Draw(t, label+" chain"),
+		Chain:          m.prefix + rapid.SampledFrom(modelChains).Draw(t, label+" chain"),
 		IdempotencyKey: rapid.SampledFrom(modelKeys).Draw(t, label+" key"),
 		Type:           rapid.SampledFrom(modelTypes).Draw(t, label+" type"),
 		Payload:        []byte(rapid.SampledFrom(modelPayloads).Draw(t, label+" payload")),
 	}
 }
 
-func drawRequests(t *rapid.T, countMax int) []chain.Request {
+func (m *ledgerMachine) drawRequests(t *rapid.T, countMax int) []chain.Request {
 	n := rapid.IntRange(1, countMax).Draw(t, "requests")
 	reqs := make([]chain.Request, n)
 	for i := range reqs {
-		reqs[i] = drawRequest(t, fmt.Sprint("request ", i))
+		reqs[i] = m.drawRequest(t, fmt.Sprint("request ", i))
 	}
 	return reqs
 }
@@ -158,14 +171,14 @@ func appendAll(tx *chain.Tx, reqs []chain.Request) ([]chain.Result, error) {
 }
 
 func (m *ledgerMachine) append(t *rapid.T) {
-	req := drawRequest(t, "request")
+	req := m.drawRequest(t, "request")
 	res, err := m.db.Append(m.ctx, req)
 	m.model.checkResult(t, req, res, err)
 }
 
 // update appends to several chains in one Update: all or nothing.
 func (m *ledgerMachine) update(t *rapid.T) {
-	reqs := drawRequests(t, 5)
+	reqs := m.drawRequests(t, 5)
 	// A dry run on a copy predicts the first conflict, which fails the whole
 	// Update.
 	dry := m.model.clone()
@@ -205,7 +218,7 @@ func (m *ledgerMachine) update(t *rapid.T) {
 
 // failingUpdate appends and then fails: nothing may remain.
 func (m *ledgerMachine) failingUpdate(t *rapid.T) {
-	reqs := drawRequests(t, 4)
+	reqs := m.drawRequests(t, 4)
 	err := m.db.Update(m.ctx, func(tx *chain.Tx) error {
 		if _, err := appendAll(tx, reqs); err != nil {
 			return err
@@ -223,7 +236,7 @@ func (m *ledgerMachine) failingUpdate(t *rapid.T) {
 // panickingUpdate appends and then panics: the panic reaches the caller and
 // nothing may remain.
 func (m *ledgerMachine) panickingUpdate(t *rapid.T) {
-	reqs := drawRequests(t, 3)
+	reqs := m.drawRequests(t, 3)
 	recovered := func() (p any) {
 		defer func() { p = recover() }()
 		m.db.Update(m.ctx, func(tx *chain.Tx) error {
@@ -238,7 +251,7 @@ func (m *ledgerMachine) panickingUpdate(t *rapid.T) {
 }
 
 func (m *ledgerMachine) invalidAppend(t *rapid.T) {
-	req := drawRequest(t, "request")
+	req := m.drawRequest(t, "request")
 	switch rapid.IntRange(0, 2).Draw(t, "defect") {
 	case 0:
 		req.Chain = ""
@@ -270,9 +283,12 @@ func (m *ledgerMachine) reopen(t *rapid.T) {
 // their heads agree with the model.
 func (m *ledgerMachine) checkHeads(t *rapid.T) {
 	var chains []string
-	for h, err := range m.db.Chains(m.ctx, "") {
+	for h, err := range m.db.Chains(m.ctx, m.prefix) {
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !strings.HasPrefix(h.Chain, m.prefix) {
+			break
 		}
 		want, _ := m.model.head(h.Chain)
 		if h != want {
@@ -287,21 +303,8 @@ func (m *ledgerMachine) checkHeads(t *rapid.T) {
 
 // readBack compares every read of the engine with the model, and verifies.
 func (m *ledgerMachine) readBack(t *rapid.T) {
-	var chains []string
-	for h, err := range m.db.Chains(m.ctx, "") {
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := m.model.head(h.Chain)
-		if h != want {
-			t.Fatalf("listed head %+v, model %+v", h, want)
-		}
-		chains = append(chains, h.Chain)
-	}
-	if want := slices.Sorted(maps.Keys(m.model.entries)); !slices.Equal(chains, want) {
-		t.Fatalf("chains %q, model %q", chains, want)
-	}
-	for _, ch := range modelChains {
+	m.checkHeads(t)
+	for _, ch := range m.chains {
 		want, exists := m.model.head(ch)
 		if !exists {
 			want = chain.Head{Chain: ch, Hash: chain.Genesis(ch)} // returned with ErrNotFound
@@ -340,7 +343,7 @@ func (m *ledgerMachine) readBack(t *rapid.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report, err := m.db.Verify(m.ctx, chain.VerifyOptions{})
+	report, err := m.db.Verify(m.ctx, chain.VerifyOptions{Chains: m.chains})
 	if err != nil || !report.OK() {
 		t.Fatalf("verify: %+v %v", report, err)
 	}
@@ -349,18 +352,22 @@ func (m *ledgerMachine) readBack(t *rapid.T) {
 func TestLedgerAgainstModel(t *testing.T) {
 	for _, f := range storagetest.Factories(t) {
 		t.Run(f.Name, func(t *testing.T) {
+			backend := f.Open(t)
+			path := ""
+			if b, ok := backend.(*bolt.Backend); ok {
+				path = b.Path()
+			}
+			opts := chain.Options{Clock: testClock()}
+			db, err := chain.OpenBackend(backend, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Close() }()
+			testCase := 0
 			rapid.Check(t, func(rt *rapid.T) {
-				backend := f.Open(t)
-				m := &ledgerMachine{opts: chain.Options{Clock: testClock()}, model: newLedgerModel(), ctx: context.Background()}
-				if b, ok := backend.(*bolt.Backend); ok {
-					m.path = b.Path()
-				}
-				db, err := chain.OpenBackend(backend, m.opts)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				m.db = db
-				defer func() { m.db.Close() }()
+				testCase++
+				m := newLedgerMachine(db, path, opts, testCase)
+				defer func() { db = m.db }() // reopen replaces it
 				rt.Repeat(map[string]func(*rapid.T){
 					"append":          m.append,
 					"update":          m.update,
