@@ -3,6 +3,7 @@ package valuations
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
@@ -226,6 +227,9 @@ func execute(tx *chain.Tx, it Item, r parsedRequest, depth int) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
+	if err := lockHeads(tx, locs); err != nil {
+		return Result{}, err
+	}
 	for _, loc := range locs {
 		if err := settle(tx, it, loc, r.Operation, depth); err != nil {
 			return Result{}, err
@@ -305,6 +309,27 @@ func (l *plannedLeg) leg(it Item, quantityEntry, valueEntry chain.Entry) Leg {
 	return leg
 }
 
+// lockHeads reads (and so, in a write transaction, locks) the heads of
+// every chain the operation writes, in one global order, so that two
+// transfers in opposite directions cannot lock each other out on a backend
+// with row locks.
+func lockHeads(tx *chain.Tx, locs []location) error {
+	if !tx.Writable() {
+		return nil
+	}
+	names := make([]string, 0, 2*len(locs))
+	for _, loc := range locs {
+		names = append(names, loc.quantity, loc.value)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if _, err := headSeq(tx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // settle brings the location's state up to its chains' heads: an entry
 // beyond the state was left by a writer that wrote one half of an operation
 // without the other (and without the state). Both halves carry the request,
@@ -313,15 +338,17 @@ func (l *plannedLeg) leg(it Item, quantityEntry, valueEntry chain.Entry) Leg {
 // current is left to the caller.
 func settle(tx *chain.Tx, it Item, loc location, current string, depth int) error {
 	for count := 0; ; count++ {
-		pos, err := loadPosition(tx, loc)
-		if err != nil {
-			return err
-		}
+		// Heads first: in a write transaction reading a head locks it, so the
+		// position read after it cannot be older than the heads.
 		quantityHead, err := headSeq(tx, loc.quantity)
 		if err != nil {
 			return err
 		}
 		valueHead, err := headSeq(tx, loc.value)
+		if err != nil {
+			return err
+		}
+		pos, err := loadPosition(tx, loc)
 		if err != nil {
 			return err
 		}
