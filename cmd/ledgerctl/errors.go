@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/decimal"
 )
 
 // Exit codes (docs/CLI.md). They are part of the command line's contract.
@@ -72,7 +73,7 @@ func classify(err error) (exitCode int, code string) {
 		return exitVerification, codeVerification
 	case errors.As(err, &usage):
 		return exitUsage, codeUsage
-	case errors.Is(err, chain.ErrInvalid), errors.Is(err, errInvalidInput):
+	case errors.Is(err, chain.ErrInvalid), errors.Is(err, errInvalidInput), isDecimalError(err):
 		return exitUsage, codeInvalidInput
 	case errors.Is(err, chain.ErrIdempotencyConflict):
 		return exitConflict, codeConflict
@@ -88,6 +89,18 @@ func classify(err error) (exitCode int, code string) {
 		return exitStorage, codeCanceled
 	}
 	return exitStorage, codeStorage
+}
+
+// isDecimalError reports an amount or quantity that cannot be parsed or
+// computed exactly (too many digits, overflow): the input's fault.
+func isDecimalError(err error) bool {
+	for _, target := range []error{decimal.ErrOverflow, decimal.ErrDivisionByZero, decimal.ErrScaleRange,
+		decimal.ErrScaleMismatch, decimal.ErrScale, decimal.ErrSyntax, decimal.ErrTextLength} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // errorJSON is the shape of an error on stderr with -o json.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -33,6 +34,8 @@ func TestClassifyMapsEveryErrorClass(t *testing.T) {
 		{wrap(chain.ErrCorrupt), exitStorage, codeCorrupt},
 		{wrap(&chain.DecodeError{Chain: "a", Seq: 1, Reason: "short"}), exitStorage, codeCorrupt},
 		{wrap(storage.ErrIO), exitStorage, codeStorage},
+		{wrap(decimal.ErrOverflow), exitUsage, codeInvalidInput},
+		{wrap(decimal.ErrSyntax), exitUsage, codeInvalidInput},
 		{wrap(context.Canceled), exitStorage, codeCanceled},
 		{errors.New("disk full"), exitStorage, codeStorage},
 	}

@@ -262,14 +262,6 @@ func writeJSON(w io.Writer, value any) error {
 	return enc.Encode(value)
 }
 
-// now returns the app's clock reading.
-func (a *app) now() time.Time {
-	if a.clock != nil {
-		return a.clock()
-	}
-	return time.Now()
-}
-
 // execute runs one command line and returns the process exit code. Errors
 // are printed on stderr, as one line of text or, with -o json, as a JSON
 // error object.
