@@ -1,7 +1,9 @@
 package reliability
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +14,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
@@ -240,4 +243,55 @@ func isCrash(r cliResult) bool {
 // cleanMessage reports whether stderr is one line starting "ledgerctl: ".
 func cleanMessage(r cliResult) bool {
 	return strings.HasPrefix(r.stderr, "ledgerctl: ") && strings.Count(r.stderr, "\n") == 1
+}
+
+// TestTamperDamagedPageIsAnErrorInProcess: an embedding program that opens
+// a file with a damaged page gets errors matching chain.ErrCorrupt from
+// Open, Verify and reads, never a panic (which would take the whole
+// service down).
+func TestTamperDamagedPageIsAnErrorInProcess(t *testing.T) {
+	l := buildTamperLedger(t)
+	types := l.pageTypes(t)
+	entryLeaf := l.entries[len(l.entries)/2].offset / l.pageSize
+	if types[entryLeaf] != "leaf" {
+		t.Fatalf("page %d is %s, want a leaf", entryLeaf, types[entryLeaf])
+	}
+	path := filepath.Join(t.TempDir(), "damaged.db")
+	data := slices.Clone(l.data)
+	binary.LittleEndian.PutUint16(data[entryLeaf*l.pageSize+8:], 0x4000) // flags: no known page type
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damaged := l.entries[len(l.entries)/2].entry
+	var panics []string
+	call := func(what string, fn func() error) {
+		defer func() {
+			if p := recover(); p != nil {
+				panics = append(panics, fmt.Sprintf("%s panicked: %v", what, p))
+			}
+		}()
+		if err := fn(); err != nil && !errors.Is(err, chain.ErrCorrupt) {
+			t.Errorf("%s: %v; want an error matching chain.ErrCorrupt", what, err)
+		}
+	}
+	db, err := chain.Open(path, chain.Options{ReadOnly: true})
+	if err != nil {
+		if !errors.Is(err, chain.ErrCorrupt) {
+			t.Fatalf("open: %v; want nil or chain.ErrCorrupt", err)
+		}
+		return
+	}
+	defer db.Close()
+	call("Verify", func() error {
+		report, err := db.Verify(context.Background(), chain.VerifyOptions{})
+		if err == nil && report.OK() {
+			return fmt.Errorf("damaged page %d verified as intact", entryLeaf)
+		}
+		return err
+	})
+	call("Get", func() error { _, err := db.Get(context.Background(), damaged.Chain, damaged.Seq); return err })
+	if len(panics) > 0 {
+		knownBug(t, "a damaged page makes the engine panic instead of returning chain.ErrCorrupt: %s",
+			strings.Join(panics, "; "))
+	}
 }
