@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
 // runRaw runs a command line in-process exactly as given (no --db added).
@@ -89,4 +91,20 @@ func TestDemoStepsRunInOrderAndEndWithVerification(t *testing.T) {
 	if last := steps[len(steps)-1]; last.order != 90 {
 		t.Fatalf("last step %q has order %d, want 90", last.name, last.order)
 	}
+}
+
+func TestDemoOnPostgres(t *testing.T) {
+	t.Parallel()
+	if !pgtest.Available(t) {
+		t.Skip("needs PostgreSQL")
+	}
+	l := newPostgresLedger(t)
+	r := l.run("demo")
+	if r.code != 0 {
+		t.Fatalf("demo on PostgreSQL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "ledger:ledger@") {
+		t.Fatal("the demo printed the database password")
+	}
+	l.must("verify")
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
 // ledgerctlBinary is the ledgerctl executable TestMain builds for the end-to-end
@@ -288,6 +289,26 @@ func TestBinarySameKeyFromSeveralProcesses(t *testing.T) {
 	p := newProcess(t)
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	p.run("--db", db, "init")
+	sameKeyFromSeveralProcesses(t, p, db)
+}
+
+func TestBinarySameKeyFromSeveralProcessesOnPostgres(t *testing.T) {
+	t.Parallel()
+	if !pgtest.Available(t) {
+		t.Skip("needs PostgreSQL")
+	}
+	l := newPostgresLedger(t)
+	p := newProcess(t)
+	if r := p.run("--db", l.name, "init"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	sameKeyFromSeveralProcesses(t, p, l.name)
+}
+
+// sameKeyFromSeveralProcesses starts several processes that append one
+// request with one key at once: exactly one entry is written, and every
+// process prints it.
+func sameKeyFromSeveralProcesses(t *testing.T, p *process, db string) {
 	const processes = 8
 	results := make([]cliResult, processes)
 	var wg sync.WaitGroup
