@@ -3,6 +3,7 @@ package stockmovement_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"testing"
@@ -340,6 +341,9 @@ func (m *stockModel) invariants(t *rapid.T) {
 func TestStateMachine(t *testing.T) {
 	for _, f := range storagetest.Factories(t) {
 		t.Run(f.Name, func(t *testing.T) {
+			if f.Name != "bolt" && !checksExplicit {
+				setFlag(t, "rapid.checks", stateMachineChecksShared)
+			}
 			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: steppingClock()})
 			if err != nil {
 				t.Fatal(err)
@@ -371,4 +375,14 @@ func TestStateMachine(t *testing.T) {
 			})
 		})
 	}
+}
+
+// setFlag sets a command-line flag for the test and restores it after. The
+// tests of this package do not run in parallel, so no other test sees it.
+func setFlag(t *testing.T, name, value string) {
+	previous := flag.Lookup(name).Value.String()
+	if err := flag.Set(name, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { flag.Set(name, previous) })
 }
