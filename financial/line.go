@@ -1,9 +1,11 @@
 package financial
 
 import (
+	"context"
 	"errors"
 	"strings"
 
+	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
 )
 
@@ -54,4 +56,33 @@ func ParseLine(side Side, text string, exponentOf func(currency string) (uint8, 
 		return Line{}, invalid(ErrAmount, "amount %s %s on account %s is not positive", value, currency, account)
 	}
 	return l, nil
+}
+
+// ParseLines parses the text of debit and credit lines (see ParseLine) at
+// the exponents of the book's currencies, debits first, each side in the
+// order given. A currency the book does not define is an input error
+// (ErrCurrencyNotFound, chain.ErrInvalid).
+func (b *Book) ParseLines(ctx context.Context, debits, credits []string) ([]Line, error) {
+	return view(ctx, b, func(tx *chain.Tx) ([]Line, error) {
+		exponentOf := func(code string) (uint8, error) {
+			c, err := b.CurrencyTx(tx, code)
+			if errors.Is(err, ErrCurrencyNotFound) {
+				return 0, invalid(ErrCurrencyNotFound, "currency %s is not defined in book %s/%s", code, b.tenant, b.name)
+			}
+			return c.Exponent, err
+		}
+		lines := make([]Line, 0, len(debits)+len(credits))
+		for i, text := range append(append([]string(nil), debits...), credits...) {
+			side := Debit
+			if i >= len(debits) {
+				side = Credit
+			}
+			l, err := ParseLine(side, text, exponentOf)
+			if err != nil {
+				return nil, withLine(err, i+1)
+			}
+			lines = append(lines, l)
+		}
+		return lines, nil
+	})
 }

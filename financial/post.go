@@ -45,7 +45,13 @@ func (b *Book) PostTx(tx *chain.Tx, p Posting) (PostingResult, error) {
 	if err := p.validateShape(true); err != nil {
 		return PostingResult{}, err
 	}
-	return b.write(tx, keyPosting+p.Key, &p)
+	res, err := b.write(tx, keyPosting+p.Key, &p)
+	var conflict *chain.ConflictError
+	if errors.As(err, &conflict) {
+		return PostingResult{}, fmt.Errorf("financial: posting key %q is held by seq %d with another posting: %w",
+			p.Key, conflict.ExistingSeq, err)
+	}
+	return res, err
 }
 
 // Reversal asks for the reversal of a posting, named by its journal seq or
