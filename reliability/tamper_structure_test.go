@@ -295,3 +295,55 @@ func TestTamperDamagedPageIsAnErrorInProcess(t *testing.T) {
 			strings.Join(panics, "; "))
 	}
 }
+
+// TestTamperNewestMetaPageLosesOnlyTheLastTransaction: bbolt keeps two meta
+// pages and falls back to the older one when the newer is damaged, which
+// silently rolls the file back by one transaction. The rolled-back file is
+// self-consistent, so verify alone passes; verify --expect-head with the
+// heads saved before (ledgerctl head) reports it.
+func TestTamperNewestMetaPageLosesOnlyTheLastTransaction(t *testing.T) {
+	l := buildTamperLedger(t)
+	newer := 0
+	if binary.LittleEndian.Uint64(l.data[l.pageSize+metaTxidOffset:]) > binary.LittleEndian.Uint64(l.data[metaTxidOffset:]) {
+		newer = 1
+	}
+	var saved []string
+	for _, c := range l.chains {
+		r := runLedgerctl(t, nil, "--db", l.path, "head", c)
+		if r.exitCode != 0 {
+			t.Fatalf("ledgerctl head %s: exit %d %s", c, r.exitCode, r.stderr)
+		}
+		saved = append(saved, "--expect-head", strings.TrimSpace(r.stdout))
+	}
+	path := l.damagedCopy(t, "meta.db", zeroPage(newer, l.pageSize))
+	plain := runLedgerctl(t, nil, "--db", path, "verify")
+	if plain.exitCode != 0 {
+		t.Errorf("verify of the rolled-back file: exit %d %s; want 0 (it is self-consistent)", plain.exitCode, plain.stderr)
+	}
+	expected := runLedgerctl(t, nil, append([]string{"--db", path, "-o", "json", "verify"}, saved...)...)
+	if expected.exitCode != 1 || !strings.Contains(expected.stdout, `"head_mismatch"`) {
+		t.Errorf("verify --expect-head of the rolled-back file: exit %d, stdout %q; want exit 1 with head mismatches",
+			expected.exitCode, firstLines(expected.stdout, 3))
+	}
+	entries := map[string]uint64{}
+	db, err := chain.Open(path, chain.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for h, err := range db.Chains(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries[h.Chain] = h.Seq
+	}
+	lost := 0
+	for _, c := range l.chains {
+		lost += int(l.heads[c].Seq - entries[c])
+	}
+	if lost == 0 || lost > tamperEntriesPerUpdate {
+		t.Errorf("the rolled-back file lacks %d entries; want the last transaction's, 1 to %d", lost, tamperEntriesPerUpdate)
+	}
+	t.Logf("newest meta page (%d) zeroed: %d entries of the last transaction gone; verify exit %d, with saved heads exit %d",
+		newer, lost, plain.exitCode, expected.exitCode)
+}
