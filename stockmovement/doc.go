@@ -78,5 +78,7 @@
 //     it later does not revisit old entries, and Check does not judge signs.
 //   - Check compares the state of every item it reads in one read
 //     transaction per item; the catalog and the stray-state scan are separate
-//     snapshots, so run it on a quiet ledger for an exact answer.
+//     snapshots, so run it on a quiet ledger for an exact answer. Chains of
+//     an item the tenant never defined were not written by this package and
+//     are not judged (state kept for such an item is reported).
 package stockmovement
