@@ -50,7 +50,8 @@
 // (chain.ErrIdempotencyConflict). Because the payload holds the running
 // quantity, which depends on the ledger, replays are decided on the request
 // bytes of the payload (everything but the running quantity), before the
-// engine sees the append.
+// engine sees the append. Op(ctx, db, …) first runs in a read transaction,
+// so a retry or a conflict costs no write transaction and no fsync.
 //
 // # Rules
 //

@@ -42,6 +42,10 @@ type Result struct {
 	Replayed bool
 }
 
+// errNeedsWrite stops an operation run in a read transaction once it is
+// known not to be a replay (see update). It matches chain.ErrReadOnly.
+var errNeedsWrite = fmt.Errorf("stockmovement: %w: the movement is not recorded yet", chain.ErrReadOnly)
+
 // line is one entry an operation is about to write.
 type line struct {
 	location string
@@ -58,6 +62,9 @@ type line struct {
 func post(tx *chain.Tx, op, tenant string, item DefinedItem, lines []line) (Result, error) {
 	if res, replayed, err := replay(tx, tenant, item, lines); err != nil || replayed {
 		return res, err
+	}
+	if !tx.Writable() {
+		return Result{}, errNeedsWrite
 	}
 	scale := item.Scale
 	balances := make([]balanceState, len(lines))

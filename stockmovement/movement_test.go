@@ -3,12 +3,14 @@ package stockmovement_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/stockmovement"
+	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
 func TestMovementsAndBalances(t *testing.T) {
@@ -273,4 +275,57 @@ func TestDefinitions(t *testing.T) {
 		}
 		mustCheck(t, db)
 	})
+}
+
+// commitCounter counts group commits.
+type commitCounter struct{ commits atomic.Int64 }
+
+func (c *commitCounter) GroupCommitted(int, time.Duration) { c.commits.Add(1) }
+func (c *commitCounter) Replayed()                         {}
+
+// TestReplayTakesNoWriteTransaction: a retried movement is answered from a
+// read transaction; only new movements reach the group committer.
+func TestReplayTakesNoWriteTransaction(t *testing.T) {
+	for _, f := range storagetest.Factories(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			ctx := context.Background()
+			counter := &commitCounter{}
+			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: steppingClock(), Metrics: counter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			setup(t, db, "acme")
+			transfer := stockmovement.TransferRequest{Tenant: "acme", Item: "pcs", From: "A", To: "B",
+				Quantity: decimal.MustNew(1, 0), IdempotencyKey: "t"}
+			if _, err := stockmovement.Receive(ctx, db, stockmovement.ReceiveRequest{Tenant: "acme", Item: "pcs",
+				Location: "A", Quantity: decimal.MustNew(1, 0), IdempotencyKey: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stockmovement.Transfer(ctx, db, transfer); err != nil {
+				t.Fatal(err)
+			}
+			before := counter.commits.Load()
+			res, err := stockmovement.Transfer(ctx, db, transfer)
+			if err != nil || !res.Replayed {
+				t.Fatalf("replay %+v %v", res, err)
+			}
+			transfer.Quantity = decimal.MustNew(2, 0)
+			if _, err := stockmovement.Transfer(ctx, db, transfer); !errors.Is(err, chain.ErrIdempotencyConflict) {
+				t.Fatalf("conflict: %v", err)
+			}
+			if after := counter.commits.Load(); after != before {
+				t.Fatalf("%d group commits for a replay and a conflict", after-before)
+			}
+			// Inside a read transaction a new movement is refused as a write.
+			err = db.View(ctx, func(tx *chain.Tx) error {
+				_, err := stockmovement.ReceiveTx(tx, stockmovement.ReceiveRequest{Tenant: "acme", Item: "pcs",
+					Location: "A", Quantity: decimal.MustNew(1, 0), IdempotencyKey: "new"})
+				return err
+			})
+			if !errors.Is(err, chain.ErrReadOnly) {
+				t.Fatalf("new movement in View: %v", err)
+			}
+		})
+	}
 }

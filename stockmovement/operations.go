@@ -58,10 +58,27 @@ type ReverseRequest struct {
 	IdempotencyKey  string
 }
 
-// update runs one operation in its own transaction.
+// update runs one operation in its own transaction. It first runs it in a
+// read transaction, which stops at the first write: a retry is answered
+// from there, as is a key conflict (keys are never removed, so a conflict
+// seen in a snapshot stays one). Only a new movement takes a write
+// transaction, and with it a share of a group commit and its fsync.
 func update(ctx context.Context, db *chain.DB, fn func(tx *chain.Tx) (Result, error)) (Result, error) {
 	var res Result
-	err := db.Update(ctx, func(tx *chain.Tx) error {
+	err := db.View(ctx, func(tx *chain.Tx) error {
+		var err error
+		res, err = fn(tx)
+		return err
+	})
+	if err == nil && res.Replayed {
+		return res, nil
+	}
+	if errors.Is(err, chain.ErrIdempotencyConflict) {
+		return Result{}, err
+	}
+	// Anything else is decided in the write transaction, refused input
+	// included: stock may have arrived in between.
+	err = db.Update(ctx, func(tx *chain.Tx) error {
 		var err error
 		res, err = fn(tx)
 		return err
