@@ -89,7 +89,11 @@ func post(tx *chain.Tx, op, tenant string, item DefinedItem, lines []line) (Resu
 				item.ID, l.location, decimal.MustNew(current.units, scale), l.movement.Quantity.Units())
 		}
 		if l.movement.Quantity.Sign() < 0 && next.Sign() < 0 && !item.AllowNegative {
-			shortfall, _ := next.Neg() // next > MinInt64: it is a balance minus a positive amount
+			shortfall, err := next.Neg()
+			if err != nil { // next is MinInt64: the shortfall has no int64 units
+				return Result{}, newError(op, ErrOverflow, "item %q at location %q: balance %s %+d units",
+					item.ID, l.location, decimal.MustNew(current.units, scale), l.movement.Quantity.Units())
+			}
 			return Result{}, &InsufficientStockError{Op: op, Tenant: tenant, Item: item.ID, Location: l.location,
 				Balance: decimal.MustNew(current.units, scale), Change: l.movement.Quantity, Shortfall: shortfall}
 		}
