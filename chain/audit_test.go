@@ -119,6 +119,13 @@ func auditVerify(lines []string, heads []vectors.HeadJSON) []failureKey {
 		held[l.Chain][seq] = hex.EncodeToString(hash)
 	}
 	for _, h := range heads { // step 5
+		if h.Seq == 0 {
+			genesis := blake3.Sum256(append([]byte("ledger/genesis/v1\x00"), auditLP([]byte(h.Chain))...))
+			if hex.EncodeToString(genesis[:]) != h.Hash {
+				fail(h.Chain, 0, "head_mismatch")
+			}
+			continue
+		}
 		if held[h.Chain][h.Seq] != h.Hash {
 			fail(h.Chain, h.Seq, "head_mismatch")
 		}

@@ -201,6 +201,20 @@ func TestVerifyExportExpectHeads(t *testing.T) {
 	missing := chain.Head{Chain: "gone", Seq: 1}
 	assertFailures(t, verify(missing, beyond), failureKey{"c", 9, chain.ReasonHeadMismatch}, failureKey{"gone", 1, chain.ReasonHeadMismatch})
 
+	// A saved head at seq 0 is the head of an empty chain: it holds when it
+	// is the genesis, for a chain with entries or without.
+	assertFailures(t, verify(chain.Head{Chain: "c", Hash: chain.Genesis("c")}, chain.Head{Chain: "gone", Hash: chain.Genesis("gone")}))
+	assertFailures(t, verify(chain.Head{Chain: "c", Hash: entries[0].Hash}), failureKey{"c", 0, chain.ReasonHeadMismatch})
+	for _, heads := range [][]chain.Head{
+		{{Chain: "c", Hash: chain.Genesis("c")}, {Chain: "gone", Hash: chain.Genesis("gone")}},
+		{{Chain: "c", Hash: chain.Genesis("d")}},
+	} {
+		report, err := db.Verify(context.Background(), chain.VerifyOptions{ExpectHeads: heads})
+		if err != nil || report.OK() != (heads[0].Hash == chain.Genesis("c")) {
+			t.Fatalf("saved heads at seq 0 %v: %+v %v", heads, report, err)
+		}
+	}
+
 	// The same saved heads against the database.
 	report, err := db.Verify(context.Background(), chain.VerifyOptions{ExpectHeads: []chain.Head{wrong, beyond, missing}})
 	if err != nil {

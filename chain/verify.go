@@ -63,6 +63,8 @@ type VerifyOptions struct {
 	// ExpectHeads are heads saved earlier (by an auditor, another system):
 	// each chain must still hold an entry at that seq with that hash. This
 	// catches truncation and wholesale rewrites that the stored heads cannot.
+	// A head at seq 0 (a chain without entries) holds when its hash is the
+	// chain's genesis.
 	ExpectHeads []Head
 	// Progress, when set, is called every few thousand entries and at the end.
 	Progress func(Progress)
@@ -199,7 +201,9 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 	}
 	expected := map[string][]Head{}
 	for _, h := range opts.ExpectHeads {
-		expected[h.Chain] = append(expected[h.Chain], h)
+		if !checkEmptyHead(h, c.add) {
+			expected[h.Chain] = append(expected[h.Chain], h)
+		}
 	}
 	progress := func() {
 		if opts.Progress != nil {
@@ -308,6 +312,20 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 		return nil
 	})
 	return found, err
+}
+
+// checkEmptyHead settles a saved head at seq 0, the head of a chain without
+// entries: every chain starts at its genesis, so such a head holds exactly
+// when its hash is the genesis. It reports whether h was such a head.
+func checkEmptyHead(h Head, add func(Failure)) bool {
+	if h.Seq != 0 {
+		return false
+	}
+	if genesis := Genesis(h.Chain); h.Hash != genesis {
+		add(Failure{Chain: h.Chain, Seq: 0, Reason: ReasonHeadMismatch,
+			Detail: "saved head at seq 0 is not the chain's genesis", Expected: h.Hash, Calculated: genesis})
+	}
+	return true
 }
 
 // sortFailures puts failures in chain and seq order, keeping the order in
