@@ -191,5 +191,12 @@ func exportCases() []ExportCase {
 			valid, []HeadJSON{otherHead}, failure(chainBook, 2, chain.ReasonHeadMismatch)),
 		c("saved-head-of-missing-chain", "A saved head names a chain the export does not hold.",
 			valid, []HeadJSON{{"acme/fin/book-2", 1, book[0].Hash.String()}}, failure("acme/fin/book-2", 1, chain.ReasonHeadMismatch)),
+		c("saved-heads-at-seq-0", "Saved heads at seq 0, taken before a chain had entries, hold when they are the chain's genesis, "+
+			"whether the chain has entries now or not; the one of "+chainStock+" is not its genesis.",
+			valid, []HeadJSON{
+				{chainBook, 0, chain.Genesis(chainBook).String()},
+				{"acme/fin/book-9", 0, chain.Genesis("acme/fin/book-9").String()},
+				{chainStock, 0, chain.Genesis(chainBook).String()},
+			}, failure(chainStock, 0, chain.ReasonHeadMismatch)),
 	}
 }
