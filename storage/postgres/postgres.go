@@ -80,11 +80,12 @@ type Options struct {
 // Backend is a storage.Backend on a PostgreSQL database. It is safe for
 // concurrent use; each transaction holds one pooled connection.
 type Backend struct {
-	pool   *pgxpool.Pool
-	name   string
-	schema string
-	opts   Options
-	closed atomic.Bool
+	pool    *pgxpool.Pool
+	name    string
+	schema  string
+	opts    Options
+	closed  atomic.Bool
+	filters *keyFilters
 }
 
 var _ storage.Backend = (*Backend)(nil)
@@ -105,7 +106,7 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", name, classify(err, false))
 	}
-	b := &Backend{pool: pool, name: name, schema: schema, opts: opts}
+	b := &Backend{pool: pool, name: name, schema: schema, opts: opts, filters: newKeyFilters()}
 	if _, err := migrate(ctx, pool, schema, opts.NoMigrate); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)

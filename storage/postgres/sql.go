@@ -44,6 +44,10 @@ const (
 		FROM unnest($5::text[], $6::bigint[], $7::bytea[], $8::bigint[]) AS u (chain_id, seq, hash, t)
 		WHERE c.chain_id = u.chain_id`
 
+	// sqlChainKeys returns the keys of the chain's entries in (from, to].
+	sqlChainKeys = `SELECT idempotency_key FROM entries
+		WHERE chain_id = $1 AND seq > $2 AND seq <= $3 AND idempotency_key IS NOT NULL`
+
 	sqlEntry     = "SELECT data FROM entries WHERE chain_id = $1 AND seq = $2"
 	sqlLookupKey = "SELECT seq FROM entries WHERE chain_id = $1 AND idempotency_key = $2"
 	sqlEntries   = `SELECT seq, data FROM entries WHERE chain_id = $1 AND seq >= $2

@@ -30,10 +30,13 @@ type chainSeq struct {
 
 // lockedHead is a chain head that a writable transaction holds locked.
 type lockedHead struct {
-	head    storage.Head
-	exists  bool // the chain has entries; head is valid
-	created bool // this transaction inserted the placeholder row
-	dirty   bool // head changed by a buffered append
+	head      storage.Head
+	exists    bool     // the chain has entries; head is valid
+	created   bool     // this transaction inserted the placeholder row
+	dirty     bool     // head changed by a buffered append
+	lockedSeq uint64   // the head's seq when it was locked: entries 1..lockedSeq are committed
+	lookups   int      // keyed look-ups on the chain in this transaction
+	keys      []string // keys this transaction appended to the chain
 }
 
 // pendingEntry is an append not yet sent to the server.
@@ -372,7 +375,7 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 		t.err = fmt.Errorf("postgres: lock head %q: %w: head row vanished", chain, storage.ErrCorrupt)
 		return nil, t.err
 	}
-	lh := &lockedHead{head: h, exists: h.Seq > 0, created: created}
+	lh := &lockedHead{head: h, exists: h.Seq > 0, created: created, lockedSeq: h.Seq}
 	t.heads[chain] = lh
 	t.maxHead = max(t.maxHead, chain)
 	return lh, nil
@@ -454,6 +457,7 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		}
 		delete(t.absent, ck)
 		t.byKey[ck] = rec.Seq
+		lh.keys = append(lh.keys, rec.IdempotencyKey)
 	}
 	data := make([]byte, len(rec.Data))
 	copy(data, rec.Data)
@@ -545,9 +549,22 @@ func (t *tx) lookupKey(ctx context.Context, chain, key string) (uint64, bool, er
 		})
 	}
 	var err error
-	if _, locked := t.heads[chain]; t.writable && !locked {
+	lh, locked := t.heads[chain]
+	switch {
+	case t.writable && !locked:
 		_, err = t.lock(ctx, chain, queue)
-	} else {
+	case t.writable:
+		lh.lookups++
+		absent, ferr := t.filterAbsent(ctx, chain, lh, key)
+		if ferr != nil {
+			return 0, false, ferr
+		}
+		if absent {
+			t.absent[chainKey{chain, key}] = struct{}{}
+			return 0, false, nil
+		}
+		err = t.run(ctx, "lookup key", false, queue)
+	default:
 		err = t.run(ctx, "lookup key", false, queue)
 	}
 	if err != nil {
@@ -852,6 +869,7 @@ func (t *tx) Commit() error {
 	case tag == "COMMIT":
 		// The server confirmed; an error after that (reading the final
 		// sync) does not undo it.
+		t.committed()
 		t.finish()
 		return nil
 	case err == nil:
@@ -865,16 +883,88 @@ func (t *tx) Commit() error {
 		return t.err
 	}
 	// The connection failed after COMMIT may have reached the server.
-	pid, xid := t.pid, t.xid
+	pid, xid, heads := t.pid, t.xid, t.heads
 	t.finish()
 	committed, known := t.b.resolve(t.ctx, pid, xid)
 	switch {
 	case known && committed:
+		t.heads = heads
+		t.committed()
+		t.heads = nil
 		return nil
 	case known:
 		return fmt.Errorf("postgres: commit: %w: connection lost, transaction %s was rolled back: %w", ErrRetryable, xid, err)
 	default:
 		return fmt.Errorf("postgres: commit: %w: transaction %s: %w", ErrCommitUnknown, xid, err)
+	}
+}
+
+// filterAbsent reports whether the chain's key filter proves key absent
+// from the entries 1..lh.lockedSeq, building or catching up the filter as
+// needed (see keyfilter.go). The chain's head is locked, so no other writer
+// adds entries meanwhile.
+func (t *tx) filterAbsent(ctx context.Context, chain string, lh *lockedHead, key string) (bool, error) {
+	fs := t.b.filters
+	f := fs.get(chain)
+	if f != nil {
+		f.mu.Lock()
+		if f.seq > lh.lockedSeq || f.full() || lh.lockedSeq-f.seq > KeyFilterMaxEntries {
+			f.mu.Unlock()
+			fs.drop(chain)
+			f = nil
+		}
+	}
+	if f == nil {
+		if lh.lookups < KeyFilterMinLookups || lh.lockedSeq > KeyFilterMaxEntries {
+			return false, nil
+		}
+		f = newKeyFilter(chain, 2*int(lh.lockedSeq))
+		f.mu.Lock()
+		fs.put(f)
+	}
+	defer f.mu.Unlock()
+	if f.seq < lh.lockedSeq {
+		from := f.seq
+		err := t.run(ctx, "key filter", false, func(b *pgx.Batch) {
+			b.Queue(sqlChainKeys, chain, int64(from), int64(lh.lockedSeq)).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var k string
+					if err := rows.Scan(&k); err != nil {
+						return err
+					}
+					fs.add(f, k)
+				}
+				return rows.Err()
+			})
+		})
+		if err != nil {
+			fs.drop(chain)
+			return false, err
+		}
+		f.seq = lh.lockedSeq
+	}
+	return !fs.mayContain(f, key), nil
+}
+
+// committed adds the keys this transaction appended to the filters of
+// their chains. A filter that moved on meanwhile catches up by itself.
+func (t *tx) committed() {
+	for chain, lh := range t.heads {
+		if len(lh.keys) == 0 {
+			continue
+		}
+		f := t.b.filters.get(chain)
+		if f == nil {
+			continue
+		}
+		f.mu.Lock()
+		if f.seq == lh.lockedSeq {
+			for _, k := range lh.keys {
+				t.b.filters.add(f, k)
+			}
+			f.seq = lh.head.Seq
+		}
+		f.mu.Unlock()
 	}
 }
 
