@@ -41,8 +41,8 @@ func (tx *Tx) Append(req Request) (Result, error) {
 			return res, err
 		}
 	}
-	head, err := tx.Head(req.Chain)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	head, err := tx.head(req.Chain)
+	if err != nil {
 		return Result{}, err
 	}
 	e := Entry{
@@ -65,11 +65,8 @@ func (tx *Tx) Append(req Request) (Result, error) {
 
 // replay looks the request's key up. found is false when the key is new.
 func (tx *Tx) replay(req Request) (res Result, found bool, err error) {
-	existing, err := tx.Lookup(req.Chain, req.IdempotencyKey)
-	if errors.Is(err, ErrNotFound) {
-		return Result{}, false, nil
-	}
-	if err != nil {
+	existing, found, err := tx.lookup(req.Chain, req.IdempotencyKey)
+	if err != nil || !found {
 		return Result{}, false, err
 	}
 	stored, requested := existing.Fingerprint(), Fingerprint(req.Type, req.Payload)
@@ -95,6 +92,18 @@ func (tx *Tx) Head(chain string) (Head, error) {
 	return Head{Chain: chain, Seq: h.Seq, Hash: h.Hash, TimeUnixNano: h.TimeUnixNano}, nil
 }
 
+// head is Head with the empty head and no error for a new chain.
+func (tx *Tx) head(chain string) (Head, error) {
+	h, err := tx.stx.Head(tx.ctx, chain)
+	if err == storage.ErrNotFound || errors.Is(err, storage.ErrNotFound) {
+		return Head{Chain: chain, Hash: Genesis(chain)}, nil
+	}
+	if err != nil {
+		return Head{}, storageError(err)
+	}
+	return Head{Chain: chain, Seq: h.Seq, Hash: h.Hash, TimeUnixNano: h.TimeUnixNano}, nil
+}
+
 // Get returns the entry at (chain, seq).
 func (tx *Tx) Get(chain string, seq uint64) (Entry, error) {
 	data, err := tx.stx.Entry(tx.ctx, chain, seq)
@@ -109,14 +118,34 @@ func (tx *Tx) Get(chain string, seq uint64) (Entry, error) {
 
 // Lookup returns the chain's entry that holds the idempotency key.
 func (tx *Tx) Lookup(chain, key string) (Entry, error) {
+	e, found, err := tx.lookup(chain, key)
+	if err == nil && !found {
+		err = fmt.Errorf("chain %q key %q: %w", chain, key, ErrNotFound)
+	}
+	return e, err
+}
+
+// lookup is Lookup without an error for a missing key: an append of a new
+// key, the common case, formats no message.
+func (tx *Tx) lookup(chain, key string) (Entry, bool, error) {
 	seq, err := tx.stx.LookupKey(tx.ctx, chain, key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Entry{}, fmt.Errorf("chain %q key %q: %w", chain, key, ErrNotFound)
+	if err == storage.ErrNotFound || errors.Is(err, storage.ErrNotFound) {
+		return Entry{}, false, nil
 	}
 	if err != nil {
-		return Entry{}, storageError(err)
+		return Entry{}, false, storageError(err)
 	}
-	return tx.Get(chain, seq)
+	e, err := tx.Get(chain, seq)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if e.IdempotencyKey != key {
+		// An index may stand for keys by digests; it must never answer for
+		// another key, whether by a collision or a damaged file.
+		return Entry{}, false, fmt.Errorf("%w: chain %q key %q: the index points at seq %d, which holds key %q",
+			ErrCorrupt, chain, key, seq, e.IdempotencyKey)
+	}
+	return e, true, nil
 }
 
 // Entries yields the chain's entries with seq >= fromSeq in order.

@@ -17,7 +17,13 @@ import (
 )
 
 // Format is the value of meta/format in every file this package writes.
-const Format = "ledger/bolt/v1"
+// Files of FormatV1 (no key runs) are read as they are and upgraded when
+// opened for writing.
+const Format = "ledger/bolt/v2"
+
+// FormatV1 is the layout before the key runs: every idempotency key in the
+// keys B-tree.
+const FormatV1 = "ledger/bolt/v1"
 
 // LockTimeoutDefault is how long Open waits for another process's lock when
 // Options.LockTimeout is zero.
@@ -34,11 +40,14 @@ var (
 	BucketEntries = []byte("entries")
 	BucketKeys    = []byte("keys")
 	BucketState   = []byte("state")
+	// BucketKeyRuns holds the sorted runs of the idempotency index.
+	BucketKeyRuns = []byte("key_runs")
 )
 
 var (
 	metaFormat      = []byte("format")
 	metaNextChainID = []byte("next_chain_id")
+	metaRecentKeys  = []byte("recent_keys")
 )
 
 // chainValueSize is the size of a value in the chains bucket.
@@ -62,6 +71,7 @@ type Backend struct {
 	db     *bbolt.DB
 	path   string
 	closed atomic.Bool
+	cache  *runCache
 }
 
 var _ storage.Backend = (*Backend)(nil)
@@ -86,7 +96,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	b := &Backend{db: db, path: path}
+	b := &Backend{db: db, path: path, cache: newRunCache()}
 	if err := b.prepare(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
@@ -125,7 +135,7 @@ func (b *Backend) prepare(readOnly bool) error {
 		if meta == nil {
 			return fmt.Errorf("open %s: %w: not a ledger file (no meta bucket)", b.path, storage.ErrCorrupt)
 		}
-		if got := meta.Get(metaFormat); string(got) != Format {
+		if got := meta.Get(metaFormat); string(got) != Format && string(got) != FormatV1 {
 			return fmt.Errorf("open %s: %w: format %q, want %q", b.path, storage.ErrCorrupt, got, Format)
 		}
 		for _, name := range [][]byte{BucketChains, BucketEntries, BucketKeys, BucketState} {
@@ -142,7 +152,10 @@ func (b *Backend) prepare(readOnly bool) error {
 		if tx.Bucket(BucketMeta) == nil && isEmpty(tx) {
 			return create(tx)
 		}
-		return check(tx)
+		if err := check(tx); err != nil {
+			return err
+		}
+		return upgrade(tx)
 	})
 }
 
@@ -150,6 +163,24 @@ func isEmpty(tx *bbolt.Tx) bool {
 	empty := true
 	_ = tx.ForEach(func([]byte, *bbolt.Bucket) error { empty = false; return storage.ErrStop })
 	return empty
+}
+
+// upgrade turns a FormatV1 file into a Format file: its keys stay in the
+// recent B-tree, and runs are added beside it.
+func upgrade(tx *bbolt.Tx) error {
+	meta := tx.Bucket(BucketMeta)
+	if string(meta.Get(metaFormat)) == Format {
+		return nil
+	}
+	if _, err := tx.CreateBucketIfNotExists(BucketKeyRuns); err != nil {
+		return err
+	}
+	var recent uint64
+	_ = tx.Bucket(BucketKeys).ForEach(func(k, v []byte) error { recent++; return nil })
+	if err := meta.Put(metaRecentKeys, binary.BigEndian.AppendUint64(nil, recent)); err != nil {
+		return err
+	}
+	return meta.Put(metaFormat, []byte(Format))
 }
 
 func create(tx *bbolt.Tx) error {
@@ -163,7 +194,7 @@ func create(tx *bbolt.Tx) error {
 	if err := meta.Put(metaNextChainID, binary.BigEndian.AppendUint64(nil, 1)); err != nil {
 		return err
 	}
-	for _, name := range [][]byte{BucketChains, BucketEntries, BucketKeys, BucketState} {
+	for _, name := range [][]byte{BucketChains, BucketEntries, BucketKeys, BucketState, BucketKeyRuns} {
 		if _, err := tx.CreateBucket(name); err != nil {
 			return err
 		}
@@ -226,7 +257,8 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 		}
 		return nil, fmt.Errorf("begin %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	t := &tx{tx: btx, path: b.path}
+	t := &tx{tx: btx, path: b.path, cache: b.cache}
+	t.runs = btx.Bucket(BucketKeyRuns)
 	t.chains = btx.Bucket(BucketChains)
 	t.entries = btx.Bucket(BucketEntries)
 	t.keys = btx.Bucket(BucketKeys)
@@ -293,3 +325,7 @@ func keyIndexKey(chainID uint64, key string) []byte {
 
 // seqOf parses the seq from an entries key of the given chain.
 func seqOf(k []byte) uint64 { return binary.BigEndian.Uint64(k[8:16]) }
+
+// View runs fn in a bbolt read transaction of the file; tests and tools use
+// it to inspect the layout.
+func (b *Backend) View(fn func(btx *bbolt.Tx) error) error { return b.db.View(fn) }

@@ -3,19 +3,40 @@
 //
 // # Basics
 //
-// Open creates the file (mode 0600) when it is missing. The file holds five
+// Open creates the file (mode 0600) when it is missing. The file holds six
 // top-level buckets:
 //
-//	meta     "format" -> "ledger/bolt/v1"; "next_chain_id" -> u64be
-//	chains   chain name -> u64be chain id | u64be head seq | head hash (32) | i64be head time
-//	entries  u64be chain id | u64be seq -> entry bytes (encoded by the chain package)
-//	keys     u64be chain id | idempotency key -> u64be seq
-//	state    key -> value (derived state of the domain packages)
+//	meta      "format" -> "ledger/bolt/v2"; "next_chain_id" -> u64be;
+//	          "recent_keys" -> u64be (how many keys the keys bucket holds)
+//	chains    chain name -> u64be chain id | u64be head seq | head hash (32) | i64be head time
+//	entries   u64be chain id | u64be seq -> entry bytes (encoded by the chain package)
+//	keys      u64be chain id | idempotency key -> u64be seq (recent keys)
+//	key_runs  u8 level | u64be txid -> bucket of one run:
+//	            u64be chain id | key digest (16) of its last record -> up to 120 records
+//	              of u64be chain id | key digest (16) | u64be seq, sorted
+//	            "filter" -> Bloom filter of the run's records; "count" -> u64be
+//	state     key -> value (derived state of the domain packages)
 //
 // Chains get a dense numeric id when their first entry is written, so the
 // entries of one chain are contiguous in the entries bucket and a chain's
 // appends always land at the end of its range. The entries bucket is written
 // with FillPercent 1.0 because it is append-only: pages are packed full.
+//
+// The idempotency index is log-structured, because a random key inserted
+// into one large B-tree dirties a page of its own and an index of a million
+// keys then costs a page write per appended entry. A transaction with fewer
+// than KeyRunDirectMin new keys puts them into the keys bucket (exact keys);
+// when it holds KeyRecentMax keys they are written out as one sorted run of
+// digests (KeyDigest). A transaction with more new keys writes them as a run
+// directly. Runs are immutable; when a level (floor(log8(records))) holds
+// KeyRunFanout runs they are merged into one run of a higher level in the
+// same transaction. A lookup checks the transaction's own new keys, the keys
+// bucket, then each run whose filter (about 1% false positives, cached in
+// memory at about 1.25 bytes per key) may hold the key. A digest stands for
+// a key, so the chain package checks that the entry it finds holds the key
+// it asked for: a collision of 128-bit digests could refuse a key, never
+// answer for another. Files of the previous layout (ledger/bolt/v1, keys
+// bucket only) are upgraded when opened for writing.
 //
 // # Caveats
 //

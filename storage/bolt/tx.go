@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -23,6 +24,15 @@ type tx struct {
 	keys    *bbolt.Bucket
 	state   *bbolt.Bucket
 	meta    *bbolt.Bucket
+	runs    *bbolt.Bucket // nil in a read-only view of a file without runs
+	cache   *runCache
+	index   keyIndex
+	// heads holds the chain records this write transaction changed; they
+	// are written once, at commit, however many entries a chain received.
+	heads map[string]*chainRecord
+	// lastMiss is the index key of the newest LookupKey that found nothing;
+	// an Append of that key right after needs no second lookup.
+	lastMiss []byte
 }
 
 func (t *tx) Writable() bool { return t.tx.Writable() }
@@ -38,6 +48,9 @@ func (t *tx) usable(write bool) error {
 }
 
 func (t *tx) chain(name string) (chainRecord, error) {
+	if c, ok := t.heads[name]; ok {
+		return *c, nil
+	}
 	v := t.chains.Get([]byte(name))
 	if v == nil {
 		return chainRecord{}, storage.ErrNotFound
@@ -82,21 +95,48 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		return fmt.Errorf("append %q: seq %d after head %d: %w", chain, rec.Seq, c.head.Seq, storage.ErrDuplicate)
 	}
 	if rec.IdempotencyKey != "" {
-		k := keyIndexKey(c.id, rec.IdempotencyKey)
-		if t.keys.Get(k) != nil {
-			return fmt.Errorf("append %q: key %q: %w", chain, rec.IdempotencyKey, storage.ErrDuplicate)
+		if !t.justMissed(c.id, rec.IdempotencyKey) {
+			_, found, err := t.lookupKey(c.id, rec.IdempotencyKey)
+			if err != nil {
+				return err
+			}
+			if found {
+				return fmt.Errorf("append %q: key %q: %w", chain, rec.IdempotencyKey, storage.ErrDuplicate)
+			}
 		}
-		if err := t.keys.Put(k, binary.BigEndian.AppendUint64(nil, rec.Seq)); err != nil {
-			return t.writeError(err)
-		}
+		t.addKey(c.id, rec.IdempotencyKey, rec.Seq)
 	}
+	t.lastMiss = t.lastMiss[:0]
 	if err := t.entries.Put(EntryKey(c.id, rec.Seq), rec.Data); err != nil {
 		return t.writeError(err)
 	}
 	c.head = head
-	if err := t.chains.Put([]byte(chain), encodeChain(c)); err != nil {
-		return t.writeError(err)
+	if t.heads == nil {
+		t.heads = make(map[string]*chainRecord)
 	}
+	t.heads[chain] = &c
+	return nil
+}
+
+// justMissed reports whether the newest LookupKey looked for this key and
+// found nothing, with no append since.
+func (t *tx) justMissed(chainID uint64, key string) bool {
+	return len(t.lastMiss) == 8+len(key) && binary.BigEndian.Uint64(t.lastMiss) == chainID && string(t.lastMiss[8:]) == key
+}
+
+// flushHeads writes the chain records this transaction changed.
+func (t *tx) flushHeads() error {
+	names := make([]string, 0, len(t.heads))
+	for name := range t.heads {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := t.chains.Put([]byte(name), encodeChain(*t.heads[name])); err != nil {
+			return t.writeError(err)
+		}
+	}
+	clear(t.heads)
 	return nil
 }
 
@@ -139,14 +179,17 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := t.keys.Get(keyIndexKey(c.id, key))
-	if v == nil {
+	seq, found, err := t.lookupKey(c.id, key)
+	if err != nil {
+		return 0, fmt.Errorf("key %q of chain %q: %w", key, chain, err)
+	}
+	if !found {
+		if t.tx.Writable() {
+			t.lastMiss = append(binary.BigEndian.AppendUint64(t.lastMiss[:0], c.id), key...)
+		}
 		return 0, storage.ErrNotFound
 	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("key %q of chain %q: %w: index value of %d bytes", key, chain, storage.ErrCorrupt, len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
+	return seq, nil
 }
 
 func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq2[storage.Record, error] {
@@ -180,6 +223,10 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 func (t *tx) Chains(ctx context.Context, from string) iter.Seq2[storage.ChainHead, error] {
 	return func(yield func(storage.ChainHead, error) bool) {
 		if err := t.usable(false); err != nil {
+			yield(storage.ChainHead{}, err)
+			return
+		}
+		if err := t.flushHeads(); err != nil {
 			yield(storage.ChainHead{}, err)
 			return
 		}
@@ -273,9 +320,36 @@ func (t *tx) Commit() error {
 	if !t.tx.Writable() {
 		return t.tx.Rollback()
 	}
+	if err := t.prepareCommit(); err != nil {
+		t.tx.Rollback()
+		return err
+	}
 	if err := t.tx.Commit(); err != nil {
 		return fmt.Errorf("commit %s: %w: %v", t.path, storage.ErrIO, err)
 	}
+	return nil
+}
+
+// prepareCommit writes what the transaction kept in memory: chain heads and
+// new idempotency keys, and tells the backend's cache about the runs once the
+// commit has succeeded.
+func (t *tx) prepareCommit() error {
+	if err := t.flushHeads(); err != nil {
+		return err
+	}
+	if err := t.flushKeys(); err != nil {
+		return err
+	}
+	txid := uint64(t.tx.ID())
+	if !t.index.changed {
+		if l := t.cache.list.Load(); l != nil && l.txid == txid-1 {
+			runs := l.runs
+			t.tx.OnCommit(func() { t.cache.list.CompareAndSwap(l, &runList{txid: txid, runs: runs}) })
+		}
+		return nil
+	}
+	runs, created, deleted := slices.Clone(t.index.runs), t.index.created, t.index.deleted
+	t.tx.OnCommit(func() { t.cache.committed(txid, runs, created, deleted) })
 	return nil
 }
 

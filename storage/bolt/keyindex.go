@@ -1,0 +1,553 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zeebo/blake3"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// The idempotency index has two parts (see the package documentation):
+//
+//   - recent keys, exact, in the B-tree of BucketKeys, which small
+//     transactions write cheaply;
+//   - immutable sorted runs of key digests in BucketKeyRuns, each with a
+//     Bloom filter, written sequentially and merged in the background of
+//     the write path (size-tiered, KeyRunFanout runs per level).
+//
+// A random key inserted into a large B-tree dirties a page of its own, so
+// a B-tree index costs a page write per key once it outgrows the batch; runs
+// are written and merged in key order, a few sequential pages per thousand
+// keys, and their filters keep a lookup of a new key in memory.
+const (
+	// KeyDigestSize is the size of the digest that stands for a key in a run.
+	KeyDigestSize = 16
+	// keyRecordSize is one run record: u64be chain id | digest | u64be seq.
+	keyRecordSize = 8 + KeyDigestSize + 8
+	// keyRecordPrefix is the part of a record that orders and identifies it.
+	keyRecordPrefix = 8 + KeyDigestSize
+	// keyChunkRecords is how many records one value of a run holds.
+	keyChunkRecords = 120
+	// KeyRecentMax is how many keys the recent B-tree holds before they are
+	// written out as a run.
+	KeyRecentMax = 4096
+	// KeyRunDirectMin is how many new keys a transaction needs to write them
+	// as a run directly instead of through the recent B-tree.
+	KeyRunDirectMin = 256
+	// KeyRunFanout is how many runs of one level are merged into one run of
+	// a higher level.
+	KeyRunFanout = 8
+	// filterBitsPerKey sizes the Bloom filters (about 1% false positives).
+	filterBitsPerKey = 10
+	// filterBlockWords is the size of a filter block: one 64-byte cache line.
+	filterBlockWords = 8
+	// filterProbes is how many bits of its block a key sets.
+	filterProbes = 7
+)
+
+// keyRunsName is the name of a run: u8 level | u64be id of the transaction
+// that wrote it.
+type keyRunName [9]byte
+
+func runName(level uint8, txid uint64) keyRunName {
+	var n keyRunName
+	n[0] = level
+	binary.BigEndian.PutUint64(n[1:], txid)
+	return n
+}
+
+var (
+	runFilterKey = []byte("filter")
+	runCountKey  = []byte("count")
+)
+
+// keyRun is what a lookup needs to know of a run without reading it: its
+// name, size and filter (a copy, so it outlives transactions and remaps).
+type keyRun struct {
+	name   keyRunName
+	count  uint64
+	filter []uint64
+}
+
+func (r *keyRun) level() uint8 { return r.name[0] }
+
+// KeyDigest is the digest that stands for an idempotency key in the runs:
+// the first KeyDigestSize bytes of BLAKE3-256("ledger/key/v1" || 0x00 || key).
+func KeyDigest(key string) [KeyDigestSize]byte {
+	h := blake3.New()
+	h.WriteString("ledger/key/v1\x00")
+	h.WriteString(key)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	var d [KeyDigestSize]byte
+	copy(d[:], sum[:])
+	return d
+}
+
+// runLevel is the level of a run of count records: floor(log8(count)).
+func runLevel(count uint64) uint8 {
+	if count == 0 {
+		return 0
+	}
+	return uint8((bits.Len64(count) - 1) / 3)
+}
+
+func filterHashes(chainID uint64, digest []byte) (uint64, uint64) {
+	h1 := binary.LittleEndian.Uint64(digest[0:8]) ^ chainID*0x9e3779b97f4a7c15
+	h2 := binary.LittleEndian.Uint64(digest[8:16])
+	return h1, h2
+}
+
+func newFilter(count uint64) []uint64 {
+	blocks := max((count*filterBitsPerKey+511)/512, 1)
+	return make([]uint64, blocks*filterBlockWords)
+}
+
+func filterAdd(f []uint64, chainID uint64, digest []byte) {
+	h1, h2 := filterHashes(chainID, digest)
+	block, _ := bits.Mul64(h1, uint64(len(f)/filterBlockWords))
+	words := f[block*filterBlockWords : (block+1)*filterBlockWords]
+	for i := range filterProbes {
+		bit := (h2 >> (9 * i)) & 511
+		words[bit/64] |= 1 << (bit % 64)
+	}
+}
+
+func filterMayContain(f []uint64, chainID uint64, digest []byte) bool {
+	h1, h2 := filterHashes(chainID, digest)
+	block, _ := bits.Mul64(h1, uint64(len(f)/filterBlockWords))
+	words := f[block*filterBlockWords : (block+1)*filterBlockWords]
+	for i := range filterProbes {
+		bit := (h2 >> (9 * i)) & 511
+		if words[bit/64]&(1<<(bit%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// runCache holds what the backend knows of the runs across transactions:
+// the filters of committed runs, and the list of runs as of one committed
+// transaction id. Both are only ever filled from committed state.
+type runCache struct {
+	mu          sync.Mutex
+	filters     map[keyRunName]*keyRun
+	deletedUpTo uint64 // the newest commit that deleted runs
+	list        atomic.Pointer[runList]
+}
+
+type runList struct {
+	txid uint64
+	runs []*keyRun
+}
+
+func newRunCache() *runCache { return &runCache{filters: map[keyRunName]*keyRun{}} }
+
+func (c *runCache) get(name keyRunName) *keyRun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.filters[name]
+}
+
+// remember caches a run a transaction with snapshot snapshotTxid read; runs
+// read from a snapshot older than the last deletion may be gone already.
+func (c *runCache) remember(r *keyRun, snapshotTxid uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if snapshotTxid >= c.deletedUpTo {
+		c.filters[r.name] = r
+	}
+}
+
+// committed records a commit's effect on the runs.
+func (c *runCache) committed(txid uint64, runs []*keyRun, created []*keyRun, deleted []keyRunName) {
+	c.mu.Lock()
+	for _, r := range created {
+		c.filters[r.name] = r
+	}
+	for _, n := range deleted {
+		delete(c.filters, n)
+	}
+	if len(deleted) > 0 {
+		c.deletedUpTo = txid
+	}
+	c.mu.Unlock()
+	c.list.Store(&runList{txid: txid, runs: runs})
+}
+
+// keyIndex is one transaction's view of the index.
+type keyIndex struct {
+	runs    []*keyRun
+	loaded  bool
+	pending map[string]uint64 // keyIndexKey -> seq, keys new in this transaction
+	created []*keyRun
+	deleted []keyRunName
+	changed bool
+}
+
+func (t *tx) snapshotTxid() uint64 {
+	id := uint64(t.tx.ID())
+	if t.tx.Writable() {
+		id-- // a write transaction carries the id it will commit as
+	}
+	return id
+}
+
+// loadRuns reads the list of runs of the transaction's snapshot, from the
+// backend's cache when it is of the same snapshot.
+func (t *tx) loadRuns() error {
+	if t.index.loaded {
+		return nil
+	}
+	snapshot := t.snapshotTxid()
+	if l := t.cache.list.Load(); l != nil && l.txid == snapshot {
+		t.index.runs, t.index.loaded = slices.Clone(l.runs), true
+		return nil
+	}
+	var runs []*keyRun
+	if t.runs != nil {
+		cur := t.runs.Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if v != nil || len(k) != len(keyRunName{}) {
+				return fmt.Errorf("%s: %w: key run %x", t.path, storage.ErrCorrupt, k)
+			}
+			name := keyRunName(k)
+			r := t.cache.get(name)
+			if r == nil {
+				var err error
+				if r, err = t.readRun(name); err != nil {
+					return err
+				}
+				t.cache.remember(r, snapshot)
+			}
+			runs = append(runs, r)
+		}
+	}
+	t.index.runs, t.index.loaded = runs, true
+	if !t.tx.Writable() {
+		t.cache.list.Store(&runList{txid: snapshot, runs: slices.Clone(runs)})
+	}
+	return nil
+}
+
+func (t *tx) readRun(name keyRunName) (*keyRun, error) {
+	b := t.runs.Bucket(name[:])
+	if b == nil {
+		return nil, fmt.Errorf("%s: %w: key run %x is not a bucket", t.path, storage.ErrCorrupt, name)
+	}
+	cv, fv := b.Get(runCountKey), b.Get(runFilterKey)
+	if len(cv) != 8 || len(fv) == 0 || len(fv)%(filterBlockWords*8) != 0 {
+		return nil, fmt.Errorf("%s: %w: key run %x header", t.path, storage.ErrCorrupt, name)
+	}
+	r := &keyRun{name: name, count: binary.BigEndian.Uint64(cv), filter: make([]uint64, len(fv)/8)}
+	for i := range r.filter {
+		r.filter[i] = binary.LittleEndian.Uint64(fv[8*i:])
+	}
+	return r, nil
+}
+
+// lookupKey finds the seq of (chain id, key) in the index.
+func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, error) {
+	k := keyIndexKey(chainID, key)
+	if seq, ok := t.index.pending[string(k)]; ok {
+		return seq, true, nil
+	}
+	if v := t.keys.Get(k); v != nil {
+		if len(v) != 8 {
+			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
+		}
+		return binary.BigEndian.Uint64(v), true, nil
+	}
+	if err := t.loadRuns(); err != nil {
+		return 0, false, err
+	}
+	if len(t.index.runs) == 0 {
+		return 0, false, nil
+	}
+	digest := KeyDigest(key)
+	var target [keyRecordPrefix]byte
+	binary.BigEndian.PutUint64(target[:8], chainID)
+	copy(target[8:], digest[:])
+	for _, r := range t.index.runs {
+		if !filterMayContain(r.filter, chainID, digest[:]) {
+			continue
+		}
+		seq, ok, err := t.searchRun(r.name, target[:])
+		if err != nil || ok {
+			return seq, ok, err
+		}
+	}
+	return 0, false, nil
+}
+
+// searchRun finds the record with the target prefix in a run: the chunk
+// whose last record is the first at or after the target, then a binary
+// search in it.
+func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
+	b := t.runs.Bucket(name[:])
+	if b == nil {
+		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
+	}
+	k, v := b.Cursor().Seek(target)
+	if k == nil || len(k) != keyRecordPrefix {
+		return 0, false, nil
+	}
+	if len(v)%keyRecordSize != 0 {
+		return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
+	}
+	lo, hi := 0, len(v)/keyRecordSize
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if bytes.Compare(v[mid*keyRecordSize:mid*keyRecordSize+keyRecordPrefix], target) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(v)/keyRecordSize {
+		rec := v[lo*keyRecordSize : (lo+1)*keyRecordSize]
+		if bytes.Equal(rec[:keyRecordPrefix], target) {
+			return binary.BigEndian.Uint64(rec[keyRecordPrefix:]), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// addKey records a key appended in this transaction.
+func (t *tx) addKey(chainID uint64, key string, seq uint64) {
+	if t.index.pending == nil {
+		t.index.pending = make(map[string]uint64)
+	}
+	t.index.pending[string(keyIndexKey(chainID, key))] = seq
+}
+
+// flushKeys writes the transaction's new keys before it commits: a large
+// batch as a run of its own, a small one into the recent B-tree, which is
+// written out as a run when it is full. Then runs are merged while a level
+// holds KeyRunFanout of them.
+func (t *tx) flushKeys() error {
+	n := len(t.index.pending)
+	if n == 0 {
+		return nil
+	}
+	if n >= KeyRunDirectMin {
+		records := make([]byte, 0, n*keyRecordSize)
+		for k, seq := range t.index.pending {
+			records = appendRecord(records, k, seq)
+		}
+		sortRecords(records)
+		return t.addRun(records)
+	}
+	for k, seq := range t.index.pending {
+		if err := t.keys.Put([]byte(k), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+			return t.writeError(err)
+		}
+	}
+	recent, err := t.recentCount()
+	if err != nil {
+		return err
+	}
+	recent += uint64(n)
+	if recent < KeyRecentMax {
+		return t.setRecentCount(recent)
+	}
+	records := make([]byte, 0, recent*keyRecordSize)
+	cur := t.keys.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if len(k) < 8 || len(v) != 8 {
+			return fmt.Errorf("%s: %w: key index entry %x", t.path, storage.ErrCorrupt, k)
+		}
+		records = appendRecord(records, string(k), binary.BigEndian.Uint64(v))
+	}
+	sortRecords(records)
+	if err := t.tx.DeleteBucket(BucketKeys); err != nil {
+		return t.writeError(err)
+	}
+	if t.keys, err = t.tx.CreateBucket(BucketKeys); err != nil {
+		return t.writeError(err)
+	}
+	if err := t.setRecentCount(0); err != nil {
+		return err
+	}
+	return t.addRun(records)
+}
+
+// appendRecord appends the run record of an index key (chain id | key).
+func appendRecord(records []byte, indexKey string, seq uint64) []byte {
+	digest := KeyDigest(indexKey[8:])
+	records = append(records, indexKey[:8]...)
+	records = append(records, digest[:]...)
+	return binary.BigEndian.AppendUint64(records, seq)
+}
+
+func sortRecords(records []byte) {
+	n := len(records) / keyRecordSize
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		return bytes.Compare(records[int(a)*keyRecordSize:int(a)*keyRecordSize+keyRecordPrefix],
+			records[int(b)*keyRecordSize:int(b)*keyRecordSize+keyRecordPrefix])
+	})
+	sorted := make([]byte, 0, len(records))
+	for _, i := range idx {
+		sorted = append(sorted, records[int(i)*keyRecordSize:(int(i)+1)*keyRecordSize]...)
+	}
+	copy(records, sorted)
+}
+
+func (t *tx) recentCount() (uint64, error) {
+	v := t.meta.Get(metaRecentKeys)
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%s: %w: recent_keys of %d bytes", t.path, storage.ErrCorrupt, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func (t *tx) setRecentCount(n uint64) error {
+	if err := t.meta.Put(metaRecentKeys, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+		return t.writeError(err)
+	}
+	return nil
+}
+
+// addRun writes sorted records as a new run and merges the runs of its level
+// when there are KeyRunFanout of them.
+func (t *tx) addRun(records []byte) error {
+	if err := t.loadRuns(); err != nil {
+		return err
+	}
+	r, err := t.writeRun(records)
+	if err != nil {
+		return err
+	}
+	for {
+		var same []*keyRun
+		for _, other := range t.index.runs {
+			if other.level() == r.level() {
+				same = append(same, other)
+			}
+		}
+		if len(same) < KeyRunFanout {
+			return nil
+		}
+		if r, err = t.mergeRuns(same); err != nil {
+			return err
+		}
+	}
+}
+
+func (t *tx) writeRun(records []byte) (*keyRun, error) {
+	count := uint64(len(records) / keyRecordSize)
+	r := &keyRun{name: runName(runLevel(count), uint64(t.tx.ID())), count: count, filter: newFilter(count)}
+	b, err := t.runs.CreateBucket(r.name[:])
+	if err != nil {
+		return nil, t.writeError(err)
+	}
+	b.FillPercent = 1.0
+	for o := 0; o < len(records); o += keyRecordSize {
+		rec := records[o : o+keyRecordSize]
+		filterAdd(r.filter, binary.BigEndian.Uint64(rec[:8]), rec[8:keyRecordPrefix])
+	}
+	for o := 0; o < len(records); o += keyChunkRecords * keyRecordSize {
+		chunk := records[o:min(o+keyChunkRecords*keyRecordSize, len(records))]
+		last := chunk[len(chunk)-keyRecordSize : len(chunk)-keyRecordSize+keyRecordPrefix]
+		if err := b.Put(last, chunk); err != nil {
+			return nil, t.writeError(err)
+		}
+	}
+	filter := make([]byte, 0, len(r.filter)*8)
+	for _, w := range r.filter {
+		filter = binary.LittleEndian.AppendUint64(filter, w)
+	}
+	if err := b.Put(runFilterKey, filter); err != nil {
+		return nil, t.writeError(err)
+	}
+	if err := b.Put(runCountKey, binary.BigEndian.AppendUint64(nil, count)); err != nil {
+		return nil, t.writeError(err)
+	}
+	t.index.runs = append(t.index.runs, r)
+	t.index.created = append(t.index.created, r)
+	t.index.changed = true
+	return r, nil
+}
+
+// mergeRuns merges runs into one run of a higher level and deletes them.
+func (t *tx) mergeRuns(runs []*keyRun) (*keyRun, error) {
+	var total uint64
+	chunks := make([][]byte, len(runs)) // the unread rest of each run's current chunk
+	cursors := make([]*bbolt.Cursor, len(runs))
+	for i, r := range runs {
+		total += r.count
+		b := t.runs.Bucket(r.name[:])
+		if b == nil {
+			return nil, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
+		}
+		cursors[i] = b.Cursor()
+		_, chunks[i] = cursors[i].First()
+	}
+	next := func(i int) error {
+		chunks[i] = chunks[i][keyRecordSize:]
+		if len(chunks[i]) == 0 {
+			var k []byte
+			if k, chunks[i] = cursors[i].Next(); k == nil || len(k) != keyRecordPrefix {
+				chunks[i] = nil
+			}
+		}
+		if len(chunks[i])%keyRecordSize != 0 {
+			return fmt.Errorf("%s: %w: key run chunk of %d bytes", t.path, storage.ErrCorrupt, len(chunks[i]))
+		}
+		return nil
+	}
+	for i := range chunks {
+		if len(chunks[i])%keyRecordSize != 0 {
+			return nil, fmt.Errorf("%s: %w: key run chunk of %d bytes", t.path, storage.ErrCorrupt, len(chunks[i]))
+		}
+	}
+	records := make([]byte, 0, total*keyRecordSize)
+	for {
+		best := -1
+		for i, c := range chunks {
+			if len(c) == 0 {
+				continue
+			}
+			if best < 0 || bytes.Compare(c[:keyRecordPrefix], chunks[best][:keyRecordPrefix]) < 0 {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		records = append(records, chunks[best][:keyRecordSize]...)
+		if err := next(best); err != nil {
+			return nil, err
+		}
+	}
+	if uint64(len(records)/keyRecordSize) != total {
+		return nil, fmt.Errorf("%s: %w: key runs hold %d records, their headers say %d", t.path, storage.ErrCorrupt, len(records)/keyRecordSize, total)
+	}
+	for _, r := range runs {
+		if err := t.runs.DeleteBucket(r.name[:]); err != nil {
+			return nil, t.writeError(err)
+		}
+		t.index.runs = slices.DeleteFunc(t.index.runs, func(x *keyRun) bool { return x == r })
+		if i := slices.IndexFunc(t.index.created, func(x *keyRun) bool { return x == r }); i >= 0 {
+			t.index.created = slices.Delete(t.index.created, i, i+1)
+		} else {
+			t.index.deleted = append(t.index.deleted, r.name)
+		}
+	}
+	return t.writeRun(records)
+}
