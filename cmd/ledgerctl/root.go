@@ -26,8 +26,14 @@
 // errors: errors.go is the one place that turns them into exit codes and
 // JSON error codes. Commands must not call os.Exit or write to os.Stdout
 // directly (tests run them in-process). Arguments or flags that cannot be
-// parsed are reported with usageErrorf (exit 2). Commands must not set
-// PersistentPreRunE: the root's marks where usage checking ends.
+// parsed are reported with usageErrorf (exit 2), other bad input with
+// invalidInputf (exit 2). Commands must not set PersistentPreRunE: the
+// root's marks where usage checking ends.
+//
+// Tests run a command line in-process with a fixed clock through the helpers
+// of cli_test.go (newFileLedger, testLedgers for every backend, l.run,
+// l.must, golden) and compare outputs with testdata/cli/*.golden
+// (`go test ./cmd/ledgerctl -update` rewrites them).
 //
 // A domain package joins `ledgerctl verify` by registering its state check:
 //
@@ -39,6 +45,7 @@
 //
 // Demo step orders: 10–19 raw entries, 20–29 stock, 30–39 financial,
 // 40–59 valuations, 90 the final verification and summary.
+
 package main
 
 import (
