@@ -792,3 +792,31 @@ func TestNULBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A canceled context fails the call that carries it, not the writable
+// transaction, which a group commit shares with other callers.
+func TestCanceledContextLeavesTransactionIntact(t *testing.T) {
+	b := pgtest.Open(t)
+	ctx := context.Background()
+	appendN(t, b, "a", 0, 1, true)
+	tx, _ := b.Begin(ctx, true)
+	defer tx.Rollback()
+	if _, err := tx.Head(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := tx.Head(canceled, "b"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("head with a canceled context: %v", err)
+	}
+	if _, err := tx.LookupKey(canceled, "a", "zz"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("lookup with a canceled context: %v", err)
+	}
+	if err := tx.Append(ctx, "a", rec(2, "k2"), head(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	checkChain(t, b, "a", 2)
+}

@@ -120,7 +120,20 @@ func (t *tx) pending() bool { return len(t.entries) > 0 || len(t.state) > 0 }
 // return it. A first round trip that fails because the pooled connection
 // turned out to be dead is sent again once on a fresh connection; nothing
 // had happened in the transaction yet.
+//
+// A canceled context stops run before it sends anything, leaving the
+// transaction intact. In a writable transaction a round trip that has been
+// sent is not interrupted by its context: interrupting it would abort the
+// whole transaction, which a group commit shares among callers, and the
+// chain package decides a running request's outcome by the commit anyway.
+// Options.LockTimeout bounds the waits for heads.
 func (t *tx) run(ctx context.Context, op string, flush bool, queue func(b *pgx.Batch)) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if t.writable {
+		ctx = context.WithoutCancel(ctx)
+	}
 	for attempt := 0; ; attempt++ {
 		b := &pgx.Batch{}
 		first := !t.begun
