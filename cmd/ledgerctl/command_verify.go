@@ -95,6 +95,7 @@ func runVerify(cmd *cobra.Command, a *app, opts verifyOptions, chains []string) 
 			return err
 		}
 	}
+	chains = slices.Compact(slices.Sorted(slices.Values(chains))) // each chain once, in report order
 	var report chain.Report
 	if cmd.Flags().Changed("file") {
 		if len(chains) > 0 {
