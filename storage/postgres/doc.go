@@ -41,9 +41,17 @@
 // scan, when MaxBufferedEntries or MaxBufferedBytes is reached, and at
 // Commit, in the same round trip as COMMIT. Point reads answer from the
 // buffer first, so a transaction always sees its own writes. BEGIN travels
-// with the first statement; a transaction that appends one entry to an
-// existing chain costs two round trips (lock head, commit), plus one to look
-// up an idempotency key.
+// with the first statement; a transaction that appends one keyed entry to an
+// existing chain costs two round trips: lock the head and look the key up,
+// then commit.
+//
+// In a writable transaction LookupKey locks the chain's head first (in the
+// same round trip), so a key found missing stays missing until the
+// transaction ends. Further look-ups on a chain in one transaction (a batch,
+// a group commit) consult a per-chain Bloom filter of the chain's keys,
+// which the backend keeps current from its own commits and catches up with
+// one query when other processes appended; a key the filter does not hold
+// needs no round trip (see keyfilter.go).
 //
 // # Errors and retries
 //
@@ -69,14 +77,21 @@
 //
 // # Caveats
 //
+// In a writable transaction a canceled context fails the call before it
+// reaches the server and leaves the transaction intact; a statement already
+// sent runs to completion (interrupting it would abort the transaction for
+// every caller of a group commit). Options.LockTimeout bounds head waits.
+//
 // A writable transaction's reads of chains whose head it does not hold, and
 // of state keys, see whatever was committed when each statement started
 // (READ COMMITTED); the chain and domain packages lock the heads whose data
 // they read before they write.
 //
-// Locking heads in different orders in two transactions can deadlock; the
-// server detects it after deadlock_timeout (1s by default) and one of them
-// fails with ErrRetryable.
+// A head locked while the transaction holds the head of a chain whose name
+// sorts after it waits at most UnorderedLockWait, then the transaction fails
+// with ErrRetryable: such waits are the ones that can form deadlocks, and
+// this is faster than the server's deadlock detection. Heads locked in
+// ascending order wait as long as needed.
 //
 // Seqs are stored as bigint: Append refuses a seq above MaxSeq with
 // ErrSeqRange.
