@@ -388,6 +388,7 @@ func valuationBadInputs() []badInput {
 // returns an error matching its typed sentinels, and every head, entry and
 // state pair is the same afterwards (compared, not assumed).
 func TestBadInputLeavesEverythingUnchanged(t *testing.T) {
+	t.Parallel()
 	groups := []struct {
 		name   string
 		inputs []badInput
@@ -438,6 +439,7 @@ func TestBadInputLeavesEverythingUnchanged(t *testing.T) {
 // TestBadVerifyOptions: saved heads that do not match are failures in the
 // report, not operating errors, and FailuresMax bounds what is kept.
 func TestBadVerifyOptions(t *testing.T) {
+	t.Parallel()
 	db, _ := newFile(t)
 	seedLedger(t, db)
 	ctx := context.Background()

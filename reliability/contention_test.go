@@ -144,6 +144,7 @@ func assertLockedAfterTimeout(t *testing.T, path string, readOnly bool) {
 // ErrLocked, for writing and for reading alike; once the holder closes, the
 // other process gets in.
 func TestContentionWriterProcessLocksOthersOut(t *testing.T) {
+	t.Parallel()
 	path := newLedgerWithEntry(t)
 	h := holdLedger(t, path, false)
 	assertLockedAfterTimeout(t, path, false)
@@ -161,6 +162,7 @@ func TestContentionWriterProcessLocksOthersOut(t *testing.T) {
 // read-only process holds a shared lock, so other readers get in but a
 // writer waits for the lock timeout and gets ErrLocked while it is open.
 func TestContentionReaderProcessKeepsWritersOut(t *testing.T) {
+	t.Parallel()
 	path := newLedgerWithEntry(t)
 	h := holdLedger(t, path, true)
 	reader, err := chain.Open(path, chain.Options{ReadOnly: true, LockTimeout: lockTimeout})
@@ -181,6 +183,7 @@ func TestContentionReaderProcessKeepsWritersOut(t *testing.T) {
 // TestContentionWriterGetsInWhenReaderLeaves: a writer that waits gets the
 // file as soon as the reader closes it, well within its lock timeout.
 func TestContentionWriterGetsInWhenReaderLeaves(t *testing.T) {
+	t.Parallel()
 	path := newLedgerWithEntry(t)
 	h := holdLedger(t, path, true)
 	const holdFor = 200 * time.Millisecond
@@ -205,6 +208,7 @@ func TestContentionWriterGetsInWhenReaderLeaves(t *testing.T) {
 // and exits 5 with a message (or JSON code LOCKED) that says the file is
 // locked; read commands run beside a reader, and nothing is written.
 func TestContentionLedgerctlExit5WhenLocked(t *testing.T) {
+	t.Parallel()
 	path := newLedgerWithEntry(t)
 	h := holdLedger(t, path, false)
 	timeout := "--lock-timeout=" + lockTimeout.String()

@@ -263,6 +263,7 @@ type crashRecord struct {
 // check agrees with the chains. Unacknowledged operations are retried by the
 // next child with the same ids, which must neither lose nor duplicate them.
 func TestCrashAtomicity(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash rounds take several seconds")
 	}

@@ -57,6 +57,7 @@ func diskPayload(n int) []byte {
 // there and verifies in the open ledger and after reopening, and once space
 // is freed appends succeed again. ledgerctl append on the full disk exits 5.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	disk := mountSmallDisk(t)
 	ctx := context.Background()
 	filler := filepath.Join(disk, "filler")

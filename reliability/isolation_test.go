@@ -37,6 +37,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, db *chain.DB)) {
 // chain listings reach the other's entries, and no choice of components can
 // name another tenant's chain.
 func TestIsolationRawChains(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, db *chain.DB) {
 		ctx := context.Background()
 		var entries [2]chain.Entry
@@ -94,6 +95,7 @@ func TestIsolationRawChains(t *testing.T) {
 // a retry replays only the caller's own operation, and one tenant's stock
 // never covers the other's issue.
 func TestIsolationDomainPackages(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, db *chain.DB) {
 		ctx := context.Background()
 		quantities := map[string]int64{"acme": 10, "globex": 3}

@@ -68,6 +68,7 @@ type structureDamage struct {
 // (1 for verify when it read the damage as broken chains) with one line of
 // message. One damaged meta page is survived (bbolt keeps two).
 func TestTamperFileStructureFailsCleanly(t *testing.T) {
+	t.Parallel()
 	l := buildTamperLedger(t)
 	types := l.pageTypes(t)
 	ps := l.pageSize
@@ -250,6 +251,7 @@ func cleanMessage(r cliResult) bool {
 // Open, Verify and reads, never a panic (which would take the whole
 // service down).
 func TestTamperDamagedPageIsAnErrorInProcess(t *testing.T) {
+	t.Parallel()
 	l := buildTamperLedger(t)
 	types := l.pageTypes(t)
 	entryLeaf := l.entries[len(l.entries)/2].offset / l.pageSize
@@ -302,6 +304,7 @@ func TestTamperDamagedPageIsAnErrorInProcess(t *testing.T) {
 // self-consistent, so verify alone passes; verify --expect-head with the
 // heads saved before (ledgerctl head) reports it.
 func TestTamperNewestMetaPageLosesOnlyTheLastTransaction(t *testing.T) {
+	t.Parallel()
 	l := buildTamperLedger(t)
 	newer := 0
 	if binary.LittleEndian.Uint64(l.data[l.pageSize+metaTxidOffset:]) > binary.LittleEndian.Uint64(l.data[metaTxidOffset:]) {

@@ -218,6 +218,7 @@ func (l *tamperLedger) damagedCopy(t *testing.T, name string, change func(data [
 // that entry's chain and seq first, and nothing in any other chain or
 // before it. It prints how many changes of each field were tried and found.
 func TestTamperEveryEntryByteChangeIsReported(t *testing.T) {
+	t.Parallel()
 	l := buildTamperLedger(t)
 	random := rand.New(rand.NewPCG(3, 4))
 	type tally struct{ tried, detected int }
@@ -358,6 +359,7 @@ func (l *tamperLedger) rootPage() int {
 // TestTamperStoredHeadIsReported changes a byte of a chain's stored head
 // seq or hash: Verify reports a head mismatch on that chain.
 func TestTamperStoredHeadIsReported(t *testing.T) {
+	t.Parallel()
 	l := buildTamperLedger(t)
 	random := rand.New(rand.NewPCG(5, 6))
 	offsets := map[string]int{}
@@ -391,6 +393,7 @@ func TestTamperStoredHeadIsReported(t *testing.T) {
 // TestTamperStoredHeadTimeIsReported changes a byte of a chain's stored
 // head time, which new entries' times are floored to.
 func TestTamperStoredHeadTimeIsReported(t *testing.T) {
+	t.Parallel()
 	l := buildTamperLedger(t)
 	c := l.chains[0]
 	offset := l.chainRecordOffset(t, c)
@@ -414,6 +417,7 @@ func TestTamperStoredHeadTimeIsReported(t *testing.T) {
 // another seq: a retry with that key would replay the wrong entry, so
 // Verify must report it.
 func TestTamperKeyIndexIsReported(t *testing.T) {
+	t.Parallel()
 	l := buildTamperLedger(t)
 	var target storedEntry
 	for _, s := range l.entries {
