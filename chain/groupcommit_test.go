@@ -271,3 +271,89 @@ func TestAppendWithCanceledContextWritesNothing(t *testing.T) {
 		}
 	})
 }
+
+// A group never takes more than Options.BatchSizeMax requests.
+func TestGroupCommitRespectsBatchSizeMax(t *testing.T) {
+	metrics := &countingMetrics{}
+	forEachBackend(t, chain.Options{BatchSizeMax: 3, Metrics: metrics}, func(t *testing.T, db *chain.DB) {
+		release := blockCommitter(t, db)
+		var started atomic.Int64
+		const appenders = 16
+		var wg sync.WaitGroup
+		for i := range appenders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				started.Add(1)
+				if _, err := db.Append(context.Background(), chain.Request{Chain: "c", IdempotencyKey: fmt.Sprint(i), Type: "t"}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		waitQueued(&started, appenders)
+		release()
+		wg.Wait()
+		if got := metrics.groupSizeMax.Load(); got > 3 || got < 2 {
+			t.Fatalf("largest group %d, want 2 or 3", got)
+		}
+		if head, _ := db.Head(context.Background(), "c"); head.Seq != appenders {
+			t.Fatalf("head seq %d", head.Seq)
+		}
+	})
+}
+
+// Readers run beside the committer: Verify, Export and Entries while
+// appends and multi-chain Updates commit always see whole transactions.
+func TestReadersDuringWrites(t *testing.T) {
+	forEachBackend(t, chain.Options{}, func(t *testing.T, db *chain.DB) {
+		ctx := context.Background()
+		done := make(chan struct{})
+		var writers sync.WaitGroup
+		for w := range 4 {
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				for i := range 40 {
+					err := db.Update(ctx, func(tx *chain.Tx) error {
+						for _, ch := range []string{"x", "y"} {
+							if _, err := tx.Append(chain.Request{Chain: ch, IdempotencyKey: fmt.Sprintf("w%d-%d", w, i), Type: "t"}); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		go func() { writers.Wait(); close(done) }()
+		for finished := false; !finished; {
+			select {
+			case <-done:
+				finished = true
+			default:
+			}
+			err := db.View(ctx, func(tx *chain.Tx) error {
+				x, errX := tx.Head("x")
+				y, errY := tx.Head("y")
+				if (errX == nil) != (errY == nil) || x.Seq != y.Seq {
+					return fmt.Errorf("half of an Update visible: x %+v %v, y %+v %v", x, errX, y, errY)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			report, err := db.Verify(ctx, chain.VerifyOptions{})
+			if err != nil || !report.OK() {
+				t.Fatalf("verify during writes: %+v %v", report, err)
+			}
+		}
+		if head, _ := db.Head(ctx, "y"); head.Seq != 160 {
+			t.Fatalf("y head seq %d", head.Seq)
+		}
+	})
+}
