@@ -41,13 +41,18 @@ func GetBalanceTx(tx *chain.Tx, tenant, itemID, location string) (Balance, error
 	if _, err := MovementChain(tenant, itemID, location); err != nil {
 		return Balance{}, withOp(err, op)
 	}
-	item, err := lookupItem(tx, op, tenant, itemID, location)
+	item, err := lookupItem(tx, op, tenant, itemID)
 	if err != nil {
 		return Balance{}, err
 	}
 	state, err := readBalance(tx, tenant, itemID, location)
 	if err != nil {
 		return Balance{}, err
+	}
+	if state.seq == 0 { // no movement yet: the location must still exist
+		if _, err := lookupItem(tx, op, tenant, itemID, location); err != nil {
+			return Balance{}, err
+		}
 	}
 	return Balance{Tenant: tenant, Item: itemID, Location: location,
 		Quantity: decimal.MustNew(state.units, item.Scale), Seq: state.seq, TimeUnixNano: state.timeUnixNano}, nil
