@@ -10,7 +10,7 @@
 # Time: the whole run aims to end within FUZZ_BUDGET_SECONDS (default 170).
 # Before each target the time left is shared among the targets left, less
 # FUZZ_OVERHEAD_SECONDS (default 3) each for building the instrumented test
-# binary and replaying the seed corpus, and clamped to FUZZ_SECONDS_MIN (1)
+# binary and replaying the seed corpus, and clamped to FUZZ_SECONDS_MIN (3)
 # .. FUZZ_SECONDS_MAX (10) seconds of fuzzing. Every target runs even when
 # one fails; the script fails at the end if any did. A failing input is written by go to
 # <pkg>/testdata/fuzz/<Name>/ — commit it as a regression seed once fixed.
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 budget=${FUZZ_BUDGET_SECONDS:-170}
 overhead=${FUZZ_OVERHEAD_SECONDS:-3}
-seconds_min=${FUZZ_SECONDS_MIN:-1}
+seconds_min=${FUZZ_SECONDS_MIN:-3}
 seconds_max=${FUZZ_SECONDS_MAX:-10}
 began=$(date +%s)
 
@@ -64,7 +64,7 @@ for target in "${targets[@]}"; do
   execs=$(sed -nE 's/.*execs: ([0-9]+) \(([0-9]+)\/sec\).*/\1 execs (\2\/sec)/p' <<<"$last")
   interesting=$(sed -nE 's/.*new interesting: ([0-9]+) \(total: ([0-9]+)\).*/\1 new, corpus \2/p' <<<"$last")
   printf '%-4s %-42s %-26s %-22s fuzzed %ss, took %ss\n' "$status" "${pkg#github.com/ledgerworks/ledger/}.$name" \
-    "${execs:-no executions}" "${interesting:-}" "$seconds" "$(( $(date +%s) - start ))"
+    "${execs:-0 execs (machine too busy)}" "${interesting:-}" "$seconds" "$(( $(date +%s) - start ))"
   if [ "$status" = FAIL ]; then
     echo "$output" | tail -n 40
   fi
