@@ -12,8 +12,9 @@
 # FUZZ_OVERHEAD_SECONDS (default 3) each for building the instrumented test
 # binary and replaying the seed corpus, and clamped to FUZZ_SECONDS_MIN (3)
 # .. FUZZ_SECONDS_MAX (10) seconds of fuzzing. Every target runs even when
-# one fails; the script fails at the end if any did. A failing input is written by go to
-# <pkg>/testdata/fuzz/<Name>/ — commit it as a regression seed once fixed.
+# one fails; the script fails at the end if any did. go writes a failing
+# input to <pkg>/testdata/fuzz/<Name>/: commit it as a regression seed once
+# the bug is fixed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
