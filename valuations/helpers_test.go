@@ -60,15 +60,31 @@ type fataler interface {
 // can assert that a refused operation wrote nothing at all.
 func snapshot(t fataler, db *chain.DB) string {
 	t.Helper()
+	return scopedSnapshot(t, db, "", nil, nil)
+}
+
+// tenantSnapshot is snapshot restricted to one tenant's chains and
+// valuation state.
+func tenantSnapshot(t fataler, db *chain.DB, tenant string) string {
+	t.Helper()
+	state := []byte(statePrefix + tenant + "/")
+	return scopedSnapshot(t, db, tenant+"/", state, prefixEnd(state))
+}
+
+func scopedSnapshot(t fataler, db *chain.DB, chainPrefix string, stateStart, stateEnd []byte) string {
+	t.Helper()
 	var lines []string
-	for h, err := range db.Chains(context.Background(), "") {
+	for h, err := range db.Chains(context.Background(), chainPrefix) {
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !strings.HasPrefix(h.Chain, chainPrefix) {
+			break
 		}
 		lines = append(lines, fmt.Sprintf("chain %s %d %s", h.Chain, h.Seq, h.Hash))
 	}
 	err := db.View(context.Background(), func(tx *chain.Tx) error {
-		for kv, err := range tx.StateScan(nil, nil, false) {
+		for kv, err := range tx.StateScan(stateStart, stateEnd, false) {
 			if err != nil {
 				return err
 			}
