@@ -340,6 +340,9 @@ func decodeEffect(r effectRecord, s scales) (effect, error) {
 		}
 		e.rateGiven = true
 	}
+	if e.value == math.MinInt64 {
+		return e, payloadError("effect value %q has no negation", r.Value)
+	}
 	needsQuantity := r.Kind != effectRevalue
 	if needsQuantity != (e.quantity > 0) || e.quantity < 0 {
 		return e, payloadError("effect %q with quantity %q", r.Kind, r.Quantity)
