@@ -53,6 +53,19 @@ func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 	return failures, nil
 }
 
+// Check rebuilds this book alone from its journal and compares it with the
+// stored state, as the package's Check does for every book.
+func (b *Book) Check(ctx context.Context) ([]chain.Failure, error) {
+	var failures []chain.Failure
+	add := func(f chain.Failure) {
+		if len(failures) < FailuresMax {
+			failures = append(failures, f)
+		}
+	}
+	err := b.db.View(ctx, func(tx *chain.Tx) error { return newChecker(b, tx, add).run() })
+	return failures, err
+}
+
 // checkOrphans reports state under fin/ of books without a journal. It
 // visits one key per book and skips the rest of the book's keys.
 func checkOrphans(ctx context.Context, db *chain.DB, books map[string]bool, add func(chain.Failure)) error {

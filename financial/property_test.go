@@ -2,7 +2,9 @@ package financial
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 
@@ -165,9 +167,18 @@ type outcomes struct{ posted, reversed, replayed, conflicts, refused int }
 
 var reached outcomes
 
+// TestPropertyBookAgainstModel runs the model on every backend. One ledger
+// per backend serves every check, each check with a tenant of its own, so a
+// check costs its steps rather than the opening of a store; Check covers
+// the whole ledger after every check. A shared database backend runs
+// sharedBackendChecks checks unless -rapid.checks or RAPID_CHECKS says
+// otherwise: there every statement is a network round trip.
 func TestPropertyBookAgainstModel(t *testing.T) {
 	for _, f := range storagetestFactories(t) {
 		t.Run(f.name, func(t *testing.T) {
+			if f.name != "bolt" && !rapidChecksExplicit() {
+				setRapidChecks(t, sharedBackendChecks)
+			}
 			reached = outcomes{}
 			defer func() {
 				t.Logf("reached %+v", reached)
@@ -175,24 +186,50 @@ func TestPropertyBookAgainstModel(t *testing.T) {
 					t.Errorf("the runs never reached some outcomes: %+v", reached)
 				}
 			}()
+			db, err := chain.OpenBackend(f.open(t), chain.Options{Clock: testClock()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			checks := 0
 			rapid.Check(t, func(rt *rapid.T) {
-				db, err := chain.OpenBackend(f.open(t), chain.Options{Clock: testClock()})
-				if err != nil {
-					rt.Fatal(err)
-				}
-				defer db.Close()
-				runModel(rt, db)
-				failures, err := Check(ctx, db)
+				checks++
+				b := runModel(rt, db, fmt.Sprintf("t%d", checks))
+				failures, err := b.Check(ctx)
 				if err != nil || len(failures) > 0 {
 					rt.Fatalf("check: %v %v", failures, err)
 				}
 			})
+			mustCheckClean(t, db) // every book, and no state without a journal
 		})
 	}
 }
 
-func runModel(t *rapid.T, db *chain.DB) {
-	b, err := NewBook(db, "acme", "main")
+// sharedBackendChecks is the default number of rapid checks on a shared
+// database backend.
+const sharedBackendChecks = "10"
+
+func rapidChecksExplicit() bool {
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.checks" })
+	_, set := os.LookupEnv("RAPID_CHECKS")
+	return explicit || set
+}
+
+func setRapidChecks(t *testing.T, value string) {
+	f := flag.Lookup("rapid.checks")
+	if f == nil {
+		return
+	}
+	previous := f.Value.String()
+	if err := f.Value.Set(value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Value.Set(previous) })
+}
+
+func runModel(t *rapid.T, db *chain.DB, tenant string) *Book {
+	b, err := NewBook(db, tenant, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,6 +370,7 @@ func runModel(t *rapid.T, db *chain.DB) {
 		},
 		"": func(t *rapid.T) { m.checkInvariants(t, b) },
 	})
+	return b
 }
 
 // expectPost compares the outcome of a posting (or reversal) under a journal
