@@ -124,7 +124,11 @@ func NewChainVerifier(chain string, add func(Failure)) *ChainVerifier {
 }
 
 // Entry checks one decoded entry.
-func (v *ChainVerifier) Entry(e *Entry) {
+func (v *ChainVerifier) Entry(e *Entry) { v.hashed(e, e.ComputeHash()) }
+
+// hashed is Entry for an entry whose hash over its fields is calculated
+// (Verify computes hashes in a pool of workers).
+func (v *ChainVerifier) hashed(e *Entry, calculated Hash) {
 	linkable := v.linkable
 	switch {
 	case e.Chain != v.chain:
@@ -137,7 +141,7 @@ func (v *ChainVerifier) Entry(e *Entry) {
 		v.fail(e.Seq, ReasonSeqGap, fmt.Sprintf("seq %d after seq %d", e.Seq, v.next-1))
 		return
 	}
-	if calculated := e.ComputeHash(); calculated != e.Hash {
+	if calculated != e.Hash {
 		v.add(Failure{Chain: v.chain, Seq: e.Seq, Reason: ReasonHashMismatch,
 			Detail: "stored hash differs from the hash of the entry", Expected: e.Hash, Calculated: calculated})
 	}
@@ -277,18 +281,14 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 			return err
 		}
 		found = true
-		for rec, err := range tx.stx.Entries(ctx, chain, 1) {
+		err = db.scanEntries(ctx, tx, chain, func(seq uint64, e *Entry, calculated Hash, err error) error {
 			if err != nil {
-				return storageError(err)
-			}
-			e, err := DecodeRecord(chain, rec.Seq, rec.Data)
-			if err != nil {
-				v.Undecodable(rec.Seq, err)
+				v.Undecodable(seq, err)
 				// The undecodable entry is the failure; a saved head at its
 				// seq can be neither confirmed nor refuted.
-				delete(want, rec.Seq)
+				delete(want, seq)
 			} else {
-				v.Entry(&e)
+				v.hashed(e, calculated)
 				if h, ok := want[e.Seq]; ok {
 					if h != e.Hash {
 						c.add(Failure{Chain: chain, Seq: e.Seq, Reason: ReasonHeadMismatch,
@@ -303,6 +303,10 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 				}
 				progress()
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		v.Finish(&stored)
 		for seq, h := range want {

@@ -1,0 +1,220 @@
+package chain
+
+import (
+	"context"
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/zeebo/blake3"
+)
+
+// Verify reads a chain on the calling goroutine and hashes its entries in a
+// pool of workers, one per CPU: the hash of an entry does not depend on the
+// entries before it (the link check compares stored hashes), so only the
+// cheap checks need seq order. Batches travel in a bounded queue, so memory
+// stays constant however long the chain.
+const (
+	// verifyBatchSize is how many entries one worker hashes per hand-off.
+	verifyBatchSize = 256
+	// verifyBatchesPerWorker bounds the batches in flight per worker.
+	verifyBatchesPerWorker = 4
+)
+
+// verifyItem is one stored entry on its way through the pool.
+type verifyItem struct {
+	seq        uint64
+	data       []byte // stored bytes, valid while the read transaction lasts
+	entry      Entry  // decoded without its key, type and payload
+	calculated Hash
+	err        error // the entry is undecodable
+}
+
+type verifyBatch struct {
+	items []verifyItem
+	done  chan struct{}
+}
+
+// scanEntries streams the chain's stored entries to fn in seq order, each
+// decoded (without copying its key, type or payload, which fn must not
+// keep) and with its Format v1 hash computed; an undecodable entry comes
+// with its error instead. It runs inside tx, which must stay open until it
+// returns.
+func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
+	fn func(seq uint64, e *Entry, calculated Hash, err error) error) (err error) {
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	var (
+		work    chan *verifyBatch
+		wg      sync.WaitGroup
+		queue   []*verifyBatch // sent to the workers, in seq order
+		free    []*verifyBatch
+		current = &verifyBatch{items: make([]verifyItem, 0, verifyBatchSize)}
+	)
+	defer func() {
+		if work != nil {
+			close(work)
+			wg.Wait() // the workers read the transaction's pages
+		}
+	}()
+	deliver := func(b *verifyBatch) error {
+		for i := range b.items {
+			it := &b.items[i]
+			var e *Entry
+			if it.err == nil {
+				e = &it.entry
+			}
+			if err := fn(it.seq, e, it.calculated, it.err); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	oldest := func() error {
+		b := queue[0]
+		<-b.done
+		queue = queue[1:]
+		err := deliver(b)
+		b.items = b.items[:0]
+		free = append(free, b)
+		return err
+	}
+	send := func() error {
+		if work == nil {
+			work = make(chan *verifyBatch, workers*verifyBatchesPerWorker)
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var scratch []byte
+					for b := range work {
+						for i := range b.items {
+							scratch = hashItem(chain, &b.items[i], scratch)
+						}
+						close(b.done)
+					}
+				}()
+			}
+		}
+		current.done = make(chan struct{})
+		work <- current
+		queue = append(queue, current)
+		if len(free) > 0 {
+			current, free = free[len(free)-1], free[:len(free)-1]
+		} else {
+			current = &verifyBatch{items: make([]verifyItem, 0, verifyBatchSize)}
+		}
+		if len(queue) >= workers*verifyBatchesPerWorker {
+			return oldest()
+		}
+		return nil
+	}
+	for rec, err := range tx.stx.Entries(ctx, chain, 1) {
+		if err != nil {
+			return storageError(err)
+		}
+		current.items = append(current.items, verifyItem{seq: rec.Seq, data: rec.Data})
+		if len(current.items) == verifyBatchSize {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+	}
+	for len(queue) > 0 {
+		if err := oldest(); err != nil {
+			return err
+		}
+	}
+	// A short tail (or a short chain) is hashed here: no hand-off is worth it.
+	var scratch []byte
+	for i := range current.items {
+		scratch = hashItem(chain, &current.items[i], scratch)
+	}
+	return deliver(current)
+}
+
+// hashItem decodes an item's stored bytes in place and computes its hash.
+func hashItem(chain string, it *verifyItem, scratch []byte) []byte {
+	f, ok := decodeFields(it.data)
+	if !ok {
+		// The exact failure, as DecodeRecord words it.
+		if e, err := DecodeRecord(chain, it.seq, it.data); err != nil {
+			it.err = err
+			return scratch
+		} else {
+			it.entry = e
+			it.calculated = e.ComputeHash()
+			return scratch
+		}
+	}
+	it.entry = Entry{Chain: chain, Seq: it.seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano, Hash: f.hash}
+	it.calculated, scratch = hashEntry(scratch, chain, it.seq, &f)
+	return scratch
+}
+
+// recordFields are the fields of a stored entry, aliasing its bytes.
+type recordFields struct {
+	timeUnixNano int64
+	prevHash     Hash
+	hash         Hash
+	key, typ     []byte
+	payload      []byte
+}
+
+// decodeFields is DecodeRecord without copies: it accepts exactly the
+// records DecodeRecord accepts (the same shape, limits and text rules) and
+// reports false for any other, whose error DecodeRecord then words.
+func decodeFields(data []byte) (recordFields, bool) {
+	var f recordFields
+	if len(data) < recordFixedSize || data[0] != recordVersion {
+		return f, false
+	}
+	f.timeUnixNano = int64(binary.BigEndian.Uint64(data[1:9]))
+	copy(f.prevHash[:], data[9:41])
+	copy(f.hash[:], data[41:73])
+	rest := data[73:]
+	var fields [3][]byte
+	limits := [3]int{IdempotencyKeyLengthMax, TypeLengthMax, PayloadSizeLimit}
+	for i := range fields {
+		if len(rest) < 4 {
+			return f, false
+		}
+		n := binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(n) > uint64(limits[i]) || uint64(n) > uint64(len(rest)) {
+			return f, false
+		}
+		fields[i], rest = rest[:n], rest[n:]
+	}
+	if len(rest) != 0 {
+		return f, false
+	}
+	f.key, f.typ, f.payload = fields[0], fields[1], fields[2]
+	// The views are read, never kept, while the bytes are alive.
+	if validateText("idempotency_key", unsafeString(f.key), 0, IdempotencyKeyLengthMax, ErrInvalidKey) != nil ||
+		validateText("type", unsafeString(f.typ), 1, TypeLengthMax, ErrInvalidType) != nil {
+		return f, false
+	}
+	return f, true
+}
+
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// hashEntry is Entry.ComputeHash over fields that alias stored bytes, in one
+// contiguous buffer: Format v1 hashes the same bytes either way.
+func hashEntry(buf []byte, chain string, seq uint64, f *recordFields) (Hash, []byte) {
+	buf = append(buf[:0], domainEntry...)
+	buf = append(buf, 0)
+	buf = binary.BigEndian.AppendUint64(buf, seq)
+	buf = append(buf, f.prevHash[:]...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(f.timeUnixNano))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(chain)))
+	buf = append(buf, chain...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(f.key)))
+	buf = append(buf, f.key...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(f.typ)))
+	buf = append(buf, f.typ...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(f.payload)))
+	buf = append(buf, f.payload...)
+	return blake3.Sum256(buf), buf
+}

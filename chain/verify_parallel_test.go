@@ -1,0 +1,153 @@
+package chain
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/storage/bolt"
+)
+
+// TestDecodeFieldsAgreesWithDecodeRecord mutates stored records at random:
+// the copy-free decoder of Verify must accept exactly what DecodeRecord
+// accepts, read the same fields, and hash them as ComputeHash does.
+func TestDecodeFieldsAgreesWithDecodeRecord(t *testing.T) {
+	random := rand.New(rand.NewPCG(8, 8))
+	var scratch []byte
+	for i := range 4000 {
+		e := Entry{Chain: "acme/stock/SKU-1", Seq: uint64(1 + random.IntN(1000)), TimeUnixNano: random.Int64(),
+			IdempotencyKey: fmt.Sprintf("key-%d", random.IntN(1e6)), Type: "stock.movement/v1",
+			Payload: make([]byte, random.IntN(300))}
+		if i%7 == 0 {
+			e.IdempotencyKey = ""
+		}
+		e.PrevHash[random.IntN(HashSize)] = byte(random.IntN(256))
+		e.Hash = e.ComputeHash()
+		data := EncodeRecord(&e)
+		switch i % 4 { // damage most records: flip, cut, extend
+		case 1:
+			data[random.IntN(len(data))] ^= byte(1 + random.IntN(255))
+		case 2:
+			data = data[:random.IntN(len(data))]
+		case 3:
+			data = append(data, byte(random.IntN(256)))
+		}
+		want, wantErr := DecodeRecord(e.Chain, e.Seq, data)
+		f, ok := decodeFields(data)
+		if ok != (wantErr == nil) {
+			t.Fatalf("record %d (%x): decodeFields ok=%v, DecodeRecord err=%v", i, data, ok, wantErr)
+		}
+		if !ok {
+			continue
+		}
+		got := Entry{Chain: e.Chain, Seq: e.Seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano,
+			IdempotencyKey: string(f.key), Type: string(f.typ), Payload: append([]byte{}, f.payload...), Hash: f.hash}
+		if !reflect.DeepEqual(got, want) && !(len(got.Payload) == 0 && len(want.Payload) == 0) {
+			t.Fatalf("record %d: decodeFields %+v, DecodeRecord %+v", i, got, want)
+		}
+		var h Hash
+		h, scratch = hashEntry(scratch, e.Chain, e.Seq, &f)
+		if h != want.ComputeHash() {
+			t.Fatalf("record %d: hashEntry %s, ComputeHash %s", i, h, want.ComputeHash())
+		}
+	}
+}
+
+// TestVerifyPoolMatchesSequentialVerifier damages entries around batch
+// boundaries of a chain long enough for the worker pool, and compares
+// Verify's failures with a ChainVerifier fed one decoded entry at a time.
+func TestVerifyPoolMatchesSequentialVerifier(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "l.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chainName, n = "pool", 5*verifyBatchSize + 17
+	err = db.Update(ctx, func(tx *Tx) error {
+		for i := range n {
+			if _, err := tx.Append(Request{Chain: chainName, IdempotencyKey: fmt.Sprint(i), Type: "t/v1", Payload: []byte(fmt.Sprint("p", i))}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	damaged := []uint64{1, verifyBatchSize, verifyBatchSize + 1, 3*verifyBatchSize + 5, n}
+	raw, err := bbolt.Open(path, bolt.FileMode, bolt.BboltOptions(bolt.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(btx *bbolt.Tx) error {
+		id, err := bolt.ChainID(btx, chainName)
+		if err != nil {
+			return err
+		}
+		entries := btx.Bucket(bolt.BucketEntries)
+		for i, seq := range damaged {
+			v := append([]byte(nil), entries.Get(bolt.EntryKey(id, seq))...)
+			if i%2 == 0 {
+				v[len(v)-1] ^= 1 // payload: hash mismatch
+			} else {
+				v[0] = 9 // version: undecodable
+			}
+			if err := entries.Put(bolt.EntryKey(id, seq), v); err != nil {
+				return err
+			}
+		}
+		return entries.Delete(bolt.EntryKey(id, 2*verifyBatchSize+3)) // a gap
+	})
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	report, err := db.Verify(ctx, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Failure
+	v := NewChainVerifier(chainName, func(f Failure) { want = append(want, f) })
+	err = db.View(ctx, func(tx *Tx) error {
+		for rec, err := range tx.stx.Entries(ctx, chainName, 1) {
+			if err != nil {
+				return err
+			}
+			if e, err := DecodeRecord(chainName, rec.Seq, rec.Data); err != nil {
+				v.Undecodable(rec.Seq, err)
+			} else {
+				v.Entry(&e)
+			}
+		}
+		head, err := tx.Head(chainName)
+		v.Finish(&head)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortFailures(want)
+	if len(want) < len(damaged)+1 {
+		t.Fatalf("the sequential verifier found only %v", want)
+	}
+	if !reflect.DeepEqual(report.Failures, want) {
+		t.Fatalf("Verify found\n%v\nthe sequential verifier\n%v", report.Failures, want)
+	}
+	if report.Entries != n-1 {
+		t.Errorf("Verify checked %d entries, want %d", report.Entries, n-1)
+	}
+}
