@@ -376,3 +376,35 @@ func TestCheckReportsTamperedState(t *testing.T) {
 		}
 	})
 }
+
+func TestInterleavedHalvesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	eachMethod(t, func(t *testing.T, db *chain.DB, it Item) {
+		if _, err := Receive(ctx, db, receipt(t, it, "WH-1", "r1", "10", "10.00")); err != nil {
+			t.Fatal(err)
+		}
+		a := receipt(t, it, "WH-1", "a", "1", "1.00")
+		b := receipt(t, it, "WH-1", "b", "2", "2.00")
+		planA := planned(t, db, func(tx *chain.Tx) (Result, error) { return ReceiveTx(tx, a) })
+		if _, err := db.Append(ctx, planA[0]); err != nil { // a:qty only
+			t.Fatal(err)
+		}
+		// b's plan completes a inside the rolled-back transaction; keep b's value half only.
+		planB := planned(t, db, func(tx *chain.Tx) (Result, error) { return ReceiveTx(tx, b) })
+		if _, err := db.Append(ctx, planB[1]); err != nil { // b:value lands where a:value belongs
+			t.Fatal(err)
+		}
+		before := snapshot(t, db)
+		_, err := Receive(ctx, db, receipt(t, it, "WH-1", "c", "1", "1.00"))
+		var incomplete *IncompleteError
+		if !errors.Is(err, ErrIncomplete) || !errors.As(err, &incomplete) || incomplete.Seq != 2 {
+			t.Fatalf("interleaved halves: %v", err)
+		}
+		if snapshot(t, db) != before {
+			t.Fatal("a refused operation wrote")
+		}
+		if stateMismatches(t, db) == 0 {
+			t.Fatal("Check misses the interleaved halves")
+		}
+	})
+}
