@@ -80,6 +80,8 @@ ledger_pg_setup() {
 		fi
 
 		if ! as_pg "$bindir/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+			# Not running: a postmaster.pid left by a killed server is stale.
+			rm -f "$dir/postmaster.pid"
 			port=""
 			if [ -s "$dir/ledger-port" ]; then port="$(cat "$dir/ledger-port")"; fi
 			if [ -z "$port" ] || port_in_use "$port"; then
