@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,58 +67,205 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // DecodeExportLine parses one export line strictly: exactly the Format v1
-// fields, each present once, payload in padded standard base64, hashes in 64
-// lowercase hex digits, strings within the limits, and the line spelled
-// exactly as AppendExportLine spells its entry (field order, no spaces, only
-// '"' and '\\' escaped), so that an accepted line re-encodes to itself. It
-// checks shape, not hashes.
+// fields in their order, each once, no spaces, strings with only '"' and
+// '\' escaped, integers without leading zeros, payload in padded standard
+// base64, hashes in 64 lowercase hex digits, strings within the limits. That
+// is the one spelling AppendExportLine gives an entry, so an accepted line
+// re-encodes to itself. It checks shape, not hashes.
 func DecodeExportLine(line []byte) (Entry, error) {
-	fail := func(format string, args ...any) (Entry, error) {
-		return Entry{}, fmt.Errorf("%w: export line: %s", ErrCorrupt, fmt.Sprintf(format, args...))
-	}
 	if len(line) > ExportLineLengthMax {
-		return fail("%d bytes exceeds %d", len(line), ExportLineLengthMax)
+		return Entry{}, exportLineError("%d bytes exceeds %d", len(line), ExportLineLengthMax)
 	}
-	if !bytes.HasPrefix(line, []byte(`{"chain":`)) {
-		return fail(`does not start with {"chain":`)
+	p := lineParser{line: line}
+	var e Entry
+	var payload, prevHash, hash []byte
+	p.literal(`{"chain":`)
+	e.Chain = p.text("chain")
+	p.literal(`,"seq":`)
+	e.Seq = p.unsigned("seq")
+	p.literal(`,"time_unix_nano":`)
+	e.TimeUnixNano = p.signed("time_unix_nano")
+	p.literal(`,"idempotency_key":`)
+	e.IdempotencyKey = p.text("idempotency_key")
+	p.literal(`,"type":`)
+	e.Type = p.text("type")
+	p.literal(`,"payload":`)
+	payload = p.plain("payload", isBase64)
+	p.literal(`,"prev_hash":`)
+	prevHash = p.plain("prev_hash", isLowerHex)
+	p.literal(`,"hash":`)
+	hash = p.plain("hash", isLowerHex)
+	p.literal(`}`)
+	if p.err == nil && p.pos != len(line) {
+		p.fail("data after the object")
 	}
-	// One permissive decode, then the canonical check below refuses every
-	// other spelling: missing, repeated, reordered or unknown fields, spaces,
-	// escapes, number forms.
-	var l ExportLine
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return fail("%v", err)
+	if p.err != nil {
+		return Entry{}, p.err
 	}
-	if dec.InputOffset() != int64(len(line)) {
-		return fail("data after the object")
-	}
-	e := Entry{Chain: l.Chain, Seq: l.Seq, TimeUnixNano: l.TimeUnixNano, IdempotencyKey: l.IdempotencyKey, Type: l.Type}
 	if err := ValidateRequest(Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type}, PayloadSizeLimit); err != nil {
-		return fail("%v", err)
+		return Entry{}, exportLineError("%v", err)
 	}
 	if e.Seq == 0 {
-		return fail("seq 0")
+		return Entry{}, exportLineError("seq 0")
 	}
-	payload, err := base64.StdEncoding.Strict().DecodeString(l.Payload)
-	if err != nil {
-		return fail("payload: %v", err)
+	var err error
+	if e.Payload, err = base64.StdEncoding.Strict().AppendDecode(make([]byte, 0, len(payload)/4*3), payload); err != nil {
+		return Entry{}, exportLineError("payload: %v", err)
 	}
-	if len(payload) > PayloadSizeLimit {
-		return fail("payload of %d bytes", len(payload))
+	if e.PrevHash, err = parseLowerHash(string(prevHash)); err != nil {
+		return Entry{}, exportLineError("prev_hash: %v", err)
 	}
-	e.Payload = payload
-	if e.PrevHash, err = parseLowerHash(l.PrevHash); err != nil {
-		return fail("prev_hash: %v", err)
-	}
-	if e.Hash, err = parseLowerHash(l.Hash); err != nil {
-		return fail("hash: %v", err)
-	}
-	if canonical := AppendExportLine(nil, &e); !bytes.Equal(canonical[:len(canonical)-1], line) {
-		return fail("not in canonical form (each Format v1 field once and in order, no spaces, only '\"' and '\\' escaped)")
+	if e.Hash, err = parseLowerHash(string(hash)); err != nil {
+		return Entry{}, exportLineError("hash: %v", err)
 	}
 	return e, nil
+}
+
+func exportLineError(format string, args ...any) error {
+	return fmt.Errorf("%w: export line: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+}
+
+// lineParser reads the canonical spelling of an export line. After the
+// first error every method does nothing, so DecodeExportLine reads as the
+// format's field list.
+type lineParser struct {
+	line []byte
+	pos  int
+	err  error
+}
+
+func (p *lineParser) fail(format string, args ...any) {
+	if p.err == nil {
+		p.err = exportLineError("byte %d: %s", p.pos, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *lineParser) literal(s string) {
+	if p.err != nil {
+		return
+	}
+	if !bytes.HasPrefix(p.line[p.pos:], []byte(s)) {
+		p.fail("want %s", s)
+		return
+	}
+	p.pos += len(s)
+}
+
+// text reads a JSON string in which only '"' and '\' are escaped.
+func (p *lineParser) text(field string) string {
+	if p.err != nil {
+		return ""
+	}
+	if p.pos >= len(p.line) || p.line[p.pos] != '"' {
+		p.fail("%s: want a string", field)
+		return ""
+	}
+	p.pos++
+	var b []byte
+	for start := p.pos; ; {
+		i := bytes.IndexAny(p.line[p.pos:], `"\`)
+		if i < 0 {
+			p.fail("%s: string not terminated", field)
+			return ""
+		}
+		p.pos += i
+		if p.line[p.pos] == '"' {
+			b = append(b, p.line[start:p.pos]...)
+			p.pos++
+			return string(b)
+		}
+		if p.pos+1 >= len(p.line) || (p.line[p.pos+1] != '"' && p.line[p.pos+1] != '\\') {
+			p.fail("%s: only \\\" and \\\\ may be escaped", field)
+			return ""
+		}
+		b = append(b, p.line[start:p.pos]...)
+		b = append(b, p.line[p.pos+1])
+		p.pos += 2
+		start = p.pos
+	}
+}
+
+// plain reads a JSON string of characters that need no escape, all
+// accepted by allowed.
+func (p *lineParser) plain(field string, allowed func(c byte) bool) []byte {
+	if p.err != nil {
+		return nil
+	}
+	if p.pos >= len(p.line) || p.line[p.pos] != '"' {
+		p.fail("%s: want a string", field)
+		return nil
+	}
+	start := p.pos + 1
+	end := start
+	for end < len(p.line) && allowed(p.line[end]) {
+		end++
+	}
+	if end >= len(p.line) || p.line[end] != '"' {
+		p.pos = end
+		p.fail("%s: unexpected character or end", field)
+		return nil
+	}
+	p.pos = end + 1
+	return p.line[start:end]
+}
+
+func isBase64(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '='
+}
+
+func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// digits reads one or more decimal digits without a leading zero.
+func (p *lineParser) digits(field string) []byte {
+	if p.err != nil {
+		return nil
+	}
+	start := p.pos
+	for p.pos < len(p.line) && '0' <= p.line[p.pos] && p.line[p.pos] <= '9' {
+		p.pos++
+	}
+	d := p.line[start:p.pos]
+	if len(d) == 0 || len(d) > 1 && d[0] == '0' {
+		p.fail("%s: want a decimal integer without leading zeros", field)
+		return nil
+	}
+	return d
+}
+
+func (p *lineParser) unsigned(field string) uint64 {
+	d := p.digits(field)
+	if p.err != nil {
+		return 0
+	}
+	v, err := strconv.ParseUint(string(d), 10, 64)
+	if err != nil {
+		p.fail("%s: %v", field, err)
+	}
+	return v
+}
+
+func (p *lineParser) signed(field string) int64 {
+	if p.err != nil {
+		return 0
+	}
+	negative := p.pos < len(p.line) && p.line[p.pos] == '-'
+	start := p.pos
+	if negative {
+		p.pos++
+	}
+	d := p.digits(field)
+	if p.err != nil {
+		return 0
+	}
+	if negative && string(d) == "0" {
+		p.fail("%s: -0", field)
+		return 0
+	}
+	v, err := strconv.ParseInt(string(p.line[start:p.pos]), 10, 64)
+	if err != nil {
+		p.fail("%s: %v", field, err)
+	}
+	return v
 }
 
 func parseLowerHash(s string) (Hash, error) {
