@@ -125,6 +125,8 @@ func (a wide) add(b wide) wide {
 	return wide{hi: a.hi + b.hi + int64(carry), lo: lo}
 }
 
+func (a wide) neg() wide { return wide{hi: ^a.hi, lo: ^a.lo}.add(wideOf(1)) }
+
 // int64 returns the value if it lies in -MaxInt64..MaxInt64.
 func (a wide) int64() (int64, bool) {
 	v := int64(a.lo)
@@ -428,7 +430,7 @@ func (b *Book) TrialBalanceTx(tx *chain.Tx) (TrialBalance, error) {
 	for i, c := range currencies {
 		d, okDebit := debit[i].int64()
 		cr, okCredit := credit[i].int64()
-		net, okNet := debit[i].add(wide{hi: ^credit[i].hi, lo: ^credit[i].lo}.add(wideOf(1))).int64()
+		net, okNet := debit[i].add(credit[i].neg()).int64()
 		if !okDebit || !okCredit || !okNet {
 			return tb, &Error{Err: ErrOverflow, Class: chain.ErrInvalid, Cause: decimal.ErrOverflow,
 				Detail: "trial balance totals in " + c.Code + " exceed the range of minor units"}

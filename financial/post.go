@@ -137,9 +137,9 @@ type change struct {
 // effect per account and currency, reading only.
 func (b *Book) plan(tx *chain.Tx, p *Posting) ([]change, error) {
 	var changes []change
-	checked := map[string]bool{} // account and currency codes already read
+	exponents := map[string]uint8{}
 	for i, l := range p.Lines {
-		if err := b.checkLine(tx, i+1, &l, checked); err != nil {
+		if err := b.checkLine(tx, i+1, &l, exponents); err != nil {
 			return nil, err
 		}
 		c := findChange(changes, l.Account, l.Currency)
@@ -170,8 +170,11 @@ func (b *Book) plan(tx *chain.Tx, p *Posting) ([]change, error) {
 	return changes, nil
 }
 
-func (b *Book) checkLine(tx *chain.Tx, number int, l *Line, checked map[string]bool) error {
-	if !checked["a"+l.Account] {
+// checkLine checks a line's account and currency against the book.
+// exponents caches the currencies (and accounts, as present keys) already
+// read for this posting.
+func (b *Book) checkLine(tx *chain.Tx, number int, l *Line, exponents map[string]uint8) error {
+	if _, ok := exponents["account:"+l.Account]; !ok {
 		a, err := b.AccountTx(tx, l.Account)
 		if errors.Is(err, ErrAccountNotFound) {
 			return lineInvalid(number, ErrAccountNotFound, "account %s is not defined in book %s/%s", l.Account, b.tenant, b.name)
@@ -182,18 +185,23 @@ func (b *Book) checkLine(tx *chain.Tx, number int, l *Line, checked map[string]b
 		if a.Closed {
 			return lineInvalid(number, ErrAccountClosed, "account %s was closed at seq %d", a.Code, a.ClosedSeq)
 		}
-		checked["a"+l.Account] = true
+		exponents["account:"+l.Account] = 0
 	}
-	c, err := b.CurrencyTx(tx, l.Currency)
-	if errors.Is(err, ErrCurrencyNotFound) {
-		return lineInvalid(number, ErrCurrencyNotFound, "currency %s is not defined in book %s/%s", l.Currency, b.tenant, b.name)
+	exponent, ok := exponents[l.Currency]
+	if !ok {
+		c, err := b.CurrencyTx(tx, l.Currency)
+		if errors.Is(err, ErrCurrencyNotFound) {
+			return lineInvalid(number, ErrCurrencyNotFound, "currency %s is not defined in book %s/%s", l.Currency, b.tenant, b.name)
+		}
+		if err != nil {
+			return err
+		}
+		exponent = c.Exponent
+		exponents[l.Currency] = exponent
 	}
-	if err != nil {
-		return err
-	}
-	if l.Amount.Scale() != c.Exponent {
+	if l.Amount.Scale() != exponent {
 		return lineInvalid(number, ErrExponent, "amount %s has %d decimals, %s has exponent %d",
-			l.Amount, l.Amount.Scale(), c.Code, c.Exponent)
+			l.Amount, l.Amount.Scale(), l.Currency, exponent)
 	}
 	return nil
 }
