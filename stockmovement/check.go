@@ -2,10 +2,12 @@ package stockmovement
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ledgerworks/ledger/chain"
@@ -32,6 +34,9 @@ func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 			if err == nil {
 				err = c.checkOrphans()
 			}
+			slices.SortStableFunc(c.failures, func(a, b chain.Failure) int {
+				return cmp.Or(strings.Compare(a.Chain, b.Chain), cmp.Compare(a.Seq, b.Seq))
+			})
 			return c.failures, err
 		}
 		parts := chain.SplitScopedName(name)
