@@ -246,7 +246,7 @@ func parseExpectHeads(values []string) ([]chain.Head, error) {
 			return nil, usageErrorf("--expect-head %q: %v", v, err)
 		}
 		seq, err := strconv.ParseUint(seqText, 10, 64)
-		if err != nil || seq == 0 {
+		if err != nil || seq == 0 || strconv.FormatUint(seq, 10) != seqText {
 			return nil, usageErrorf("--expect-head %q: seq %q is not a number from 1", v, seqText)
 		}
 		hash, err := chain.ParseHash(hashText)
