@@ -414,54 +414,54 @@ func TestTamperStoredHeadTimeIsReported(t *testing.T) {
 }
 
 // TestTamperKeyIndexIsReported points an idempotency key's index entry at
-// another seq: a retry with that key would replay the wrong entry, so
-// Verify must report it.
+// another seq: a retry with that key would be answered from the wrong entry
+// (or refused), so Verify must report it. A few single appends keep their
+// keys in the keys bucket of the index, exact and easy to change.
 func TestTamperKeyIndexIsReported(t *testing.T) {
 	t.Parallel()
-	l := buildTamperLedger(t)
-	var target storedEntry
-	for _, s := range l.entries {
-		if s.entry.IdempotencyKey != "" && s.entry.Seq > 1 {
-			target = s
-			break
+	db, path := newFile(t)
+	c := mustChain(chain.ScopedName("tamper", "raw", "keys"))
+	var target chain.Entry
+	for i := 1; i <= 5; i++ {
+		res := mustAppend(t, db, chain.Request{Chain: c, IdempotencyKey: "key-" + strconv.Itoa(i), Type: "raw/v1",
+			Payload: []byte("entry " + strconv.Itoa(i))})
+		if i == 3 {
+			target = res.Entry
 		}
 	}
-	path := filepath.Join(t.TempDir(), "keys.db")
-	copyFile(t, l.path, path)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	raw, err := bbolt.Open(path, bolt.FileMode, bolt.BboltOptions(bolt.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = raw.Update(func(btx *bbolt.Tx) error {
-		id, err := bolt.ChainID(btx, target.entry.Chain)
+		id, err := bolt.ChainID(btx, c)
 		if err != nil {
 			return err
 		}
 		key := binary.BigEndian.AppendUint64(nil, id)
-		key = append(key, target.entry.IdempotencyKey...)
+		key = append(key, target.IdempotencyKey...)
 		if btx.Bucket(bolt.BucketKeys).Get(key) == nil {
-			return fmt.Errorf("key index entry of %q missing", target.entry.IdempotencyKey)
+			return fmt.Errorf("key %q is not in the keys bucket", target.IdempotencyKey)
 		}
-		return btx.Bucket(bolt.BucketKeys).Put(key, binary.BigEndian.AppendUint64(nil, target.entry.Seq-1))
+		return btx.Bucket(bolt.BucketKeys).Put(key, binary.BigEndian.AppendUint64(nil, target.Seq-1))
 	})
 	raw.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := chain.Open(path, chain.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = openFile(t, path)
 	report, err := db.Verify(context.Background(), chain.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(report.Failures) == 0 {
-		res, appendErr := db.Append(context.Background(), chain.Request{Chain: target.entry.Chain,
-			IdempotencyKey: target.entry.IdempotencyKey, Type: target.entry.Type, Payload: target.entry.Payload})
-		knownBug(t, "Verify does not check the idempotency key index; key %q now points at seq %d, "+
+	if !slices.ContainsFunc(report.Failures, func(f chain.Failure) bool { return f.Chain == c && f.Seq == target.Seq }) {
+		res, appendErr := db.Append(context.Background(), chain.Request{Chain: c,
+			IdempotencyKey: target.IdempotencyKey, Type: target.Type, Payload: target.Payload})
+		knownBug(t, "Verify does not check the idempotency key index (failures: %v); key %q now points at seq %d, "+
 			"and a retry of the request stored at seq %d gets: seq %d replayed=%v err=%v",
-			target.entry.IdempotencyKey, target.entry.Seq-1, target.entry.Seq, res.Entry.Seq, res.Replayed, appendErr)
+			report.Failures, target.IdempotencyKey, target.Seq-1, target.Seq, res.Entry.Seq, res.Replayed, appendErr)
 	}
 }
