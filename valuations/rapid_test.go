@@ -523,24 +523,39 @@ func (m *machine) invariants(t *rapid.T) {
 	}
 }
 
-// stateMachineChecks is how many runs TestStateMachine makes unless
-// -rapid.checks says otherwise: every step commits (and syncs) a ledger
-// file, so the default keeps the suite fast; run with -rapid.checks=1000 for
-// a deeper search.
-const stateMachineChecks = "25"
+// stateMachineChecks is how many runs TestStateMachine makes on the
+// embedded backend, and stateMachineChecksServer on a database server,
+// unless -rapid.checks says otherwise: every step commits (and syncs), so
+// the defaults keep the suite fast; run with -rapid.checks=1000 for a deeper
+// search.
+const (
+	stateMachineChecks       = "25"
+	stateMachineChecksServer = "8"
+)
 
-func TestStateMachine(t *testing.T) {
+// setChecks sets -rapid.checks for the rest of t, unless it was given.
+func setChecks(t *testing.T, checks string) {
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.checks" })
-	if f := flag.Lookup("rapid.checks"); f != nil && !explicit {
-		previous := f.Value.String()
-		if err := f.Value.Set(stateMachineChecks); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.Value.Set(previous) })
+	f := flag.Lookup("rapid.checks")
+	if f == nil || explicit {
+		return
 	}
+	previous := f.Value.String()
+	if err := f.Value.Set(checks); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Value.Set(previous) })
+}
+
+func TestStateMachine(t *testing.T) {
 	for _, f := range storagetest.Factories(t) {
 		t.Run(f.Name, func(t *testing.T) {
+			if f.Name == "bolt" {
+				setChecks(t, stateMachineChecks)
+			} else {
+				setChecks(t, stateMachineChecksServer)
+			}
 			// One ledger for every run, a new tenant per run: tenants never
 			// see each other's chains or state, and opening a store per run
 			// would dominate the time.
