@@ -208,7 +208,9 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 		}
 		prefix := binary.BigEndian.AppendUint64(nil, c.id)
 		cur := t.entries.Cursor()
+		var memory scanMemory
 		for k, v := cur.Seek(EntryKey(c.id, fromSeq)); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+			memory.observe(v)
 			if len(k) != 16 {
 				yield(storage.Record{}, fmt.Errorf("chain %q: %w: entry key of %d bytes", chain, storage.ErrCorrupt, len(k)))
 				return

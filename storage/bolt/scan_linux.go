@@ -1,0 +1,113 @@
+package bolt
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A long scan (Verify, an export) reads the file through bbolt's memory map,
+// which bbolt marks random-access: the kernel then reads one page per fault,
+// and every page read stays mapped, so the process's resident size grows
+// with the file. scanMemory reads ahead of the scan itself and drops the
+// pages of the map behind it (they stay in the page cache).
+const (
+	// scanQuietBytes is how much a scan reads before it reads ahead and
+	// releases: short scans pay nothing.
+	scanQuietBytes = 1 << 20
+	// scanReadAheadBytes is the window read ahead of a scan.
+	scanReadAheadBytes = 16 << 20
+	// scanCheckBytes is how much a scan reads between two looks at where
+	// it is in the map: leaf pages are not in file order, so looking at
+	// every value would advise on every jump.
+	scanCheckBytes = 256 << 10
+	// scanReleaseBytes is how much a scan reads between releases of the map.
+	scanReleaseBytes = 16 << 20
+)
+
+type scanMemory struct {
+	read             int
+	sinceCheck       int
+	sinceRelease     int
+	mapStart, mapEnd uintptr
+	disabled         bool
+	aheadStart       uintptr
+	aheadEnd         uintptr
+}
+
+// observe is called with every value a scan yields, inside the read
+// transaction that keeps the map in place.
+func (s *scanMemory) observe(v []byte) {
+	if s.disabled || len(v) == 0 {
+		return
+	}
+	s.read += len(v)
+	s.sinceCheck += len(v)
+	if s.read < scanQuietBytes || s.sinceCheck < scanCheckBytes {
+		return
+	}
+	s.sinceCheck = 0
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
+	if s.mapEnd == 0 {
+		if s.mapStart, s.mapEnd = mappingOf(addr); s.mapEnd == 0 {
+			s.disabled = true
+			return
+		}
+	}
+	if addr < s.mapStart || addr >= s.mapEnd {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	if addr < s.aheadStart || addr+scanReadAheadBytes/2 > s.aheadEnd {
+		start := addr &^ (page - 1)
+		end := min(start+scanReadAheadBytes, s.mapEnd)
+		madvise(start, end-start, unix.MADV_WILLNEED)
+		s.aheadStart, s.aheadEnd = start, end
+	}
+	s.sinceRelease += scanCheckBytes
+	if s.sinceRelease >= scanReleaseBytes {
+		s.sinceRelease = 0
+		madvise(s.mapStart, s.mapEnd-s.mapStart, unix.MADV_DONTNEED)
+	}
+}
+
+// madvise advises on a range of bbolt's read-only shared file map. Dropped
+// pages are read again from the page cache when touched, so advice is never
+// wrong, only slow; its errors are ignored.
+func madvise(start, length, advice uintptr) {
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, length, advice)
+}
+
+// mappingOf finds the range of the file mapping that holds addr in
+// /proc/self/maps; zeros when there is none.
+func mappingOf(addr uintptr) (uintptr, uintptr) {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 6 || !strings.HasPrefix(fields[1], "r") || fields[1][3] != 's' {
+			continue // only shared file mappings
+		}
+		lo, hi, ok := strings.Cut(fields[0], "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if uintptr(start) <= addr && addr < uintptr(end) {
+			return uintptr(start), uintptr(end)
+		}
+	}
+	return 0, 0
+}
