@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -328,5 +329,57 @@ func TestTamperFailuresMaxTruncatesTheReport(t *testing.T) {
 	}
 	if full := l.verify(t, chain.VerifyOptions{}); len(full.Failures) != 5 || full.Truncated {
 		t.Fatalf("full report %+v", full)
+	}
+}
+
+// A long chain tampered with around the places where a verifier that works
+// in batches hands over: every failure is still found, exactly once.
+func TestTamperLongChainAcrossBatches(t *testing.T) {
+	db, path := openFile(t, chain.Options{})
+	var entries []chain.Entry
+	err := db.Update(context.Background(), func(tx *chain.Tx) error {
+		entries = entries[:0]
+		for i := range 700 {
+			res, err := tx.Append(chain.Request{Chain: "long", Type: "t", Payload: fmt.Appendf(nil, "entry %d", i+1)})
+			if err != nil {
+				return err
+			}
+			entries = append(entries, res.Entry)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := tamperLedger{path: path, entries: map[string][]chain.Entry{"long": entries}}
+	l.tamper(t, func(r rawLedger) {
+		rec := r.get("long", 256)
+		rec[len(rec)-1] ^= 1
+		r.put("long", 256, rec)
+		e := entries[256] // seq 257
+		e.PrevHash = chain.Genesis("forged")
+		r.rewrite(e)
+		r.delete("long", 513)
+		r.put("long", 600, r.get("long", 600)[:20])
+		r.delete("long", 700)
+	})
+	for _, cpu := range []int{1, 4} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", cpu), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpu))
+			report := l.verify(t, chain.VerifyOptions{})
+			assertFailures(t, report.Failures,
+				failureKey{"long", 256, chain.ReasonHashMismatch},
+				failureKey{"long", 257, chain.ReasonBrokenLink},
+				failureKey{"long", 258, chain.ReasonBrokenLink},
+				failureKey{"long", 513, chain.ReasonSeqGap},
+				failureKey{"long", 600, chain.ReasonUndecodable},
+				failureKey{"long", 700, chain.ReasonHeadMismatch})
+			if report.Entries != 698 {
+				t.Fatalf("%d entries checked, want 698", report.Entries)
+			}
+		})
 	}
 }
