@@ -19,6 +19,8 @@ func corpusFile(values ...any) []byte {
 			fmt.Fprintf(&b, "[]byte(%q)\n", v)
 		case string:
 			fmt.Fprintf(&b, "string(%q)\n", v)
+		case uint64:
+			fmt.Fprintf(&b, "uint64(%d)\n", v)
 		default:
 			panic(fmt.Sprintf("corpus value of type %T", v))
 		}
@@ -38,6 +40,7 @@ func fuzzSeeds() map[string][]byte {
 			panic(err)
 		}
 		seeds[path.Join("FuzzDecodeRecord", "vector-"+v.Name)] = corpusFile(rec)
+		seeds[path.Join("FuzzDecodeFields", "vector-"+v.Name)] = corpusFile(rec, v.Seq)
 	}
 	seen := map[string]bool{}
 	for _, c := range exportCases() {
