@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -275,6 +276,10 @@ func (c *checker) reversal(e *chain.Entry, p *Posting) error {
 		return nil
 	}
 	original, err := c.tx.Get(c.b.journal, p.Reverses)
+	if errors.Is(err, chain.ErrNotFound) || errors.Is(err, chain.ErrCorrupt) {
+		c.fail(e.Seq, "reverses seq %d, which cannot be read: %v", p.Reverses, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
