@@ -148,7 +148,7 @@ func hashItem(chain string, it *verifyItem, scratch []byte) []byte {
 		}
 	}
 	it.entry = Entry{Chain: chain, Seq: it.seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano, Hash: f.hash}
-	it.calculated, scratch = hashEntry(scratch, chain, it.seq, &f)
+	it.calculated, scratch = entryHash(scratch, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
 	return scratch
 }
 
@@ -200,21 +200,37 @@ func decodeFields(data []byte) (recordFields, bool) {
 
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// hashEntry is Entry.ComputeHash over fields that alias stored bytes, in one
-// contiguous buffer: Format v1 hashes the same bytes either way.
-func hashEntry(buf []byte, chain string, seq uint64, f *recordFields) (Hash, []byte) {
+// entryHash is Entry.ComputeHash over fields that may alias stored bytes,
+// in one contiguous buffer and one call: Format v1 hashes the same bytes
+// either way, without the allocations of hashing field by field.
+func entryHash[Text string | []byte](buf []byte, chain string, seq uint64, prevHash *Hash, timeUnixNano int64,
+	key, typ Text, payload []byte) (Hash, []byte) {
 	buf = append(buf[:0], domainEntry...)
 	buf = append(buf, 0)
 	buf = binary.BigEndian.AppendUint64(buf, seq)
-	buf = append(buf, f.prevHash[:]...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(f.timeUnixNano))
+	buf = append(buf, prevHash[:]...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(timeUnixNano))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(chain)))
 	buf = append(buf, chain...)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(f.key)))
-	buf = append(buf, f.key...)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(f.typ)))
-	buf = append(buf, f.typ...)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(f.payload)))
-	buf = append(buf, f.payload...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(key)))
+	buf = append(buf, key...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(typ)))
+	buf = append(buf, typ...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(payload)))
+	buf = append(buf, payload...)
 	return blake3.Sum256(buf), buf
+}
+
+// hashBuffers recycles the buffers of hashOf.
+var hashBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// hashOf is e.ComputeHash() through entryHash.
+func hashOf(e *Entry) Hash {
+	buf := hashBuffers.Get().(*[]byte)
+	var h Hash
+	h, *buf = entryHash(*buf, e.Chain, e.Seq, &e.PrevHash, e.TimeUnixNano, e.IdempotencyKey, e.Type, e.Payload)
+	if cap(*buf) <= 64<<10 { // a huge payload's buffer is not kept
+		hashBuffers.Put(buf)
+	}
+	return h
 }

@@ -51,9 +51,9 @@ func TestDecodeFieldsAgreesWithDecodeRecord(t *testing.T) {
 			t.Fatalf("record %d: decodeFields %+v, DecodeRecord %+v", i, got, want)
 		}
 		var h Hash
-		h, scratch = hashEntry(scratch, e.Chain, e.Seq, &f)
-		if h != want.ComputeHash() {
-			t.Fatalf("record %d: hashEntry %s, ComputeHash %s", i, h, want.ComputeHash())
+		h, scratch = entryHash(scratch, e.Chain, e.Seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
+		if h != want.ComputeHash() || hashOf(&want) != h {
+			t.Fatalf("record %d: entryHash %s, hashOf %s, ComputeHash %s", i, h, hashOf(&want), want.ComputeHash())
 		}
 	}
 }

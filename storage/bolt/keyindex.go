@@ -82,15 +82,14 @@ func (r *keyRun) level() uint8 { return r.name[0] }
 // KeyDigest is the digest that stands for an idempotency key in the runs:
 // the first KeyDigestSize bytes of BLAKE3-256("ledger/key/v1" || 0x00 || key).
 func KeyDigest(key string) [KeyDigestSize]byte {
-	h := blake3.New()
-	h.WriteString("ledger/key/v1\x00")
-	h.WriteString(key)
-	var sum [32]byte
-	h.Sum(sum[:0])
+	var buf [len(keyDigestDomain) + 512]byte // keys are far shorter; longer ones spill to the heap
+	sum := blake3.Sum256(append(append(buf[:0], keyDigestDomain...), key...))
 	var d [KeyDigestSize]byte
 	copy(d[:], sum[:])
 	return d
 }
+
+const keyDigestDomain = "ledger/key/v1\x00"
 
 // runLevel is the level of a run of count records: floor(log8(count)).
 func runLevel(count uint64) uint8 {
@@ -209,7 +208,10 @@ func (t *tx) loadRuns() error {
 	}
 	snapshot := t.snapshotTxid()
 	if l := t.cache.list.Load(); l != nil && l.txid == snapshot {
-		t.index.runs, t.index.loaded = slices.Clone(l.runs), true
+		t.index.runs, t.index.loaded = l.runs, true
+		if t.tx.Writable() { // it changes its list; readers share the cached one
+			t.index.runs = slices.Clone(l.runs)
+		}
 		return nil
 	}
 	var runs []*keyRun
