@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/ledgerworks/ledger/chain"
 )
 
 // valJSON runs a val command for tenant acme and decodes its JSON output.
@@ -131,5 +134,30 @@ func TestValRetriesConflictsAndRefusals(t *testing.T) {
 				t.Fatalf("verify: %s", out)
 			}
 		})
+	}
+}
+
+// TestVerifyReportsValuationStateMismatch: verify runs the valuation check
+// and reports a location whose derived state is gone as state_mismatch
+// (exit 1).
+func TestVerifyReportsValuationStateMismatch(t *testing.T) {
+	l := newFileLedger(t)
+	l.must("init")
+	l.must("val", "--tenant", "acme", "item", "add", "SKU-1", "--method", "fifo", "--currency", "EUR")
+	l.must("val", "--tenant", "acme", "receive", "SKU-1", "WH-1", "5", "--unit-cost", "2.00", "--op", "po-1")
+	l.must("verify")
+	a := &app{database: l.name, lockTimeout: -1}
+	db, err := a.openDB(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(context.Background(), func(tx *chain.Tx) error { return tx.StateDelete([]byte("val/acme/pos/SKU-1/WH-1")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	r := l.run("verify")
+	if r.code != exitVerification || !strings.Contains(r.stdout, "state_mismatch") || !strings.Contains(r.stdout, "acme/val/SKU-1/WH-1/value") {
+		t.Fatalf("verify: %+v", r)
 	}
 }
