@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
@@ -442,8 +444,13 @@ func checkOperationID(field, id string) error {
 	if id == "" || len(id) > OperationIDLengthMax {
 		return invalid(ErrInvalidOperation, "%s id of %d bytes (1 to %d)", field, len(id), OperationIDLengthMax)
 	}
-	if err := chain.ValidateChain(id); err != nil { // UTF-8, no control characters
-		return invalid(ErrInvalidOperation, "%s id %q: %v", field, id, err)
+	if !utf8.ValidString(id) {
+		return invalid(ErrInvalidOperation, "%s id %q is not valid UTF-8", field, id)
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return invalid(ErrInvalidOperation, "%s id %q has control character %U at byte %d", field, id, r, i)
+		}
 	}
 	return nil
 }
