@@ -25,6 +25,10 @@ const crashChildEnv = "LEDGER_CRASH_TEST_CHILD"
 // Chains the crash child writes.
 var crashMultiChains = []string{"multi-1", "multi-2", "multi-3"}
 
+// crashBulkSize is the number of entries of one large Update of the crash
+// child: more than a key index writes to its recent keys one by one.
+const crashBulkSize = 300
+
 // TestCrashChildProcess is the child of TestCrash: it appends until it is
 // killed and prints each acknowledged entry as
 // "ACK <chain> <seq> <hash> <key or ->". It does nothing in a normal run.
@@ -56,7 +60,7 @@ func TestCrashChildProcess(t *testing.T) {
 	}
 	fmt.Println("READY")
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() { // single appends without a key
 		defer wg.Done()
 		for i := 0; ; i++ {
@@ -80,6 +84,30 @@ func TestCrashChildProcess(t *testing.T) {
 			}
 		}()
 	}
+	go func() { // large Updates: enough keys to be indexed as sorted runs
+		defer wg.Done()
+		for i := 0; ; i++ {
+			var results []chain.Result
+			err := db.Update(ctx, func(tx *chain.Tx) error {
+				results = results[:0]
+				for j := range crashBulkSize {
+					key := fmt.Sprintf("b-%d-%d", i, j)
+					res, err := tx.Append(chain.Request{Chain: "bulk", IdempotencyKey: key, Type: "t", Payload: []byte(key)})
+					if err != nil {
+						return err
+					}
+					results = append(results, res)
+				}
+				return nil
+			})
+			if err != nil {
+				fail("bulk %d: %v", i, err)
+			}
+			for _, res := range results {
+				ack(res.Entry)
+			}
+		}
+	}()
 	go func() { // multi-chain Updates with one key on every chain
 		defer wg.Done()
 		for i := 0; ; i++ {
@@ -132,9 +160,17 @@ func TestCrash(t *testing.T) {
 		if kills >= 20 && time.Now().After(budget) {
 			break
 		}
-		acks = append(acks, runCrashChild(t, path, rng)...)
-		checkAfterCrash(t, path, acks)
+		fresh := runCrashChild(t, path, rng)
+		// Each round checks its own acknowledgements and a sample of the
+		// earlier ones; the last round checks them all.
+		check := fresh
+		for i := kills; i < len(acks); i += 10 {
+			check = append(check, acks[i])
+		}
+		acks = append(acks, fresh...)
+		checkAfterCrash(t, path, check)
 	}
+	checkAfterCrash(t, path, acks)
 	if len(acks) == 0 {
 		t.Fatal("the child acknowledged nothing in any round")
 	}
@@ -228,6 +264,12 @@ func checkAfterCrash(t *testing.T, path string, acks []crashAck) {
 		if err != nil || e.Hash.String() != a.hash || e.IdempotencyKey != a.key {
 			t.Fatalf("acknowledged %+v: stored %+v %v", a, e, err)
 		}
+		if a.key == "" {
+			continue
+		}
+		if e, err := db.Lookup(ctx, a.chain, a.key); err != nil || e.Seq != a.seq {
+			t.Fatalf("key of acknowledged %+v: lookup %+v %v", a, e, err)
+		}
 	}
 	assertVerifies(t, db)
 	keysOf := func(ch string) []string {
@@ -246,6 +288,7 @@ func checkAfterCrash(t *testing.T, path string, acks []crashAck) {
 		return keys
 	}
 	keysOf("keyed")
+	keysOf("bulk")
 	// Every multi-chain Update is whole: the three chains hold the same keys
 	// in the same order.
 	first := keysOf(crashMultiChains[0])
