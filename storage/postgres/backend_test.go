@@ -820,3 +820,14 @@ func TestCanceledContextLeavesTransactionIntact(t *testing.T) {
 	}
 	checkChain(t, b, "a", 2)
 }
+
+func TestSearchPathSchema(t *testing.T) {
+	for path, want := range map[string]string{
+		"ledger_eu": "ledger_eu", "Ledger": "ledger", `"Ledger EU"`: "Ledger EU", `"a""b"`: `a"b`,
+		"a,b": "", "$user, public": "", "1abc": "", `"a"b"`: "",
+	} {
+		if got := postgres.SingleSchema(path); got != want {
+			t.Errorf("schema of search_path %s = %q, want %q", path, got, want)
+		}
+	}
+}

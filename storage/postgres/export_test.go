@@ -10,3 +10,6 @@ func FilterSeq(b *Backend, chain string) (seq uint64, ok bool) {
 	defer f.mu.Unlock()
 	return f.seq, true
 }
+
+// SingleSchema exposes singleSchema.
+var SingleSchema = singleSchema

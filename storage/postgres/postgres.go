@@ -56,7 +56,9 @@ const (
 type Options struct {
 	// Schema is the PostgreSQL schema that holds the ledger tables; it is
 	// created when missing. Empty means the connection string's
-	// search_path, or DefaultSchema when it sets none.
+	// search_path (a single name is created when missing; of a list, the
+	// first schema that exists is used), or DefaultSchema when it sets
+	// none.
 	Schema string
 
 	// NoMigrate makes Open fail with ErrSchemaVersion instead of applying
@@ -147,6 +149,9 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, string, error) {
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	schema := opts.Schema
+	if schema == "" {
+		schema = singleSchema(params["search_path"])
+	}
 	if schema == "" && params["search_path"] == "" {
 		schema = DefaultSchema
 	}
@@ -168,11 +173,31 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, string, error) {
 	return cfg, schema, nil
 }
 
+// singleSchema returns the schema that a search_path of one name selects
+// (unquoted names fold to lower case, as in SQL), or "" for a list.
+func singleSchema(path string) string {
+	path = strings.TrimSpace(path)
+	if len(path) >= 2 && path[0] == '"' && path[len(path)-1] == '"' {
+		inner := path[1 : len(path)-1]
+		if !strings.Contains(strings.ReplaceAll(inner, `""`, ""), `"`) {
+			return strings.ReplaceAll(inner, `""`, `"`)
+		}
+		return ""
+	}
+	for i, r := range path {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && (r >= '0' && r <= '9' || r == '$')) {
+			return ""
+		}
+	}
+	return strings.ToLower(path)
+}
+
 // Name returns the connection URL without its password.
 func (b *Backend) Name() string { return b.name }
 
 // Schema returns the schema that holds the ledger tables (empty when the
-// connection string's search_path decides).
+// connection string's search_path lists several and the first that exists
+// decides).
 func (b *Backend) Schema() string { return b.schema }
 
 // Stats reports the total size on disk (tables, indexes and TOAST) of the
