@@ -116,6 +116,16 @@ func OpenWith(t testing.TB, opts postgres.Options) *postgres.Backend {
 	if err != nil {
 		t.Fatalf("open test backend: %v", err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() {
+		// Close waits for open transactions; a test that failed with one
+		// open reports it instead of hanging.
+		done := make(chan struct{})
+		go func() { _ = b.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("closing the test backend: a transaction is still open after 30s")
+		}
+	})
 	return b
 }
