@@ -43,8 +43,8 @@ const (
 	// waiting for the server's deadlock detection (deadlock_timeout, 1s by
 	// default) the transaction fails with ErrRetryable after this time.
 	// Heads locked in ascending order wait without bound (or
-	// Options.LockTimeout), and cannot deadlock among themselves. Must
-	// match sqlShortLockWait.
+	// Options.LockTimeout, which also caps this wait), and cannot deadlock
+	// among themselves.
 	UnorderedLockWait = 50 * time.Millisecond
 
 	// DefaultCommitTimeout bounds a COMMIT round trip, and the time spent
@@ -88,6 +88,8 @@ type Backend struct {
 	opts    Options
 	closed  atomic.Bool
 	filters *keyFilters
+	// shortLockWait sets the wait for a head locked out of order.
+	shortLockWait string
 }
 
 var _ storage.Backend = (*Backend)(nil)
@@ -108,7 +110,12 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", name, classify(err, false))
 	}
-	b := &Backend{pool: pool, name: name, schema: schema, opts: opts, filters: newKeyFilters()}
+	wait := UnorderedLockWait
+	if opts.LockTimeout > 0 {
+		wait = min(wait, opts.LockTimeout)
+	}
+	b := &Backend{pool: pool, name: name, schema: schema, opts: opts, filters: newKeyFilters(),
+		shortLockWait: fmt.Sprintf("SET LOCAL lock_timeout = %d", max(wait.Milliseconds(), 1))}
 	if _, err := migrate(ctx, pool, schema, opts.NoMigrate); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)

@@ -24,9 +24,9 @@ const (
 	// is race-free. It returns a row only when it inserted one.
 	sqlCreateHead = `INSERT INTO chains (chain_id, head_seq, head_hash, head_time)
 		VALUES ($1, 0, '\x', 0) ON CONFLICT (chain_id) DO NOTHING RETURNING true`
-	// sqlShortLockWait and sqlDefaultLockWait bracket the locking of a head
-	// taken out of order (see UnorderedLockWait).
-	sqlShortLockWait   = "SET LOCAL lock_timeout = 50"
+	// Backend.shortLockWait (SET LOCAL lock_timeout = …) and
+	// sqlDefaultLockWait bracket the locking of a head taken out of order
+	// (see UnorderedLockWait).
 	sqlDefaultLockWait = "SET LOCAL lock_timeout TO DEFAULT"
 	// sqlLockHead also returns the transaction id (locking a row assigns one).
 	sqlLockHead = `SELECT head_seq, head_hash, head_time, pg_current_xact_id()::text

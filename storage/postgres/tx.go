@@ -351,7 +351,7 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 		return t.run(ctx, "lock head", false, func(b *pgx.Batch) {
 			created = false
 			if unordered {
-				b.Queue(sqlShortLockWait)
+				b.Queue(t.b.shortLockWait)
 			}
 			if create {
 				b.Queue(sqlCreateHead, chain).QueryRow(func(row pgx.Row) error {
