@@ -323,6 +323,14 @@ func (m *ledgerMachine) readBack(t *rapid.T) {
 		if !reflect.DeepEqual(entries, m.model.entries[ch]) {
 			t.Fatalf("entries of %q:\n got  %+v\n want %+v", ch, entries, m.model.entries[ch])
 		}
+		for _, want := range m.model.entries[ch] {
+			if got, err := m.db.Get(m.ctx, ch, want.Seq); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("get %q %d: %+v %v, model %+v", ch, want.Seq, got, err, want)
+			}
+		}
+		if _, err := m.db.Get(m.ctx, ch, uint64(len(entries)+1)); !errors.Is(err, chain.ErrNotFound) {
+			t.Fatalf("get past the head of %q: %v", ch, err)
+		}
 		for _, key := range modelKeys[2:] {
 			e, err := m.db.Lookup(m.ctx, ch, key)
 			i, ok := m.model.keys[ch][key]
