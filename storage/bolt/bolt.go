@@ -257,17 +257,7 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 		}
 		return nil, fmt.Errorf("begin %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	t := &tx{tx: btx, path: b.path, cache: b.cache}
-	t.runs = btx.Bucket(BucketKeyRuns)
-	t.chains = btx.Bucket(BucketChains)
-	t.entries = btx.Bucket(BucketEntries)
-	t.keys = btx.Bucket(BucketKeys)
-	t.state = btx.Bucket(BucketState)
-	t.meta = btx.Bucket(BucketMeta)
-	if writable {
-		t.entries.FillPercent = 1.0
-	}
-	return t, nil
+	return &tx{tx: btx, path: b.path, cache: b.cache}, nil
 }
 
 // EntryKey is the key of (chain id, seq) in the entries bucket.

@@ -215,8 +215,8 @@ func (t *tx) loadRuns() error {
 		return nil
 	}
 	var runs []*keyRun
-	if t.runs != nil {
-		cur := t.runs.Cursor()
+	if t.runs() != nil {
+		cur := t.runs().Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
 			if v != nil || len(k) != len(keyRunName{}) {
 				return fmt.Errorf("%s: %w: key run %x", t.path, storage.ErrCorrupt, k)
@@ -241,7 +241,7 @@ func (t *tx) loadRuns() error {
 }
 
 func (t *tx) readRun(name keyRunName) (*keyRun, error) {
-	b := t.runs.Bucket(name[:])
+	b := t.runs().Bucket(name[:])
 	if b == nil {
 		return nil, fmt.Errorf("%s: %w: key run %x is not a bucket", t.path, storage.ErrCorrupt, name)
 	}
@@ -262,7 +262,7 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, error) {
 	if seq, ok := t.index.pending[string(k)]; ok {
 		return seq, true, nil
 	}
-	if v := t.keys.Get(k); v != nil {
+	if v := t.keys().Get(k); v != nil {
 		if len(v) != 8 {
 			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
 		}
@@ -294,7 +294,7 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, error) {
 // whose last record is the first at or after the target, then a binary
 // search in it.
 func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
-	b := t.runs.Bucket(name[:])
+	b := t.runs().Bucket(name[:])
 	if b == nil {
 		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
 	}
@@ -349,7 +349,7 @@ func (t *tx) flushKeys() error {
 		return t.addRun(records)
 	}
 	for k, seq := range t.index.pending {
-		if err := t.keys.Put([]byte(k), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+		if err := t.keys().Put([]byte(k), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
 			return t.writeError(err)
 		}
 	}
@@ -362,7 +362,7 @@ func (t *tx) flushKeys() error {
 		return t.setRecentCount(recent)
 	}
 	records := make([]byte, 0, recent*keyRecordSize)
-	cur := t.keys.Cursor()
+	cur := t.keys().Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		if len(k) < 8 || len(v) != 8 {
 			return fmt.Errorf("%s: %w: key index entry %x", t.path, storage.ErrCorrupt, k)
@@ -373,7 +373,7 @@ func (t *tx) flushKeys() error {
 	if err := t.tx.DeleteBucket(BucketKeys); err != nil {
 		return t.writeError(err)
 	}
-	if t.keys, err = t.tx.CreateBucket(BucketKeys); err != nil {
+	if t.keysBucket, err = t.tx.CreateBucket(BucketKeys); err != nil {
 		return t.writeError(err)
 	}
 	if err := t.setRecentCount(0); err != nil {
@@ -408,7 +408,7 @@ func sortRecords(records []byte) {
 }
 
 func (t *tx) recentCount() (uint64, error) {
-	v := t.meta.Get(metaRecentKeys)
+	v := t.meta().Get(metaRecentKeys)
 	if v == nil {
 		return 0, nil
 	}
@@ -419,7 +419,7 @@ func (t *tx) recentCount() (uint64, error) {
 }
 
 func (t *tx) setRecentCount(n uint64) error {
-	if err := t.meta.Put(metaRecentKeys, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+	if err := t.meta().Put(metaRecentKeys, binary.BigEndian.AppendUint64(nil, n)); err != nil {
 		return t.writeError(err)
 	}
 	return nil
@@ -454,7 +454,7 @@ func (t *tx) addRun(records []byte) error {
 func (t *tx) writeRun(records []byte) (*keyRun, error) {
 	count := uint64(len(records) / keyRecordSize)
 	r := &keyRun{name: runName(runLevel(count), uint64(t.tx.ID())), count: count, filter: newFilter(count)}
-	b, err := t.runs.CreateBucket(r.name[:])
+	b, err := t.runs().CreateBucket(r.name[:])
 	if err != nil {
 		return nil, t.writeError(err)
 	}
@@ -493,7 +493,7 @@ func (t *tx) mergeRuns(runs []*keyRun) (*keyRun, error) {
 	cursors := make([]*bbolt.Cursor, len(runs))
 	for i, r := range runs {
 		total += r.count
-		b := t.runs.Bucket(r.name[:])
+		b := t.runs().Bucket(r.name[:])
 		if b == nil {
 			return nil, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
 		}
@@ -541,7 +541,7 @@ func (t *tx) mergeRuns(runs []*keyRun) (*keyRun, error) {
 		return nil, fmt.Errorf("%s: %w: key runs hold %d records, their headers say %d", t.path, storage.ErrCorrupt, len(records)/keyRecordSize, total)
 	}
 	for _, r := range runs {
-		if err := t.runs.DeleteBucket(r.name[:]); err != nil {
+		if err := t.runs().DeleteBucket(r.name[:]); err != nil {
 			return nil, t.writeError(err)
 		}
 		t.index.runs = slices.DeleteFunc(t.index.runs, func(x *keyRun) bool { return x == r })

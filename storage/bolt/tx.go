@@ -16,26 +16,55 @@ import (
 
 // tx is a storage.Tx over one bbolt transaction.
 type tx struct {
-	tx      *bbolt.Tx
-	path    string
-	done    bool
-	chains  *bbolt.Bucket
-	entries *bbolt.Bucket
-	keys    *bbolt.Bucket
-	state   *bbolt.Bucket
-	meta    *bbolt.Bucket
-	runs    *bbolt.Bucket // nil in a read-only view of a file without runs
-	cache   *runCache
-	index   keyIndex
+	tx   *bbolt.Tx
+	path string
+	done bool
+	// The buckets, opened when first used: opening one is a lookup, and a
+	// replay needs four of the six.
+	chainsBucket, entriesBucket, keysBucket *bbolt.Bucket
+	stateBucket, metaBucket, runsBucket     *bbolt.Bucket
+	cache                                   *runCache
+	index                                   keyIndex
 	// heads holds the chain records this write transaction changed; they
 	// are written once, at commit, however many entries a chain received.
 	heads map[string]*chainRecord
 	// lastMiss is the index key of the newest LookupKey that found nothing;
 	// an Append of that key right after needs no second lookup.
 	lastMiss []byte
+	// lastChain is the chain record a read transaction read last.
+	lastChain struct {
+		name   string
+		record chainRecord
+		ok     bool
+	}
 }
 
 func (t *tx) Writable() bool { return t.tx.Writable() }
+
+func (t *tx) bucket(b **bbolt.Bucket, name []byte) *bbolt.Bucket {
+	if *b == nil {
+		*b = t.tx.Bucket(name)
+	}
+	return *b
+}
+
+func (t *tx) chains() *bbolt.Bucket { return t.bucket(&t.chainsBucket, BucketChains) }
+func (t *tx) keys() *bbolt.Bucket   { return t.bucket(&t.keysBucket, BucketKeys) }
+func (t *tx) state() *bbolt.Bucket  { return t.bucket(&t.stateBucket, BucketState) }
+func (t *tx) meta() *bbolt.Bucket   { return t.bucket(&t.metaBucket, BucketMeta) }
+
+// runs is nil in a read-only view of a FormatV1 file.
+func (t *tx) runs() *bbolt.Bucket { return t.bucket(&t.runsBucket, BucketKeyRuns) }
+
+func (t *tx) entries() *bbolt.Bucket {
+	if t.entriesBucket == nil {
+		t.entriesBucket = t.tx.Bucket(BucketEntries)
+		if t.tx.Writable() {
+			t.entriesBucket.FillPercent = 1.0 // append-only: pack pages full
+		}
+	}
+	return t.entriesBucket
+}
 
 func (t *tx) usable(write bool) error {
 	if t.done {
@@ -51,13 +80,19 @@ func (t *tx) chain(name string) (chainRecord, error) {
 	if c, ok := t.heads[name]; ok {
 		return *c, nil
 	}
-	v := t.chains.Get([]byte(name))
+	if t.lastChain.ok && t.lastChain.name == name {
+		return t.lastChain.record, nil
+	}
+	v := t.chains().Get([]byte(name))
 	if v == nil {
 		return chainRecord{}, storage.ErrNotFound
 	}
 	c, err := decodeChain(v)
 	if err != nil {
 		return chainRecord{}, fmt.Errorf("chain %q: %w", name, err)
+	}
+	if !t.tx.Writable() { // a replay reads the chain twice: key, then entry
+		t.lastChain.name, t.lastChain.record, t.lastChain.ok = name, c, true
 	}
 	return c, nil
 }
@@ -107,7 +142,7 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		t.addKey(c.id, rec.IdempotencyKey, rec.Seq)
 	}
 	t.lastMiss = t.lastMiss[:0]
-	if err := t.entries.Put(EntryKey(c.id, rec.Seq), rec.Data); err != nil {
+	if err := t.entries().Put(EntryKey(c.id, rec.Seq), rec.Data); err != nil {
 		return t.writeError(err)
 	}
 	c.head = head
@@ -132,7 +167,7 @@ func (t *tx) flushHeads() error {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if err := t.chains.Put([]byte(name), encodeChain(*t.heads[name])); err != nil {
+		if err := t.chains().Put([]byte(name), encodeChain(*t.heads[name])); err != nil {
 			return t.writeError(err)
 		}
 	}
@@ -141,12 +176,12 @@ func (t *tx) flushHeads() error {
 }
 
 func (t *tx) nextChainID() (uint64, error) {
-	v := t.meta.Get(metaNextChainID)
+	v := t.meta().Get(metaNextChainID)
 	if len(v) != 8 {
 		return 0, fmt.Errorf("%s: %w: next_chain_id of %d bytes", t.path, storage.ErrCorrupt, len(v))
 	}
 	id := binary.BigEndian.Uint64(v)
-	if err := t.meta.Put(metaNextChainID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
+	if err := t.meta().Put(metaNextChainID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
 		return 0, t.writeError(err)
 	}
 	return id, nil
@@ -164,7 +199,7 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	v := t.entries.Get(EntryKey(c.id, seq))
+	v := t.entries().Get(EntryKey(c.id, seq))
 	if v == nil {
 		return nil, storage.ErrNotFound
 	}
@@ -207,7 +242,7 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 			return
 		}
 		prefix := binary.BigEndian.AppendUint64(nil, c.id)
-		cur := t.entries.Cursor()
+		cur := t.entries().Cursor()
 		var memory scanMemory
 		for k, v := cur.Seek(EntryKey(c.id, fromSeq)); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
 			memory.observe(v)
@@ -232,7 +267,7 @@ func (t *tx) Chains(ctx context.Context, from string) iter.Seq2[storage.ChainHea
 			yield(storage.ChainHead{}, err)
 			return
 		}
-		cur := t.chains.Cursor()
+		cur := t.chains().Cursor()
 		for k, v := cur.Seek([]byte(from)); k != nil; k, v = cur.Next() {
 			c, err := decodeChain(v)
 			if err != nil {
@@ -250,7 +285,7 @@ func (t *tx) StateGet(ctx context.Context, key []byte) ([]byte, error) {
 	if err := t.usable(false); err != nil {
 		return nil, err
 	}
-	v := t.state.Get(key)
+	v := t.state().Get(key)
 	if v == nil {
 		return nil, storage.ErrNotFound
 	}
@@ -264,7 +299,7 @@ func (t *tx) StatePut(ctx context.Context, key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	if err := t.state.Put(key, value); err != nil {
+	if err := t.state().Put(key, value); err != nil {
 		return t.writeError(err)
 	}
 	return nil
@@ -274,7 +309,7 @@ func (t *tx) StateDelete(ctx context.Context, key []byte) error {
 	if err := t.usable(true); err != nil {
 		return err
 	}
-	if err := t.state.Delete(key); err != nil {
+	if err := t.state().Delete(key); err != nil {
 		return t.writeError(err)
 	}
 	return nil
@@ -286,7 +321,7 @@ func (t *tx) StateScan(ctx context.Context, start, end []byte, reverse bool) ite
 			yield(storage.KeyValue{}, err)
 			return
 		}
-		cur := t.state.Cursor()
+		cur := t.state().Cursor()
 		inRange := func(k []byte) bool {
 			return k != nil && bytes.Compare(k, start) >= 0 && (end == nil || bytes.Compare(k, end) < 0)
 		}
