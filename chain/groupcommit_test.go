@@ -53,6 +53,7 @@ func waitQueued(started *atomic.Int64, n int64) {
 func TestGroupCommitIsolatesAFailingUpdate(t *testing.T) {
 	metrics := &countingMetrics{}
 	forEachBackend(t, chain.Options{Metrics: metrics}, func(t *testing.T, db *chain.DB) {
+		metrics.groupSizeMax.Store(0) // the metrics are shared by the backends
 		ctx := context.Background()
 		errRefused := errors.New("refused after writing")
 		const good = 6
@@ -276,6 +277,7 @@ func TestAppendWithCanceledContextWritesNothing(t *testing.T) {
 func TestGroupCommitRespectsBatchSizeMax(t *testing.T) {
 	metrics := &countingMetrics{}
 	forEachBackend(t, chain.Options{BatchSizeMax: 3, Metrics: metrics}, func(t *testing.T, db *chain.DB) {
+		metrics.groupSizeMax.Store(0) // the metrics are shared by the backends
 		const appenders = 16
 		appended := 0
 		// Grouping depends on timing; rounds repeat until groups formed.
