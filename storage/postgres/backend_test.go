@@ -749,7 +749,7 @@ func TestRedactedName(t *testing.T) {
 	}
 }
 
-// Names with a NUL byte cannot be stored in PostgreSQL text; reads find
+// Names with a NUL byte (or not UTF-8) cannot be stored in PostgreSQL text; reads find
 // nothing, Chains treats a NUL in its bound as "after the prefix", and the
 // transaction stays usable.
 func TestNULBytes(t *testing.T) {
@@ -760,13 +760,19 @@ func TestNULBytes(t *testing.T) {
 	appendN(t, b, "b", 0, 1, false)
 	tx, _ := b.Begin(ctx, true)
 	defer tx.Rollback()
-	if err := tx.Append(ctx, "x\x00", rec(1, ""), head(1)); !errors.Is(err, postgres.ErrNUL) {
+	if err := tx.Append(ctx, "x\x00", rec(1, ""), head(1)); !errors.Is(err, postgres.ErrText) {
 		t.Fatalf("append to a name with NUL: %v", err)
 	}
-	if err := tx.Append(ctx, "x", rec(1, "k\x00"), head(1)); !errors.Is(err, postgres.ErrNUL) {
+	if err := tx.Append(ctx, "x", rec(1, "k\x00"), head(1)); !errors.Is(err, postgres.ErrText) {
 		t.Fatalf("append with a key with NUL: %v", err)
 	}
 	if _, err := tx.Head(ctx, "a\x00"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if err := tx.Append(ctx, "x\xff", rec(1, ""), head(1)); !errors.Is(err, postgres.ErrText) {
+		t.Fatalf("append to a name that is not UTF-8: %v", err)
+	}
+	if _, err := tx.LookupKey(ctx, "a", "\xff"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if _, err := tx.LookupKey(ctx, "a", "k\x00"); !errors.Is(err, storage.ErrNotFound) {

@@ -36,11 +36,11 @@ var (
 	// differs from the new head's seq. Nothing is written.
 	ErrOutOfOrder = errors.New("postgres: append does not follow the chain head")
 
-	// ErrNUL is returned by Append for a chain name or idempotency key that
-	// contains a NUL byte, which a PostgreSQL text column cannot hold (the
-	// chain package refuses control characters before they get here).
-	// Reads of such names find nothing. Nothing is written.
-	ErrNUL = errors.New("postgres: chain names and idempotency keys cannot contain NUL bytes")
+	// ErrText is returned by Append for a chain name or idempotency key that
+	// is not valid UTF-8 or contains a NUL byte, which a PostgreSQL text
+	// column cannot hold (the chain package refuses both before they get
+	// here). Reads of such names find nothing. Nothing is written.
+	ErrText = errors.New("postgres: chain names and idempotency keys must be valid UTF-8 without NUL bytes")
 
 	// ErrSchemaVersion is returned by Open when the database schema was
 	// migrated by a newer version of this package, or when it is behind and

@@ -81,6 +81,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, check bool)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
+	// Names are stored as text and compared as bytes: the database must
+	// keep UTF-8 as it is.
+	var encoding string
+	if err := tx.QueryRow(ctx, "SELECT current_setting('server_encoding')").Scan(&encoding); err != nil {
+		return nil, classify(err, false)
+	}
+	if encoding != "UTF8" && encoding != "SQL_ASCII" {
+		return nil, fmt.Errorf("postgres: database encoding is %s; the ledger needs a UTF8 database", encoding)
+	}
+
 	target := schema
 	if target == "" {
 		// The connection string's search_path decides: the first schema

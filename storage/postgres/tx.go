@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -273,7 +274,7 @@ func (t *tx) Head(ctx context.Context, chain string) (storage.Head, error) {
 	if err := t.usable(); err != nil {
 		return storage.Head{}, err
 	}
-	if hasNUL(chain) {
+	if unstorable(chain) {
 		return storage.Head{}, storage.ErrNotFound // no such chain can be stored
 	}
 	if !t.writable {
@@ -435,8 +436,8 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 	if rec.Seq > MaxSeq {
 		return fmt.Errorf("%w: %d", ErrSeqRange, rec.Seq)
 	}
-	if hasNUL(chain) || hasNUL(rec.IdempotencyKey) {
-		return ErrNUL
+	if unstorable(chain) || unstorable(rec.IdempotencyKey) {
+		return ErrText
 	}
 	lh, err := t.lock(ctx, chain, nil)
 	if err != nil {
@@ -491,7 +492,7 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 	if i, ok := t.bySeq[chainSeq{chain, seq}]; ok {
 		return t.entries[i].data, nil
 	}
-	if seq == 0 || seq > MaxSeq || hasNUL(chain) {
+	if seq == 0 || seq > MaxSeq || unstorable(chain) {
 		return nil, storage.ErrNotFound
 	}
 	var (
@@ -527,7 +528,7 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if err := t.usable(); err != nil {
 		return 0, err
 	}
-	if key == "" || hasNUL(chain) || hasNUL(key) {
+	if key == "" || unstorable(chain) || unstorable(key) {
 		return 0, storage.ErrNotFound
 	}
 	if seq, ok := t.byKey[chainKey{chain, key}]; ok {
@@ -592,7 +593,7 @@ func (t *tx) lookupKey(ctx context.Context, chain, key string) (uint64, bool, er
 func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq2[storage.Record, error] {
 	return func(yield func(storage.Record, error) bool) {
 		from := max(fromSeq, 1)
-		if hasNUL(chain) {
+		if unstorable(chain) {
 			return
 		}
 		for from <= MaxSeq {
@@ -641,6 +642,10 @@ func (t *tx) Chains(ctx context.Context, from string) iter.Seq2[storage.ChainHea
 			// No stored name holds a NUL byte, so the names >= from are
 			// the names > its part before the first NUL.
 			query, bound = sqlChainsAfter, from[:i]
+		}
+		if !utf8.ValidString(bound) {
+			yield(storage.ChainHead{}, fmt.Errorf("%w: Chains from %q", ErrText, from))
+			return
 		}
 		for {
 			if err := t.usable(); err != nil {
@@ -819,9 +824,9 @@ func (t *tx) StateScan(ctx context.Context, start, end []byte, reverse bool) ite
 	}
 }
 
-// hasNUL reports whether s holds a NUL byte, which PostgreSQL text cannot
-// store.
-func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+// unstorable reports whether s cannot be stored in a text column: it holds
+// a NUL byte or is not valid UTF-8.
+func unstorable(s string) bool { return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) }
 
 // nonNil maps nil to an empty key: pgx sends a nil slice as NULL.
 func nonNil(b []byte) []byte {
