@@ -94,7 +94,8 @@
 // ascending order wait as long as needed.
 //
 // Seqs are stored as bigint: Append refuses a seq above MaxSeq with
-// ErrSeqRange.
+// ErrSeqRange. Chain names and keys are text: the database must be UTF8,
+// and Append refuses names that are not UTF-8 or hold NUL bytes (ErrText).
 //
 // The default schema search_path of a connection is replaced by the ledger's
 // schema; point several ledgers at one database by giving each a schema.
