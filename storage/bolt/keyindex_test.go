@@ -193,3 +193,63 @@ func TestKeyIndexRunsAndMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUpgradeFromFormatV1 turns a file back into the first layout (every
+// key in the keys bucket, no runs) and opens it: read-only it answers as
+// it is; for writing it is upgraded, and its keys stay unique.
+func TestUpgradeFromFormatV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	b, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains := []string{"a"}
+	m := &indexModel{seqs: map[string]map[string]uint64{}, heads: map[string]uint64{}}
+	appendKeys(t, b, m, chains, 40, "old", true)
+	b.Close()
+	raw, err := bbolt.Open(path, bolt.FileMode, bolt.BboltOptions(bolt.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(btx *bbolt.Tx) error {
+		if err := btx.DeleteBucket(bolt.BucketKeyRuns); err != nil {
+			return err
+		}
+		meta := btx.Bucket(bolt.BucketMeta)
+		if err := meta.Delete([]byte("recent_keys")); err != nil {
+			return err
+		}
+		return meta.Put([]byte("format"), []byte(bolt.FormatV1))
+	})
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, ro, m, chains)
+	ro.Close()
+
+	if b, err = bolt.Open(path, bolt.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.View(func(btx *bbolt.Tx) error {
+		if got := string(btx.Bucket(bolt.BucketMeta).Get([]byte("format"))); got != bolt.Format {
+			return fmt.Errorf("format %q after upgrade, want %q", got, bolt.Format)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, b, m, chains)
+	appendKeys(t, b, m, chains, bolt.KeyRecentMax, "new", true) // a run beside the old keys
+	checkIndex(t, b, m, chains)
+	if levels := countRuns(t, path, b); len(levels) == 0 {
+		t.Fatal("no run after the recent keys filled up")
+	}
+}
