@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/postgres"
@@ -26,7 +25,7 @@ import (
 func backendPID(t *testing.T, dbURL, schema string) uint32 {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgtest.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +56,7 @@ func backendPID(t *testing.T, dbURL, schema string) uint32 {
 func terminate(t *testing.T, dbURL string, pid uint32) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgtest.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +367,7 @@ func TestLostCommit(t *testing.T) {
 func waitAborted(t *testing.T, dbURL, schema string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgtest.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestMigrate(t *testing.T) {
 	b.Close()
 
 	// A schema migrated by a newer program is refused.
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgtest.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgtest.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 	defer b.Close()
 	appendN(t, b, "c", 0, 1, true)
 
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgtest.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

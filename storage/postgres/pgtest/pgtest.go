@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerworks/ledger/storage/postgres"
 )
@@ -87,9 +88,19 @@ func NewSchema(t testing.TB, url string) string {
 	return schema
 }
 
+// Connect opens a single connection to the database at url, which may
+// carry pool parameters (pool_max_conns, …) as the backend's URL does.
+func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg.ConnConfig)
+}
+
 // DropSchema drops schema and everything in it.
 func DropSchema(ctx context.Context, url, schema string) error {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := Connect(ctx, url)
 	if err != nil {
 		return err
 	}
