@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/postgres"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
