@@ -62,12 +62,16 @@ for target in "${targets[@]}"; do
   fi
   # go prints "fuzz: elapsed: 5s, execs: 123456 (24691/sec), new interesting: 2 (total: 30)".
   last=$(grep -E '^fuzz: elapsed: .*execs: [0-9]+' <<<"$output" | tail -n 1 || true)
+  # A target that passed without executions did not get past replaying its
+  # corpus in its time (a busy machine, a slow TestMain).
+  none="0 execs (too little time)"
+  [ "$status" = FAIL ] && none="no executions"
   # The rate in that line is the last interval's; print the run's average.
   execs=$(sed -nE 's/.*execs: ([0-9]+) .*/\1/p' <<<"$last")
   [ -n "$execs" ] && execs="$execs execs ($(( execs / seconds ))/sec)"
   interesting=$(sed -nE 's/.*new interesting: ([0-9]+) \(total: ([0-9]+)\).*/\1 new, corpus \2/p' <<<"$last")
   printf '%-4s %-42s %-26s %-22s fuzzed %ss, took %ss\n' "$status" "${pkg#github.com/ledgerworks/ledger/}.$name" \
-    "${execs:-0 execs (machine too busy)}" "${interesting:-}" "$seconds" "$(( $(date +%s) - start ))"
+    "${execs:-$none}" "${interesting:-}" "$seconds" "$(( $(date +%s) - start ))"
   if [ "$status" = FAIL ]; then
     echo "$output" | tail -n 40
   fi
