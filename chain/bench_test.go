@@ -83,7 +83,7 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	got, err := workload.ConcurrentAppends(context.Background(), db, "bench", 2, 64, max(b.N, 64))
+	got, err := workload.ConcurrentAppends(context.Background(), db, "bench", 2, 64, max(b.N, 64), false)
 	if err != nil {
 		b.Fatal(err)
 	}

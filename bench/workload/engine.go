@@ -57,9 +57,9 @@ func DurableAppends(ctx context.Context, db *chain.DB, chainID string, stream ui
 }
 
 // ConcurrentAppends runs goroutines appenders, each appending one entry at
-// a time to its own chain and waiting for its durable result, until total
-// entries are written (P2).
-func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, stream uint64, goroutines, total int) (Rate, error) {
+// a time to its own chain (or all to one chain when shared) and waiting for
+// its durable result, until total entries are written (P2).
+func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, stream uint64, goroutines, total int, shared bool) (Rate, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -69,6 +69,9 @@ func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, st
 		go func() {
 			defer wg.Done()
 			chainID := fmt.Sprintf("%s-%02d", chainPrefix, g)
+			if shared {
+				chainID = chainPrefix
+			}
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(total) {
