@@ -34,6 +34,13 @@ var (
 	ErrStop = errors.New("storage: stop scan")
 )
 
+// ErrRetry is wrapped by errors that mean the whole transaction was rolled
+// back by the store (a serialization failure, a deadlock, a connection lost
+// before commit) and nothing of it was written: running it again from Begin
+// is safe. The chain package's group committer does that a bounded number of
+// times before it hands the error to the callers.
+var ErrRetry = errors.New("storage: transaction rolled back, safe to retry")
+
 // Error wraps an operating failure of a backend (I/O, a full disk, a lost
 // connection) so that callers can tell it from a content error with
 // errors.Is(err, ErrIO).

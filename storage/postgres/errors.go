@@ -16,8 +16,8 @@ var (
 	// be "aborted". Nothing of the transaction was written, so running the
 	// whole transaction again from Begin is safe; the backend never does that
 	// by itself (the reads that led to the writes must be done again). It
-	// wraps storage.ErrIO.
-	ErrRetryable = fmt.Errorf("postgres: transaction rolled back before commit, safe to retry: %w", storage.ErrIO)
+	// wraps storage.ErrRetry and storage.ErrIO.
+	ErrRetryable = fmt.Errorf("postgres: transaction rolled back before commit, safe to retry: %w: %w", storage.ErrRetry, storage.ErrIO)
 
 	// ErrCommitUnknown is returned by Commit when the connection failed after
 	// COMMIT was sent and the outcome could not be established afterwards
