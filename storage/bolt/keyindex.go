@@ -186,7 +186,7 @@ func (c *runCache) committed(txid uint64, runs []*keyRun, created []*keyRun, del
 type keyIndex struct {
 	runs    []*keyRun
 	loaded  bool
-	pending map[string]uint64 // keyIndexKey -> seq, keys new in this transaction
+	pending map[pendingKey]uint64 // the keys new in this transaction -> seq
 	created []*keyRun
 	deleted []keyRunName
 	changed bool
@@ -258,10 +258,10 @@ func (t *tx) readRun(name keyRunName) (*keyRun, error) {
 
 // lookupKey finds the seq of (chain id, key) in the index.
 func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, error) {
-	k := keyIndexKey(chainID, key)
-	if seq, ok := t.index.pending[string(k)]; ok {
+	if seq, ok := t.index.pending[pendingKey{chainID, key}]; ok {
 		return seq, true, nil
 	}
+	k := keyIndexKey(chainID, key)
 	if v := t.keys().Get(k); v != nil {
 		if len(v) != 8 {
 			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
@@ -326,9 +326,9 @@ func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
 // addKey records a key appended in this transaction.
 func (t *tx) addKey(chainID uint64, key string, seq uint64) {
 	if t.index.pending == nil {
-		t.index.pending = make(map[string]uint64)
+		t.index.pending = make(map[pendingKey]uint64)
 	}
-	t.index.pending[string(keyIndexKey(chainID, key))] = seq
+	t.index.pending[pendingKey{chainID, key}] = seq
 }
 
 // flushKeys writes the transaction's new keys before it commits: a large
@@ -343,13 +343,13 @@ func (t *tx) flushKeys() error {
 	if n >= KeyRunDirectMin {
 		records := make([]byte, 0, n*keyRecordSize)
 		for k, seq := range t.index.pending {
-			records = appendRecord(records, k, seq)
+			records = appendRecord(records, k.chainID, k.key, seq)
 		}
 		sortRecords(records)
 		return t.addRun(records)
 	}
 	for k, seq := range t.index.pending {
-		if err := t.keys().Put([]byte(k), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+		if err := t.keys().Put(keyIndexKey(k.chainID, k.key), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
 			return t.writeError(err)
 		}
 	}
@@ -367,7 +367,7 @@ func (t *tx) flushKeys() error {
 		if len(k) < 8 || len(v) != 8 {
 			return fmt.Errorf("%s: %w: key index entry %x", t.path, storage.ErrCorrupt, k)
 		}
-		records = appendRecord(records, string(k), binary.BigEndian.Uint64(v))
+		records = appendRecord(records, binary.BigEndian.Uint64(k), string(k[8:]), binary.BigEndian.Uint64(v))
 	}
 	sortRecords(records)
 	if err := t.tx.DeleteBucket(BucketKeys); err != nil {
@@ -382,12 +382,18 @@ func (t *tx) flushKeys() error {
 	return t.addRun(records)
 }
 
-// appendRecord appends the run record of an index key (chain id | key).
-func appendRecord(records []byte, indexKey string, seq uint64) []byte {
-	digest := KeyDigest(indexKey[8:])
-	records = append(records, indexKey[:8]...)
+// appendRecord appends the run record of a key.
+func appendRecord(records []byte, chainID uint64, key string, seq uint64) []byte {
+	digest := KeyDigest(key)
+	records = binary.BigEndian.AppendUint64(records, chainID)
 	records = append(records, digest[:]...)
 	return binary.BigEndian.AppendUint64(records, seq)
+}
+
+// pendingKey is a key new in a write transaction.
+type pendingKey struct {
+	chainID uint64
+	key     string
 }
 
 func sortRecords(records []byte) {

@@ -146,10 +146,14 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		return t.writeError(err)
 	}
 	c.head = head
-	if t.heads == nil {
-		t.heads = make(map[string]*chainRecord)
+	if p, ok := t.heads[chain]; ok {
+		*p = c
+	} else {
+		if t.heads == nil {
+			t.heads = make(map[string]*chainRecord)
+		}
+		t.heads[chain] = &c
 	}
-	t.heads[chain] = &c
 	return nil
 }
 
