@@ -41,7 +41,7 @@ func (tx *Tx) AppendEntry(e Entry) error {
 		return invalid("prev_hash %s differs from the head's hash %s", e.PrevHash, head.Hash)
 	case e.ComputeHash() != e.Hash:
 		return invalid("hash %s is not the hash of the entry's fields", e.Hash)
-	case e.TimeUnixNano < head.TimeUnixNano:
+	case head.Seq > 0 && e.TimeUnixNano < head.TimeUnixNano:
 		return invalid("time %d is before the head's time %d", e.TimeUnixNano, head.TimeUnixNano)
 	}
 	if e.IdempotencyKey != "" {
