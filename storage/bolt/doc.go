@@ -36,7 +36,9 @@
 // a key, so the chain package checks that the entry it finds holds the key
 // it asked for: a collision of 128-bit digests could refuse a key, never
 // answer for another. Files of the previous layout (ledger/bolt/v1, keys
-// bucket only) are upgraded when opened for writing.
+// bucket only) are upgraded when opened for writing. Tests that damage a file
+// on purpose reach entries through ChainID and EntryKey, and the index
+// through KeySeq and SetKeySeq, which find a key in either part.
 //
 // # Caveats
 //

@@ -253,3 +253,56 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 		t.Fatal("no run after the recent keys filled up")
 	}
 }
+
+// TestSetKeySeq repoints keys in both parts of the index through the
+// helpers tamper tests use, and the backend then answers with the new seq.
+func TestSetKeySeq(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	b, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains := []string{"a"}
+	m := &indexModel{seqs: map[string]map[string]uint64{}, heads: map[string]uint64{}}
+	appendKeys(t, b, m, chains, bolt.KeyRunDirectMin, "run", true) // a run
+	appendKeys(t, b, m, chains, 3, "recent", true)                 // the recent B-tree
+	b.Close()
+	raw, err := bbolt.Open(path, bolt.FileMode, bolt.BboltOptions(bolt.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"run-7", "recent-1"}
+	err = raw.Update(func(btx *bbolt.Tx) error {
+		for _, k := range keys {
+			seq, err := bolt.KeySeq(btx, "a", k)
+			if err != nil || seq != m.seqs["a"][k] {
+				return fmt.Errorf("KeySeq(%q) = %d, %v; want %d", k, seq, err, m.seqs["a"][k])
+			}
+			if err := bolt.SetKeySeq(btx, "a", k, 1000+seq); err != nil {
+				return err
+			}
+		}
+		if _, err := bolt.KeySeq(btx, "a", "never"); !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("KeySeq of a missing key: %v", err)
+		}
+		return nil
+	})
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = bolt.Open(path, bolt.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	stx, err := b.Begin(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stx.Rollback()
+	for _, k := range keys {
+		if got, err := stx.LookupKey(context.Background(), "a", k); err != nil || got != 1000+m.seqs["a"][k] {
+			t.Errorf("LookupKey(%q) after SetKeySeq = %d, %v; want %d", k, got, err, 1000+m.seqs["a"][k])
+		}
+	}
+}
