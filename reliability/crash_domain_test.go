@@ -26,6 +26,7 @@ const (
 var crashLocations = [2]string{"WH-1", "WH-2"}
 
 func init() {
+	crashSetups = append(crashSetups, setupDomains)
 	crashOperations = append(crashOperations,
 		stockTransferOperation(), valuationOperation(), postingOperation(), purchaseReceiptOperation())
 	crashChecks["stockmovement"] = stockmovement.Check
@@ -123,8 +124,7 @@ func stockTransferOperation() crashOperation {
 		return crashLocations[1], crashLocations[0]
 	}
 	return crashOperation{
-		kind:  "stock-transfer",
-		setup: setupDomains,
+		kind: "stock-transfer",
 		run: func(ctx context.Context, db *chain.DB, id string) error {
 			from, to := direction(id)
 			_, err := stockmovement.Transfer(ctx, db, stockmovement.TransferRequest{Tenant: crashTenant, Item: crashItem,
@@ -156,8 +156,7 @@ func valuationOperation() crashOperation {
 		return []string{crashLocations[n/4%2]}
 	}
 	return crashOperation{
-		kind:  "valuation",
-		setup: setupDomains,
+		kind: "valuation",
 		run: func(ctx context.Context, db *chain.DB, id string) error {
 			n := idNumber(id)
 			quantity := decimal.MustNew(int64(1+n%7), 0)
@@ -212,8 +211,7 @@ func postingPresent(ctx context.Context, db *chain.DB, id string) (bool, error) 
 // postingOperation posts a two-line journal entry.
 func postingOperation() crashOperation {
 	return crashOperation{
-		kind:  "posting",
-		setup: setupDomains,
+		kind: "posting",
 		run: func(ctx context.Context, db *chain.DB, id string) error {
 			_, err := crashBookOf(db).Post(ctx, crashPosting(id))
 			return err
@@ -232,8 +230,7 @@ func postingOperation() crashOperation {
 func purchaseReceiptOperation() crashOperation {
 	quantity := func(id string) decimal.Decimal { return decimal.MustNew(int64(1+idNumber(id)%20), 0) }
 	return crashOperation{
-		kind:  "purchase-receipt",
-		setup: setupDomains,
+		kind: "purchase-receipt",
 		run: func(ctx context.Context, db *chain.DB, id string) error {
 			book := crashBookOf(db)
 			value := crashAmount(id)

@@ -45,10 +45,13 @@ const (
 // shows as a mix of true and false.
 type crashOperation struct {
 	kind  string
-	setup func(ctx context.Context, db *chain.DB) error
 	run   func(ctx context.Context, db *chain.DB, id string) error
 	parts func(ctx context.Context, db *chain.DB, id string) ([]bool, error)
 }
+
+// crashSetups run in the child before any operation (definitions the
+// operations need); each must write nothing when its work is done already.
+var crashSetups []func(ctx context.Context, db *chain.DB) error
 
 // crashOperations lists the operation kinds; the domain packages' kinds are
 // added by crash_domain_test.go.
@@ -102,8 +105,7 @@ func rawOperationKey(id string) []byte { return []byte("raw/crash/op/" + id) }
 // record in the state keyspace, all in one Update.
 func rawUpdateOperation() crashOperation {
 	return crashOperation{
-		kind:  "update",
-		setup: func(context.Context, *chain.DB) error { return nil },
+		kind: "update",
 		run: func(ctx context.Context, db *chain.DB, id string) error {
 			return db.Update(ctx, func(tx *chain.Tx) error {
 				chains := rawChains(id)
@@ -209,8 +211,10 @@ func crashChild() int {
 	kinds := map[string]crashOperation{}
 	for _, op := range crashOperations {
 		kinds[op.kind] = op
-		if err := op.setup(ctx, db); err != nil {
-			fmt.Fprintf(os.Stderr, "setup %s: %v\n", op.kind, err)
+	}
+	for _, setup := range crashSetups {
+		if err := setup(ctx, db); err != nil {
+			fmt.Fprintf(os.Stderr, "setup: %v\n", err)
 			return 1
 		}
 	}
