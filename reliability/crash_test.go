@@ -28,6 +28,7 @@ const (
 	crashWorkers       = 4                      // goroutines of the child, so group commits carry several operations
 	crashKillDelayMax  = 200 * time.Millisecond // the child is killed at a random moment up to this long after it is ready
 	crashEarlyEvery    = 5                      // one round in this many is killed counting from the child's start
+	crashEarlyDelayMax = 80 * time.Millisecond  // … at a random moment up to this long after it starts
 	crashChildLifetime = 20 * time.Second       // a child that is never killed gives up
 )
 
@@ -282,7 +283,11 @@ func TestCrashAtomicity(t *testing.T) {
 		// start (opening, definitions, retries), the others while they run
 		// operations.
 		afterReady := round%crashEarlyEvery != 0
-		records, ready := runCrashRound(t, path, round, retry, afterReady, time.Duration(random.Int64N(int64(crashKillDelayMax))))
+		delay := time.Duration(random.Int64N(int64(crashKillDelayMax)))
+		if !afterReady {
+			delay = time.Duration(random.Int64N(int64(crashEarlyDelayMax)))
+		}
+		records, ready := runCrashRound(t, path, round, retry, afterReady, delay)
 		stats.rounds++
 		if !ready {
 			stats.killedBeforeReady++
