@@ -2,10 +2,13 @@ package chain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/ledgerworks/ledger/storage"
 )
 
 // Request states: a queued request is claimed by the committer or canceled
@@ -56,6 +59,10 @@ func (db *DB) commitLoop() {
 	}
 }
 
+// commitRetriesMax bounds how often a group runs again after the store
+// rolled its transaction back with an error matching storage.ErrRetry.
+const commitRetriesMax = 3
+
 // groupYieldsMax bounds the yields of the committer while its group grows.
 const groupYieldsMax = 8
 
@@ -90,7 +97,9 @@ func (db *DB) drain() {
 // runGroup runs a batch in one storage transaction. A request whose function
 // fails without writing simply gets its error. One that fails after writing
 // poisons the transaction: it is rolled back and the group runs again without
-// that request, so one caller's failure never reaches another.
+// that request, so one caller's failure never reaches another. When the store
+// rolls the transaction back itself with storage.ErrRetry (a serialization
+// failure), the whole group runs again, up to commitRetriesMax times.
 func (db *DB) runGroup(batch []*request) {
 	pending := batch[:0:0]
 	for _, r := range batch {
@@ -98,20 +107,39 @@ func (db *DB) runGroup(batch []*request) {
 			pending = append(pending, r)
 		}
 	}
+	retries := 0
+	retry := func(err error) bool {
+		if errors.Is(err, storage.ErrRetry) && retries < commitRetriesMax {
+			retries++
+			return true
+		}
+		return false
+	}
 	for len(pending) > 0 {
 		stx, err := db.backend.Begin(context.Background(), true)
 		if err != nil {
+			if retry(err) {
+				continue
+			}
 			finish(pending, storageError(err))
 			return
 		}
-		poisoned := -1
+		poisoned, again := -1, false
 		for i, r := range pending {
 			tx := &Tx{db: db, ctx: r.ctx, stx: stx}
 			r.err, r.panicValue = run(r.fn, tx)
+			if r.err != nil && r.panicValue == nil && retry(r.err) {
+				again = true // the store rolled the whole transaction back
+				break
+			}
 			if (r.err != nil || r.panicValue != nil) && tx.dirty {
 				poisoned = i
 				break
 			}
+		}
+		if again {
+			stx.Rollback()
+			continue
 		}
 		if poisoned >= 0 {
 			stx.Rollback()
@@ -123,6 +151,9 @@ func (db *DB) runGroup(batch []*request) {
 		commitErr := storageError(stx.Commit())
 		if db.metrics != nil {
 			db.metrics.GroupCommitted(len(pending), time.Since(start))
+		}
+		if commitErr != nil && retry(commitErr) {
+			continue
 		}
 		if commitErr != nil {
 			db.log.Error("group commit failed", "requests", len(pending), "err", commitErr)
