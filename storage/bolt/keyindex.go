@@ -20,8 +20,9 @@ import (
 //   - recent keys, exact, in the B-tree of BucketKeys, which small
 //     transactions write cheaply;
 //   - immutable sorted runs of key digests in BucketKeyRuns, each with a
-//     Bloom filter, written sequentially and merged in the background of
-//     the write path (size-tiered, KeyRunFanout runs per level).
+//     Bloom filter, written sequentially and merged by the committing
+//     transaction when a level is full (size-tiered, KeyRunFanout runs per
+//     level).
 //
 // A random key inserted into a large B-tree dirties a page of its own, so
 // a B-tree index costs a page write per key once it outgrows the batch; runs
@@ -53,7 +54,7 @@ const (
 	filterProbes = 7
 )
 
-// keyRunsName is the name of a run: u8 level | u64be id of the transaction
+// keyRunName is the name of a run: u8 level | u64be id of the transaction
 // that wrote it.
 type keyRunName [9]byte
 
