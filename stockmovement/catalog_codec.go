@@ -61,8 +61,8 @@ func DecodeItem(data []byte) (Item, error) {
 		return Item{}, malformed("item of %d bytes exceeds %d", len(data), catalogSizeMax)
 	}
 	r := reader{data: data}
-	it := Item{ID: r.text(), Name: r.text(), Scale: r.byte()}
-	flags := r.byte()
+	it := Item{ID: r.text(), Name: r.text(), Scale: r.readByte()}
+	flags := r.readByte()
 	if r.err != "" {
 		return Item{}, malformed("item: %s", r.err)
 	}

@@ -249,7 +249,7 @@ func (r *reader) text() string {
 	return s
 }
 
-func (r *reader) byte() byte {
+func (r *reader) readByte() byte {
 	if r.err != "" {
 		return 0
 	}
