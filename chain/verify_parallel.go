@@ -190,12 +190,32 @@ func decodeFields(data []byte) (recordFields, bool) {
 		return f, false
 	}
 	f.key, f.typ, f.payload = fields[0], fields[1], fields[2]
-	// The views are read, never kept, while the bytes are alive.
-	if validateText("idempotency_key", unsafeString(f.key), 0, IdempotencyKeyLengthMax, ErrInvalidKey) != nil ||
-		validateText("type", unsafeString(f.typ), 1, TypeLengthMax, ErrInvalidType) != nil {
+	if !validText("idempotency_key", f.key, 0, IdempotencyKeyLengthMax, ErrInvalidKey) ||
+		!validText("type", f.typ, 1, TypeLengthMax, ErrInvalidType) {
 		return f, false
 	}
 	return f, true
+}
+
+// validText applies validateText's rules to stored bytes. Printable ASCII,
+// what keys and types nearly always are, is valid UTF-8 without control
+// characters, so it is checked in one pass; anything else goes through
+// validateText itself.
+func validText(field string, b []byte, lengthMin, lengthMax int, sentinel error) bool {
+	if len(b) >= lengthMin && len(b) <= lengthMax && printableASCII(b) {
+		return true
+	}
+	// The view is read, never kept, while the bytes are alive.
+	return validateText(field, unsafeString(b), lengthMin, lengthMax, sentinel) == nil
+}
+
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -29,6 +29,10 @@ func TestDecodeFieldsAgreesWithDecodeRecord(t *testing.T) {
 		e.PrevHash[random.IntN(HashSize)] = byte(random.IntN(256))
 		e.Hash = e.ComputeHash()
 		data := EncodeRecord(&e)
+		if i%5 == 0 { // text beyond ASCII, valid or not, takes the slow path
+			e.IdempotencyKey = string([]byte{'k', byte(0x7f + random.IntN(0x81)), byte(random.IntN(256))})
+			e.Type = "typ\u00e9" + string([]rune{rune(random.IntN(0x300))})
+		}
 		switch i % 4 { // damage most records: flip, cut, extend
 		case 1:
 			data[random.IntN(len(data))] ^= byte(1 + random.IntN(255))
