@@ -19,33 +19,50 @@ import (
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
-// ledgerctlBinary is the ledgerctl executable TestMain builds for the end-to-end
-// tests, which run it as separate processes.
-var ledgerctlBinary string
+// The ledgerctl executable for the end-to-end tests, which run it as separate
+// processes. It is built on first use, once per test process: `go test
+// -list`, fuzz workers and runs of other tests never build it.
+var (
+	ledgerctlOnce   sync.Once
+	ledgerctlFolder string
+	ledgerctlPath   string
+	ledgerctlErr    error
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ledgerctl-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ledgerctlBinary = filepath.Join(dir, "ledgerctl")
-	if runtime.GOOS == "windows" {
-		ledgerctlBinary += ".exe"
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.Command(goTool, "build", "-o", ledgerctlBinary, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building ledgerctl: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if ledgerctlFolder != "" {
+		os.RemoveAll(ledgerctlFolder)
+	}
 	os.Exit(code)
+}
+
+// ledgerctlBinary builds cmd/ledgerctl into a temporary folder on its first
+// call and returns the executable's path; a failed build fails every caller.
+func ledgerctlBinary(t testing.TB) string {
+	t.Helper()
+	ledgerctlOnce.Do(func() {
+		ledgerctlFolder, ledgerctlErr = os.MkdirTemp("", "ledgerctl-test-")
+		if ledgerctlErr != nil {
+			return
+		}
+		ledgerctlPath = filepath.Join(ledgerctlFolder, "ledgerctl")
+		if runtime.GOOS == "windows" {
+			ledgerctlPath += ".exe"
+		}
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		build := exec.Command(goTool, "build", "-o", ledgerctlPath, ".")
+		if out, err := build.CombinedOutput(); err != nil {
+			ledgerctlErr = fmt.Errorf("building ledgerctl: %v\n%s", err, out)
+		}
+	})
+	if ledgerctlErr != nil {
+		t.Fatal(ledgerctlErr)
+	}
+	return ledgerctlPath
 }
 
 // process runs the binary once; the environment has no LEDGER_DB unless
@@ -66,7 +83,7 @@ func newProcess(t *testing.T, env ...string) *process {
 }
 
 func (p *process) command(ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
-	cmd := exec.CommandContext(ctx, ledgerctlBinary, args...)
+	cmd := exec.CommandContext(ctx, ledgerctlBinary(p.t), args...)
 	cmd.Env = p.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -425,7 +442,7 @@ func TestBinaryProgressBarOnATerminalOnly(t *testing.T) {
 	}
 	// script runs the command on a pseudo-terminal and copies what it
 	// draws to its own stdout.
-	r := p.run0(script, "-qec", ledgerctlBinary+" --db "+shellQuote(db)+" verify", "/dev/null")
+	r := p.run0(script, "-qec", ledgerctlBinary(t)+" --db "+shellQuote(db)+" verify", "/dev/null")
 	if r.code != 0 || !strings.Contains(r.stdout, "verifying") || !strings.Contains(r.stdout, "intact: 2 chains, 20000 entries verified") {
 		t.Fatalf("verify on a terminal drew no progress bar: %+v", r)
 	}
@@ -441,4 +458,60 @@ func (p *process) run0(program string, args ...string) cliResult {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	return finish(p.t, cmd.Run(), &stdout, &stderr)
+}
+
+// TestBinaryFailedCommitIsOneErrorOnStderr appends a payload the ledger file
+// cannot grow to hold (the process's file size limit stands in for a full
+// disk): the commit fails inside the engine, and stderr holds exactly one
+// error — one JSON object with -o json — and no log line, unless
+// --log-level asks for the engine's logs. Nothing is written.
+func TestBinaryFailedCommitIsOneErrorOnStderr(t *testing.T) {
+	t.Parallel()
+	shell, err := exec.LookPath("sh")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("needs a POSIX shell's ulimit -f on Linux")
+	}
+	p := newProcess(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	if r := p.run("--db", db, "init"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	payload := filepath.Join(dir, "payload")
+	if err := os.WriteFile(payload, bytes.Repeat([]byte("0123456789abcdef"), 512<<10/16), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// 256 blocks (128 KiB, or 256 KiB where a block is 1 KiB) keeps the
+	// 32 KiB ledger file from growing by the 512 KiB payload.
+	limited := func(args ...string) cliResult {
+		script := `ulimit -f 256 && exec "$0" "$@"`
+		return p.run0(shell, append([]string{"-c", script, ledgerctlBinary(t), "--db", db}, args...)...)
+	}
+	appendArgs := []string{"append", "acme/x", "--type", "t/v1", "--key", "k", "--data", "@" + payload}
+
+	r := limited(append([]string{"-o", "json"}, appendArgs...)...)
+	if r.code != exitStorage || r.stdout != "" {
+		t.Fatalf("append beyond the file size limit: %+v", r)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	var e errorJSON
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &e) != nil || e.Error.Code != codeStorage ||
+		!strings.Contains(e.Error.Message, "file too large") {
+		t.Fatalf("stderr is not one JSON error object: %q", r.stderr)
+	}
+	if r := limited(appendArgs...); r.code != exitStorage || strings.Count(r.stderr, "\n") != 1 ||
+		!strings.HasPrefix(r.stderr, "ledgerctl: ") {
+		t.Fatalf("text stderr is not one line: %+v", r)
+	}
+	// Asked for, the engine's log comes first, as a JSON line of its own.
+	r = limited(append([]string{"-o", "json", "--log-level", "error"}, appendArgs...)...)
+	lines = strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	var logLine struct{ Level, Msg string }
+	if r.code != exitStorage || len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &logLine) != nil ||
+		logLine.Level != "ERROR" || json.Unmarshal([]byte(lines[1]), &e) != nil || e.Error.Code != codeStorage {
+		t.Fatalf("--log-level error: %+v", r)
+	}
+	if r := p.run("--db", db, "-o", "json", "chains"); r.code != 0 || r.stdout != "[]\n" {
+		t.Fatalf("a failed commit wrote: %+v", r)
+	}
 }

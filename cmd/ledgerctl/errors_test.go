@@ -78,6 +78,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"--lock-timeout", "-1s", "chains"},
 		{"--lock-timeout", "soon", "chains"},
 		{"--no-such-flag", "chains"},
+		{"--log-level", "loud", "chains"},
 	} {
 		r := l.run(args...)
 		if r.code != exitUsage || !strings.HasPrefix(r.stderr, "ledgerctl: ") {

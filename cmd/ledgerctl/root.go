@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -86,6 +87,25 @@ const (
 	outputJSON = "json"
 )
 
+// Levels of --log-level. The engine logs operating failures it also returns
+// (a failed group commit); they are off by default so that stderr holds
+// exactly one error line, or one JSON object with -o json.
+const (
+	logLevelOff   = "off"
+	logLevelError = "error"
+	logLevelWarn  = "warn"
+	logLevelInfo  = "info"
+	logLevelDebug = "debug"
+)
+
+// logLevels maps --log-level values to slog levels.
+var logLevels = map[string]slog.Level{
+	logLevelError: slog.LevelError,
+	logLevelWarn:  slog.LevelWarn,
+	logLevelInfo:  slog.LevelInfo,
+	logLevelDebug: slog.LevelDebug,
+}
+
 // app holds the global options and what the commands share. Tests build one
 // with a fixed clock.
 type app struct {
@@ -93,6 +113,10 @@ type app struct {
 	database    string
 	output      string
 	lockTimeout time.Duration
+	logLevel    string
+
+	// stderr receives the engine's logs when --log-level asks for them.
+	stderr io.Writer
 
 	// clock stamps new entries; time.Now when nil.
 	clock func() time.Time
@@ -164,6 +188,8 @@ func newRootCommand(a *app) *cobra.Command {
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputText, "output format: text or json")
 	root.PersistentFlags().DurationVar(&a.lockTimeout, "lock-timeout", lockTimeoutDefault,
 		"how long to wait for a ledger file another process holds")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", logLevelOff,
+		"engine logs on stderr: off, error, warn, info or debug (JSON lines with -o json)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err: err}
 	})
@@ -184,7 +210,26 @@ func (a *app) checkGlobalOptions() error {
 	if a.lockTimeout < 0 || a.lockTimeout > lockTimeoutMax {
 		return usageErrorf("--lock-timeout %v: want 0 to %v", a.lockTimeout, lockTimeoutMax)
 	}
+	if _, ok := logLevels[a.logLevel]; !ok && a.logLevel != logLevelOff {
+		return usageErrorf("--log-level %q: want off, error, warn, info or debug", a.logLevel)
+	}
 	return nil
+}
+
+// logger returns the engine's logger: silent unless --log-level asks for
+// logs, which then go to stderr as text, or as JSON lines with -o json.
+// Never slog.Default: its lines would break the one-error-per-run contract
+// of stderr.
+func (a *app) logger() *slog.Logger {
+	level, ok := logLevels[a.logLevel]
+	if !ok || a.stderr == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	options := &slog.HandlerOptions{Level: level}
+	if a.output == outputJSON {
+		return slog.New(slog.NewJSONHandler(a.stderr, options))
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, options))
 }
 
 // databaseName is the ledger the command works on: --db, else $LEDGER_DB,
@@ -207,7 +252,7 @@ func (a *app) options(readOnly bool) chain.Options {
 	if timeout == 0 {
 		timeout = -1 // the engine reads zero as its default; -1 is "do not wait"
 	}
-	return chain.Options{Clock: a.clock, LockTimeout: timeout, ReadOnly: readOnly}
+	return chain.Options{Clock: a.clock, LockTimeout: timeout, ReadOnly: readOnly, Logger: a.logger()}
 }
 
 // openDB opens the existing ledger. A missing file is an error (exit 5) and
@@ -273,6 +318,7 @@ func writeJSON(w io.Writer, value any) error {
 // are printed on stderr, as one line of text or, with -o json, as a JSON
 // error object.
 func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a.stderr = stderr
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
