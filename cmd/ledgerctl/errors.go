@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
+	"github.com/ledgerworks/ledger/valuations"
 )
 
 // Exit codes (docs/CLI.md). They are part of the command line's contract.
@@ -32,6 +33,10 @@ const (
 	codeCorrupt      = "CORRUPT"
 	codeStorage      = "STORAGE"
 	codeCanceled     = "CANCELED"
+	// codeIncomplete: a valuation chain holds a half-written operation that
+	// cannot be completed or ordered (valuations.ErrIncomplete). No retry
+	// or other input fixes it; an operator has to look at the named entry.
+	codeIncomplete = "INCOMPLETE_OPERATION"
 )
 
 var (
@@ -73,6 +78,10 @@ func classify(err error) (exitCode int, code string) {
 		return exitVerification, codeVerification
 	case errors.As(err, &usage):
 		return exitUsage, codeUsage
+	case errors.Is(err, valuations.ErrIncomplete):
+		// Before the input classes: its cause may be an input error of
+		// the entry it could not apply, which is not the caller's input.
+		return exitStorage, codeIncomplete
 	case errors.Is(err, chain.ErrInvalid), errors.Is(err, errInvalidInput), isDecimalError(err):
 		return exitUsage, codeInvalidInput
 	case errors.Is(err, chain.ErrIdempotencyConflict):
@@ -124,14 +133,25 @@ func reportError(stderr io.Writer, asJSON bool, err error) int {
 		return exitCode
 	}
 	body := errorBodyJSON{Code: code, Message: message}
-	var conflict *chain.ConflictError
-	if errors.As(err, &conflict) {
-		body.ExistingSeq = conflict.ExistingSeq
-	}
+	body.ExistingSeq = existingSeq(err)
 	if writeJSON(stderr, errorJSON{Error: body}) != nil {
 		fmt.Fprintf(stderr, "ledgerctl: %s\n", message)
 	}
 	return exitCode
+}
+
+// existingSeq returns the seq of the entry that holds a conflicting
+// idempotency key (or operation id), or 0.
+func existingSeq(err error) uint64 {
+	var conflict *chain.ConflictError
+	if errors.As(err, &conflict) {
+		return conflict.ExistingSeq
+	}
+	var operationConflict *valuations.ConflictError
+	if errors.As(err, &operationConflict) {
+		return operationConflict.ExistingSeq
+	}
+	return 0
 }
 
 // oneLine keeps an error message on one line of stderr.
