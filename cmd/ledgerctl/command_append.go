@@ -76,13 +76,19 @@ func runAppend(cmd *cobra.Command, a *app, opts appendOptions, chainName string)
 // readData returns the payload --data names: the text itself, @FILE's bytes
 // or standard input's for "-", at most chain.PayloadSizeMaxDefault bytes.
 func readData(cmd *cobra.Command, data string) ([]byte, error) {
+	return readDataFrom(data, cmd.InOrStdin(), func(name string) (io.ReadCloser, error) { return os.Open(name) })
+}
+
+// readDataFrom is readData with standard input and the file system given,
+// so that the parser can be tested and fuzzed without either.
+func readDataFrom(data string, stdin io.Reader, open func(name string) (io.ReadCloser, error)) ([]byte, error) {
 	var r io.Reader
 	var what string
 	switch {
 	case data == "-":
-		r, what = cmd.InOrStdin(), "standard input"
+		r, what = stdin, "standard input"
 	case strings.HasPrefix(data, "@"):
-		f, err := os.Open(data[1:])
+		f, err := open(data[1:])
 		if err != nil {
 			return nil, invalidInputf("--data %s: %v", data, err)
 		}

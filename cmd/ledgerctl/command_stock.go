@@ -276,9 +276,15 @@ func parseQuantity(ctx context.Context, db *chain.DB, tenant, item, text string)
 	if err != nil {
 		return decimal.Decimal{}, err
 	}
-	q, err := decimal.Parse(text, it.Scale)
+	return parseQuantityText(item, text, it.Scale)
+}
+
+// parseQuantityText parses a quantity written for item at exactly scale;
+// what cannot be parsed is an input error (exit 2) that names the item.
+func parseQuantityText(item, text string, scale uint8) (decimal.Decimal, error) {
+	q, err := decimal.Parse(text, scale)
 	if err != nil {
-		return decimal.Decimal{}, invalidInputf("quantity %q for item %s (scale %d): %v", text, item, it.Scale, err)
+		return decimal.Decimal{}, invalidInputf("quantity %q for item %s (scale %d): %w", text, item, scale, err)
 	}
 	return q, nil
 }

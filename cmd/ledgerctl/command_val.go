@@ -90,7 +90,7 @@ func withValDB(cmd *cobra.Command, a *app, readOnly bool, fn func(ctx context.Co
 func valDecimal(what, text string, scale uint8) (decimal.Decimal, error) {
 	d, err := decimal.Parse(text, scale)
 	if err != nil {
-		return decimal.Decimal{}, invalidInputf("%s %q at %d decimal places: %v", what, text, scale, err)
+		return decimal.Decimal{}, invalidInputf("%s %q at %d decimal places: %w", what, text, scale, err)
 	}
 	return d, nil
 }

@@ -64,9 +64,10 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
-// invalidInputf returns an error about the user's input (exit 2).
+// invalidInputf returns an error about the user's input (exit 2). The
+// format may wrap a cause with %w.
 func invalidInputf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errInvalidInput, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: "+format, append([]any{errInvalidInput}, args...)...)
 }
 
 // classify maps an error to its exit code and JSON code. The order matters:

@@ -317,7 +317,15 @@ func writeJSON(w io.Writer, value any) error {
 // execute runs one command line and returns the process exit code. Errors
 // are printed on stderr, as one line of text or, with -o json, as a JSON
 // error object.
-func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) (exitCode int) {
+	// A panic that escapes the store's own recovery can only come from a
+	// damaged file: it ends as exit 5 with one line, not a trace.
+	defer func() {
+		if p := recover(); p != nil {
+			exitCode = reportError(stderr, a.output == outputJSON || wantsJSON(args),
+				fmt.Errorf("%w: unexpected failure reading the ledger: %v", chain.ErrCorrupt, p))
+		}
+	}()
 	a.stderr = stderr
 	root := newRootCommand(a)
 	root.SetArgs(args)
