@@ -92,12 +92,15 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	bopts := BboltOptions(opts)
 	bopts.Timeout = timeout
-	db, err := bbolt.Open(path, FileMode, bopts)
+	if err := walkExisting(path, bopts); err != nil {
+		return nil, openError(path, err)
+	}
+	db, err := openGuarded(path, bopts)
 	if err != nil {
 		return nil, openError(path, err)
 	}
 	b := &Backend{db: db, path: path, cache: newRunCache()}
-	if err := b.prepare(opts.ReadOnly); err != nil {
+	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -118,6 +121,8 @@ func BboltOptions(opts Options) *bbolt.Options {
 
 func openError(path string, err error) error {
 	switch {
+	case errors.Is(err, storage.ErrCorrupt), errors.Is(err, storage.ErrLocked):
+		return err
 	case errors.Is(err, bbolterrors.ErrTimeout):
 		return fmt.Errorf("open %s: %w (another process holds the file)", path, storage.ErrLocked)
 	case errors.Is(err, bbolterrors.ErrInvalid), errors.Is(err, bbolterrors.ErrVersionMismatch),
@@ -257,7 +262,7 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 		}
 		return nil, fmt.Errorf("begin %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	return &tx{tx: btx, path: b.path, cache: b.cache}, nil
+	return &guardedTx{t: &tx{tx: btx, path: b.path, cache: b.cache}}, nil
 }
 
 // EntryKey is the key of (chain id, seq) in the entries bucket.
