@@ -65,12 +65,15 @@ func FuzzReadData(f *testing.F) {
 		switch {
 		case data == "-" || data == "@payload.json" || data == "@@payload.json":
 			want = input
-		case data == "@broken":
+		case data == "@broken" && len(input) <= chain.PayloadSizeMaxDefault:
 			requireInputError(t, data, err)
 			if !strings.Contains(err.Error(), errBroken.Error()) {
 				t.Fatalf("%q: error %v does not name the cause", data, err)
 			}
 			return
+		case data == "@broken":
+			// The read stops at the limit, before the failure.
+			want = input
 		case strings.HasPrefix(data, "@"):
 			requireInputError(t, data, err)
 			if !strings.Contains(err.Error(), data) {
