@@ -237,9 +237,12 @@ func TestTamperSwapAdjacentEntries(t *testing.T) {
 		r.put("b", 1, second)
 		r.put("b", 2, first)
 	})
+	// The first entry's key now sits at seq 2, while the key index still
+	// maps it to seq 1.
 	assertFailures(t, l.verify(t, chain.VerifyOptions{}).Failures,
 		failureKey{"b", 1, chain.ReasonHashMismatch}, failureKey{"b", 1, chain.ReasonBrokenLink},
 		failureKey{"b", 2, chain.ReasonHashMismatch}, failureKey{"b", 2, chain.ReasonBrokenLink},
+		failureKey{"b", 2, chain.ReasonKeyIndexMismatch},
 		failureKey{"b", 3, chain.ReasonBrokenLink})
 }
 

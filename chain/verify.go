@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ledgerworks/ledger/storage"
 )
 
 // Reason names what is wrong with an entry or a chain.
@@ -29,6 +31,10 @@ const (
 	// ReasonStateMismatch: derived state differs from the state rebuilt from
 	// the chains (reported by the domain packages' checks).
 	ReasonStateMismatch Reason = "state_mismatch"
+	// ReasonKeyIndexMismatch: the idempotency key index does not map an
+	// entry's key to that entry's seq, so a retry with the key would not be
+	// answered from it.
+	ReasonKeyIndexMismatch Reason = "key_index_mismatch"
 )
 
 // Failure is one problem Verify found.
@@ -289,6 +295,11 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 				delete(want, seq)
 			} else {
 				v.hashed(e, calculated)
+				if e.IdempotencyKey != "" {
+					if err := checkKeyIndex(ctx, tx, e, c.add); err != nil {
+						return err
+					}
+				}
 				if h, ok := want[e.Seq]; ok {
 					if h != e.Hash {
 						c.add(Failure{Chain: chain, Seq: e.Seq, Reason: ReasonHeadMismatch,
@@ -309,6 +320,7 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 			return err
 		}
 		v.Finish(&stored)
+		checkHeadTime(v, &stored, c.add)
 		for seq, h := range want {
 			c.add(Failure{Chain: chain, Seq: seq, Reason: ReasonHeadMismatch,
 				Detail: fmt.Sprintf("saved head seq %d is beyond the chain's end at seq %d", seq, v.Last().Seq), Expected: h})
@@ -316,6 +328,38 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 		return nil
 	})
 	return found, err
+}
+
+// checkKeyIndex checks that the idempotency key index maps e's key to e's
+// seq: one index read per keyed entry. The key aliases stored bytes, so the
+// failure's detail copies it.
+func checkKeyIndex(ctx context.Context, tx *Tx, e *Entry, add func(Failure)) error {
+	seq, err := tx.stx.LookupKey(ctx, e.Chain, e.IdempotencyKey)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		add(Failure{Chain: e.Chain, Seq: e.Seq, Reason: ReasonKeyIndexMismatch,
+			Detail: fmt.Sprintf("key %q is not in the key index", e.IdempotencyKey)})
+	case err != nil:
+		return storageError(err)
+	case seq != e.Seq:
+		add(Failure{Chain: e.Chain, Seq: e.Seq, Reason: ReasonKeyIndexMismatch,
+			Detail: fmt.Sprintf("the key index maps key %q to seq %d", e.IdempotencyKey, seq)})
+	}
+	return nil
+}
+
+// checkHeadTime compares the stored head's time with the newest entry's,
+// when Finish found seq and hash equal: new entries' times are floored to
+// the head's, so a changed head time would move every later entry's time.
+// Exports have no stored head time, so this is not part of Finish.
+func checkHeadTime(v *ChainVerifier, stored *Head, add func(Failure)) {
+	last := v.Last()
+	if v.lastUndecodable() || stored.Seq != last.Seq || stored.Hash != last.Hash || stored.TimeUnixNano == last.TimeUnixNano {
+		return
+	}
+	add(Failure{Chain: last.Chain, Seq: last.Seq, Reason: ReasonHeadMismatch,
+		Detail:   fmt.Sprintf("stored head time %d differs from the entry's time %d", stored.TimeUnixNano, last.TimeUnixNano),
+		Expected: stored.Hash, Calculated: last.Hash})
 }
 
 // checkEmptyHead settles a saved head at seq 0, the head of a chain without

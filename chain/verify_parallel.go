@@ -37,9 +37,9 @@ type verifyBatch struct {
 }
 
 // scanEntries streams the chain's stored entries to fn in seq order, each
-// decoded (without copying its key, type or payload, which fn must not
-// keep) and with its Format v1 hash computed; an undecodable entry comes
-// with its error instead. It runs inside tx, which must stay open until it
+// decoded (its key aliasing the stored bytes, which fn must not keep; its
+// type and payload left out) and with its Format v1 hash computed; an
+// undecodable entry comes with its error instead. It runs inside tx, which must stay open until it
 // returns.
 func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 	fn func(seq uint64, e *Entry, calculated Hash, err error) error) (err error) {
@@ -147,7 +147,8 @@ func hashItem(chain string, it *verifyItem, scratch []byte) []byte {
 			return scratch
 		}
 	}
-	it.entry = Entry{Chain: chain, Seq: it.seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano, Hash: f.hash}
+	it.entry = Entry{Chain: chain, Seq: it.seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano, Hash: f.hash,
+		IdempotencyKey: unsafeString(f.key)} // aliases the stored bytes, like the fields fn must not keep
 	it.calculated, scratch = entryHash(scratch, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
 	return scratch
 }
