@@ -47,6 +47,9 @@ func DefineItemTx(tx *chain.Tx, tenant string, it Item) (DefinedItem, error) {
 	if err := ValidateItem(it); err != nil {
 		return DefinedItem{}, err
 	}
+	if err := lockCatalog(tx, tenant); err != nil {
+		return DefinedItem{}, err
+	}
 	current, err := GetItemTx(tx, tenant, it.ID)
 	switch {
 	case errors.Is(err, ErrItemNotFound):
@@ -87,6 +90,9 @@ func DefineLocationTx(tx *chain.Tx, tenant string, l Location) (DefinedLocation,
 	if err := ValidateLocation(l); err != nil {
 		return DefinedLocation{}, err
 	}
+	if err := lockCatalog(tx, tenant); err != nil {
+		return DefinedLocation{}, err
+	}
 	current, err := GetLocationTx(tx, tenant, l.ID)
 	switch {
 	case errors.Is(err, ErrLocationNotFound):
@@ -101,6 +107,24 @@ func DefineLocationTx(tx *chain.Tx, tenant string, l Location) (DefinedLocation,
 		return DefinedLocation{}, err
 	}
 	return DefinedLocation{Location: l, Seq: seq}, nil
+}
+
+// lockCatalog locks the tenant's catalog chain before a definition reads the
+// current one, so that two processes defining the same item on a shared
+// backend cannot both find it undefined (or both find the old scale) and
+// both append: the second waits, then reads the first's definition.
+func lockCatalog(tx *chain.Tx, tenant string) error {
+	if !tx.Writable() {
+		return nil
+	}
+	catalog, err := CatalogChain(tenant)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Head(catalog); err != nil && !errors.Is(err, chain.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // appendCatalog appends a definition to the catalog chain and makes it the

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
@@ -60,6 +61,13 @@ type line struct {
 // negative stock; only then does it write. Every check reads before any
 // write, so a refused operation leaves the transaction untouched.
 func post(tx *chain.Tx, op, tenant string, item DefinedItem, lines []line) (Result, error) {
+	names := make([]string, len(lines))
+	for i, l := range lines {
+		names[i] = l.chain
+	}
+	if err := lockHeads(tx, tenant, item.ID, names...); err != nil {
+		return Result{}, err
+	}
 	if res, replayed, err := replay(tx, tenant, item, lines); err != nil || replayed {
 		return res, err
 	}
@@ -148,16 +156,13 @@ func write(tx *chain.Tx, tenant string, item DefinedItem, lines []line, balances
 
 // replay looks the lines' keys up. It reports replayed when every line's
 // key holds the same request, and a *chain.ConflictError when a key holds
-// another one. The heads are read first: in a writable transaction that
-// locks them, so a concurrent writer of the same key (on a shared backend)
-// is seen, not raced.
+// another one. In a writable transaction post has locked the heads first,
+// so a concurrent writer of the same key (on a shared backend) is seen, not
+// raced.
 func replay(tx *chain.Tx, tenant string, item DefinedItem, lines []line) (Result, bool, error) {
 	res := Result{Entries: make([]Entry, len(lines)), Replayed: true}
 	found := 0
 	for i, l := range lines {
-		if _, err := tx.Head(l.chain); err != nil && !errors.Is(err, chain.ErrNotFound) {
-			return Result{}, false, err
-		}
 		existing, err := tx.Lookup(l.chain, l.key)
 		if errors.Is(err, chain.ErrNotFound) {
 			continue
@@ -251,4 +256,36 @@ func readTotal(tx *chain.Tx, tenant, item string) (int64, error) {
 		return 0, malformed("total state of %d bytes", len(v))
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// lockHeads locks, in a writable transaction, what a movement of the item
+// computes from before it reads any of it: first the item's lock chain
+// (ItemLockChain), which guards the item total shared by all its
+// locations, then the movement chains, in ascending name order. The lock
+// chain's name is a prefix of every movement chain of the item, so the
+// whole sequence ascends, and no two writers can wait on each other in a
+// cycle. On a shared backend (PostgreSQL) a head read in a writable
+// transaction holds the head's row until the transaction ends, so the
+// balances, markers and total read afterwards stay current until commit;
+// bbolt has one writer at a time and needs none of it. A read transaction
+// locks nothing.
+func lockHeads(tx *chain.Tx, tenant, item string, chains ...string) error {
+	if !tx.Writable() {
+		return nil
+	}
+	itemLock, err := ItemLockChain(tenant, item)
+	if err != nil {
+		return err
+	}
+	names := append([]string{itemLock}, chains...)
+	slices.Sort(names)
+	for i, name := range names {
+		if i > 0 && name == names[i-1] {
+			continue
+		}
+		if _, err := tx.Head(name); err != nil && !errors.Is(err, chain.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }

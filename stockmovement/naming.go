@@ -38,6 +38,21 @@ func CatalogChain(tenant string) (string, error) {
 	return chain.ScopedName(tenant, Domain, catalogPart)
 }
 
+// ItemLockChain returns the chain whose head a movement of the item locks
+// before it reads the item's balances and total: tenant/stock/item. No
+// entry is ever appended to it; on PostgreSQL locking it takes a
+// placeholder row that is never committed. Its name is a prefix of the
+// item's movement chains, so locking it first keeps the lock order
+// ascending. (An item named "catalog" shares it with the catalog chain:
+// the two are only ever locked, never written, under this name, which
+// costs contention and nothing else.)
+func ItemLockChain(tenant, item string) (string, error) {
+	if err := validateIDs(tenant, item); err != nil {
+		return "", err
+	}
+	return chain.ScopedName(tenant, Domain, item)
+}
+
 // ParseMovementChain splits a movement chain id into its tenant, item and
 // location; ok is false for any other chain.
 func ParseMovementChain(name string) (tenant, item, location string, ok bool) {

@@ -225,6 +225,16 @@ func ReverseTx(tx *chain.Tx, r ReverseRequest) (Result, error) {
 	}
 	halves := []half{{location: location, entry: original}}
 	if original.Kind == KindTransferOut || original.Kind == KindTransferIn {
+		// Both chains are locked, in order, before the counterpart's key is
+		// looked up: a look-up in a writable transaction locks its chain
+		// too, and out of order it could wait on a writer that waits on us.
+		otherChain, err := MovementChain(tenant, itemID, original.Counterpart)
+		if err != nil {
+			return Result{}, withOp(err, op)
+		}
+		if err := lockHeads(tx, tenant, itemID, original.Chain, otherChain); err != nil {
+			return Result{}, err
+		}
 		other, err := counterpart(tx, tenant, itemID, location, original)
 		if err != nil {
 			return Result{}, err
