@@ -3,6 +3,7 @@ package financial
 import (
 	"bytes"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -155,6 +156,153 @@ func FuzzParseLine(f *testing.F) {
 		canonical := l.Account + ":" + l.Amount.String() + ":" + l.Currency
 		if again, err := ParseLine(side, canonical, exponentOf); err != nil || again != l {
 			t.Fatalf("canonical %q parsed to %+v %v", canonical, again, err)
+		}
+	})
+}
+
+// The derived-state decoders read what an earlier transaction wrote, or what
+// a damaged or tampered store holds: they never panic, refuse with
+// ErrPayload and chain.ErrCorrupt, and whatever they accept re-encodes to
+// exactly the input.
+
+func checkStateRefusal(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrPayload) || !errors.Is(err, chain.ErrCorrupt) {
+		t.Fatalf("untyped refusal: %v", err)
+	}
+}
+
+func FuzzDecodeBalanceState(f *testing.F) {
+	for _, s := range []balanceState{{}, {balance: 125000, postings: 3, lastSeq: 9},
+		{balance: -math.MaxInt64, postings: math.MaxUint64, lastSeq: 1}} {
+		f.Add(s.encode())
+	}
+	f.Add(balanceState{balance: math.MinInt64}.encode())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := decodeBalanceState(data)
+		if err != nil {
+			checkStateRefusal(t, err)
+			return
+		}
+		if again := s.encode(); !bytes.Equal(again, data) {
+			t.Fatalf("accepted %x, re-encodes as %x", data, again)
+		}
+		if _, ok := addInt64(s.balance, 0); !ok || s.balance == math.MinInt64 {
+			t.Fatalf("accepted balance %d", s.balance)
+		}
+	})
+}
+
+func FuzzDecodeSeqValue(f *testing.F) {
+	f.Add(encodeSeqValue(balanceState{balance: -60, postings: 2}))
+	f.Add(encodeSeqValue(balanceState{balance: math.MaxInt64, postings: math.MaxUint64}))
+	f.Add(encodeSeqValue(balanceState{balance: math.MinInt64}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := decodeSeqValue(data)
+		if err != nil {
+			checkStateRefusal(t, err)
+			return
+		}
+		if again := encodeSeqValue(s); !bytes.Equal(again, data) {
+			t.Fatalf("accepted %x, re-encodes as %x", data, again)
+		}
+	})
+}
+
+func FuzzDecodeSumNode(f *testing.F) {
+	f.Add(sumNode{total: wideOf(-5), postings: 1}.encode())
+	f.Add(sumNode{total: wideOf(math.MaxInt64).add(wideOf(math.MaxInt64)), postings: 2}.encode())
+	f.Add([]byte{0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := decodeSumNode(data)
+		if err != nil {
+			checkStateRefusal(t, err)
+			return
+		}
+		if again := n.encode(); !bytes.Equal(again, data) {
+			t.Fatalf("accepted %x, re-encodes as %x", data, again)
+		}
+		// Whatever a node holds, reading it as a balance answers or
+		// refuses; it never wraps.
+		if v, ok := n.total.int64(); ok && wideOf(v) != n.total {
+			t.Fatalf("node total %+v read as %d", n.total, v)
+		}
+	})
+}
+
+func FuzzDecodeAccountState(f *testing.F) {
+	open := Account{Code: "1400", Name: "Inventory", Type: Asset, NormalSide: Debit, DefinedSeq: 1}
+	closed := Account{Code: "2100", Name: "Goods received", Type: Liability, NormalSide: Credit,
+		DefinedSeq: 2, Closed: true, ClosedSeq: 40}
+	f.Add(encodeAccountState(&open))
+	f.Add(encodeAccountState(&closed))
+	f.Add(make([]byte, 15))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := decodeAccountState(data)
+		if err != nil {
+			checkStateRefusal(t, err)
+			return
+		}
+		if again := encodeAccountState(&a); !bytes.Equal(again, data) {
+			t.Fatalf("accepted %x, re-encodes as %x", data, again)
+		}
+		if a.Closed != (a.ClosedSeq != 0) {
+			t.Fatalf("closed %v with closed seq %d", a.Closed, a.ClosedSeq)
+		}
+	})
+}
+
+func FuzzDecodeCurrencyState(f *testing.F) {
+	for _, c := range []Currency{{Code: "EUR", Exponent: 2, DefinedSeq: 1}, {Code: "JPY", DefinedSeq: math.MaxUint64}} {
+		f.Add(encodeCurrencyState(&c))
+	}
+	f.Add(make([]byte, 7))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := decodeCurrencyState(data)
+		if err != nil {
+			checkStateRefusal(t, err)
+			return
+		}
+		if again := encodeCurrencyState(&c); !bytes.Equal(again, data) {
+			t.Fatalf("accepted %x, re-encodes as %x", data, again)
+		}
+	})
+}
+
+// FuzzParseAccountType and FuzzParseSide: the CLI's names parse to exactly
+// the value whose String they are; anything else is ErrInvalid.
+func FuzzParseAccountType(f *testing.F) {
+	for _, s := range []string{"asset", "liability", "equity", "income", "expense", "Asset", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		typ, err := ParseAccountType(text)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidAccount) || !errors.Is(err, chain.ErrInvalid) {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if typ.String() != text {
+			t.Fatalf("%q parsed as %v", text, typ)
+		}
+	})
+}
+
+func FuzzParseSide(f *testing.F) {
+	for _, s := range []string{"debit", "credit", "Debit", "dr", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		side, err := ParseSide(text)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPosting) || !errors.Is(err, chain.ErrInvalid) {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if !side.valid() || side.String() != text {
+			t.Fatalf("%q parsed as %v", text, side)
 		}
 	})
 }
