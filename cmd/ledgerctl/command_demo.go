@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -32,7 +33,20 @@ type demoEnv struct {
 	Path string
 	// checks are the registered derived-state checks, run by the final step.
 	checks []registeredCheck
+
+	// What the steps showed, for the final summary: retried requests that
+	// replayed, idempotency conflicts, and requests refused by a rule.
+	replays, conflicts, refusals int
 }
+
+// Replayed counts n retried requests that returned their original entries.
+func (d *demoEnv) Replayed(n int) { d.replays += n }
+
+// Conflicted counts a reused key that was refused as a conflict.
+func (d *demoEnv) Conflicted() { d.conflicts++ }
+
+// Refused counts a request a rule refused (negative stock, unbalanced…).
+func (d *demoEnv) Refused() { d.refusals++ }
 
 // Printf narrates one line (or more) of the demo.
 func (d *demoEnv) Printf(format string, args ...any) {
@@ -136,6 +150,10 @@ func runDemo(cmd *cobra.Command, a *app, opts demoOptions) error {
 	}
 	d := &demoEnv{DB: db, Out: out, Tenant: demoTenant, Path: displayName(a.databaseName()), checks: registeredChecks()}
 	d.Printf("ledger: %s\n", d.Path)
+	d.Printf("\nA working day of acme, a wholesaler, recorded through the engine. Every entry is hash-linked\n" +
+		"to the one before it in its chain; every request carries an idempotency key, so a retry returns\n" +
+		"the original entry (replayed=true) and writes nothing, and a key reused for another request is\n" +
+		"refused. Chains are named tenant/domain/…: audit, stock, fin (journal) and val (valuation).\n")
 	for _, step := range registeredDemoSteps() {
 		d.Printf("\n== %s\n", step.name)
 		if err := step.run(ctx, d); err != nil {
@@ -216,6 +234,7 @@ func demoRetryRaw(ctx context.Context, d *demoEnv) error {
 		}
 		d.Printf("retry of key %s: replayed=true, seq %d hash %.16s… (nothing written)\n",
 			res.Entry.IdempotencyKey, res.Entry.Seq, res.Entry.Hash)
+		d.Replayed(1)
 	}
 	return nil
 }
@@ -234,6 +253,7 @@ func demoConflictRaw(ctx context.Context, d *demoEnv) error {
 	}
 	d.Printf("key %s with a different payload: refused, the key is held by seq %d (exit code %d from ledgerctl append)\n",
 		req.IdempotencyKey, conflict.ExistingSeq, exitConflict)
+	d.Conflicted()
 	return nil
 }
 
@@ -253,8 +273,36 @@ func demoVerify(ctx context.Context, d *demoEnv) error {
 		return fmt.Errorf("%w: %d failure(s)", errVerificationFailed, len(report.Failures))
 	}
 	d.Printf("verified %s, %s: intact\n", plural(report.Chains, "chain", "chains"), plural(report.Entries, "entry", "entries"))
-	d.Printf("\nsummary: %s, %s, %d bytes in %s\n", plural(stats.Chains, "chain", "chains"),
-		plural(stats.Entries, "entry", "entries"), stats.SizeBytes, d.Path)
-	d.Printf("inspect it with: ledgerctl --db %s chains\n", shellQuote(d.Path))
+	d.Printf("  every hash and link, every chain's head, and the state rebuilt from the chains by the %s check%s\n",
+		demoCheckNames(d.checks), pluralSuffix(len(d.checks)))
+	d.Printf("\nsummary: %s in %s (%d bytes)\n", plural(stats.Entries, "entry", "entries"), plural(stats.Chains, "chain", "chains"),
+		stats.SizeBytes)
+	d.Printf("  %s replayed the original entries and wrote nothing\n", plural(int64(d.replays), "retried request", "retried requests"))
+	d.Printf("  %s and %s wrote nothing\n", plural(int64(d.conflicts), "idempotency conflict", "idempotency conflicts"),
+		plural(int64(d.refusals), "request refused by a rule", "requests refused by a rule"))
+	d.Printf("\nthe ledger stays at %s; look around with:\n", d.Path)
+	db := "ledgerctl --db " + shellQuote(d.Path)
+	d.Printf("  %s chains\n  %s log acme/audit/erp-events\n  %s stock --tenant %s balance FLOUR-405\n"+
+		"  %s fin --tenant %s trial-balance\n  %s verify\n", db, db, db, d.Tenant, db, d.Tenant, db)
 	return nil
+}
+
+// demoCheckNames lists the registered checks' names: "fin, stock and val".
+func demoCheckNames(checks []registeredCheck) string {
+	names := make([]string, len(checks))
+	for i, c := range checks {
+		names[i] = c.name
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// pluralSuffix is "s" unless n is 1.
+func pluralSuffix(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,4 +108,51 @@ func TestDemoOnPostgres(t *testing.T) {
 		t.Fatal("the demo printed the database password")
 	}
 	l.must("verify")
+}
+
+func TestDemoSummaryCountsWhatItShowedAndItsSuggestionsRun(t *testing.T) {
+	t.Parallel()
+	r := runRaw(t, "demo", "--dir", t.TempDir())
+	if r.code != 0 {
+		t.Fatalf("demo: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	// Each replay, conflict and refusal the steps print is counted once.
+	_, steps, _ := strings.Cut(r.stdout, "\n== ") // after the introduction
+	replays := strings.Count(steps, "replayed=true")
+	if replays < 5 || !strings.Contains(r.stdout, "both transactions retried: replayed=true") {
+		t.Fatalf("demo shows %d replays:\n%s", replays, r.stdout)
+	}
+	replays++ // the composed retry prints one line for two transactions
+	refusals := strings.Count(steps, "(exit code 2 from ledgerctl")
+	conflicts := strings.Count(steps, "(exit code 3 from ledgerctl")
+	for _, want := range []string{
+		fmt.Sprintf("  %d retried requests replayed the original entries and wrote nothing\n", replays),
+		fmt.Sprintf("  %d idempotency conflict and %d requests refused by a rule wrote nothing\n", conflicts, refusals),
+		"the state rebuilt from the chains by the fin, stock and valuations checks\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if conflicts != 1 || refusals != 3 {
+		t.Errorf("demo shows %d conflicts and %d refusals, want 1 and 3", conflicts, refusals)
+	}
+	// The commands it suggests run against the ledger it leaves.
+	_, suggestions, ok := strings.Cut(r.stdout, "look around with:\n")
+	if !ok {
+		t.Fatalf("no suggestions:\n%s", r.stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(suggestions), "\n")
+	if len(lines) < 4 {
+		t.Fatalf("suggestions %q", lines)
+	}
+	for _, line := range lines {
+		args := strings.Fields(line)
+		if args[0] != "ledgerctl" {
+			t.Fatalf("suggestion %q", line)
+		}
+		if got := runRaw(t, args[1:]...); got.code != 0 || got.stdout == "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", line, got.code, got.stdout, got.stderr)
+		}
+	}
 }

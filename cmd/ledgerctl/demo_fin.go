@@ -110,6 +110,7 @@ func demoFinRules(ctx context.Context, d *demoEnv) error {
 		return fmt.Errorf("the retried posting was recorded again at seq %d", retry.Seq)
 	}
 	demoFinPrint(d, retry)
+	d.Replayed(1)
 	unbalanced := demoFinReceipt()
 	unbalanced.Key = "grn-2026-0043"
 	unbalanced.Lines[1].Amount = eur(199_99)
@@ -118,6 +119,7 @@ func demoFinRules(ctx context.Context, d *demoEnv) error {
 		return fmt.Errorf("an unbalanced posting: want it refused, got %v", err)
 	}
 	d.Printf("posting %s: refused (exit code %d from ledgerctl fin post): %v\n", unbalanced.Key, exitUsage, err)
+	d.Refused()
 	reversal, err := b.Reverse(ctx, financial.Reversal{Key: "freight-0816", Date: financial.MustParseDate("2026-11-02"),
 		Memo: "booked twice"})
 	if err != nil {

@@ -93,6 +93,7 @@ func demoStockRules(ctx context.Context, d *demoEnv) error {
 		return fmt.Errorf("the retried receipt was recorded again at seq %d", retry.Entries[0].Seq)
 	}
 	demoStockPrint(d, retry)
+	d.Replayed(1)
 	_, err = stockmovement.Issue(ctx, d.DB, stockmovement.IssueRequest{Tenant: d.Tenant, Item: "FLOUR-405",
 		Location: "WH-2", Quantity: decimal.MustNew(120_000, 3), Reference: "PO-7790", IdempotencyKey: "pick-7790-1"})
 	var short *stockmovement.InsufficientStockError
@@ -101,6 +102,7 @@ func demoStockRules(ctx context.Context, d *demoEnv) error {
 	}
 	d.Printf("issue of 120.000 FLOUR-405 from WH-2: refused, short by %s (exit code %d from ledgerctl stock issue)\n",
 		short.Shortfall, exitUsage)
+	d.Refused()
 	for _, item := range []string{"FLOUR-405", "SACK-10"} {
 		balances, err := stockmovement.ItemBalances(ctx, d.DB, d.Tenant, item)
 		if err != nil {

@@ -183,7 +183,8 @@ func demoValComposition(ctx context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	d.Printf("inventory account %s = stock value %s of %s units\n", inventory.Amount, stock.Value, stock.Quantity)
+	d.Printf("book %s/inventory, account %s Inventory: %s EUR = stock value of %s %s at WH-1: %s EUR\n",
+		d.Tenant, demoValInventory, inventory.Amount, stock.Quantity, demoValItem, stock.Value)
 	before, err := d.DB.Stats(ctx)
 	if err != nil {
 		return err
@@ -199,7 +200,8 @@ func demoValComposition(ctx context.Context, d *demoEnv) error {
 	if !receipt.Replayed || !sale.Replayed || after.Entries != before.Entries {
 		return fmt.Errorf("the retried receipt and sale wrote %d entries", after.Entries-before.Entries)
 	}
-	d.Printf("both retried: replayed, %d entries written\n", after.Entries-before.Entries)
+	d.Printf("both transactions retried: replayed=true, %d entries written\n", after.Entries-before.Entries)
+	d.Replayed(2)
 	return nil
 }
 
@@ -230,6 +232,7 @@ func demoValNegativeStock(ctx context.Context, d *demoEnv) error {
 	if !errors.Is(err, valuations.ErrInsufficientStock) {
 		return fmt.Errorf("an issue beyond the stock of an item that refuses negative stock: %v", err)
 	}
-	d.Printf("NUT-M8 refuses negative stock: %v\n", err)
+	d.Printf("NUT-M8 refuses negative stock (exit code %d from ledgerctl val issue): %v\n", exitUsage, err)
+	d.Refused()
 	return nil
 }
