@@ -46,6 +46,7 @@ type config struct {
 	verifyChild       string
 	cpuProfile        string
 	only              string
+	budget            time.Duration
 }
 
 func main() {
@@ -63,6 +64,7 @@ func main() {
 	flag.StringVar(&cfg.verifyChild, "verify-child", "", "internal: verify this file and print entries, seconds and peak RSS")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine figures to this file")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated figures to run (P1..P7); all when empty")
+	flag.DurationVar(&cfg.budget, "budget", 15*time.Second, "time after which P2 and P4 stop early on a slow machine (0: none)")
 	flag.Parse()
 	if cfg.verifyChild != "" {
 		if err := verifyChild(cfg.verifyChild); err != nil {

@@ -83,7 +83,7 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	got, err := workload.ConcurrentAppends(context.Background(), db, "bench", 2, 64, max(b.N, 64), false)
+	got, err := workload.ConcurrentAppends(context.Background(), db, "bench", 2, 64, max(b.N, 64), false, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,12 +107,12 @@ func BenchmarkReplay(b *testing.B) {
 	if _, err := workload.RawSequentialPuts(raw, "bench", 4, replayEntries, workload.BatchSize); err != nil {
 		b.Fatal(err)
 	}
-	base, err := workload.RawGets(raw, replayEntries, 2, max(b.N, 1000))
+	base, err := workload.RawGets(raw, replayEntries, 2, max(b.N, 1000), 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	got, err := workload.Replays(ctx, db, "bench", 4, replayEntries, 2, b.N)
+	got, err := workload.Replays(ctx, db, "bench", 4, replayEntries, 2, b.N, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

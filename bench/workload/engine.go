@@ -56,13 +56,27 @@ func DurableAppends(ctx context.Context, db *chain.DB, chainID string, stream ui
 	return summarize(ds, time.Since(start)), nil
 }
 
+// budgetStop returns a flag that turns true when budget has passed (never
+// for a zero budget), so that a long workload ends early on a slow machine.
+func budgetStop(budget time.Duration) (*atomic.Bool, func()) {
+	var stop atomic.Bool
+	if budget <= 0 {
+		return &stop, func() {}
+	}
+	t := time.AfterFunc(budget, func() { stop.Store(true) })
+	return &stop, func() { t.Stop() }
+}
+
 // ConcurrentAppends runs goroutines appenders, each appending one entry at
 // a time to its own chain (or all to one chain when shared) and waiting for
-// its durable result, until total entries are written (P2).
-func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, stream uint64, goroutines, total int, shared bool) (Rate, error) {
-	var next atomic.Int64
+// its durable result, until total entries are written or the budget is
+// spent (P2).
+func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, stream uint64, goroutines, total int, shared bool, budget time.Duration) (Rate, error) {
+	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
+	stop, release := budgetStop(budget)
+	defer release()
 	start := time.Now()
 	for g := range goroutines {
 		wg.Add(1)
@@ -74,13 +88,14 @@ func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, st
 			}
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(total) {
+				if i >= int64(total) || stop.Load() {
 					return
 				}
 				if _, err := db.Append(ctx, Request(chainID, stream, uint64(i))); err != nil {
 					errs <- err
 					return
 				}
+				done.Add(1)
 			}
 		}()
 	}
@@ -90,16 +105,18 @@ func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, st
 	if err := <-errs; err != nil {
 		return Rate{}, err
 	}
-	return Rate{int64(total), elapsed}, nil
+	return Rate{done.Load(), elapsed}, nil
 }
 
 // Replays retries total existing requests (entries 0..existing-1 of the
-// stream, in a scattered order) from goroutines callers and checks that
-// each is answered as a replay (P4).
-func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, existing, goroutines, total int) (Rate, error) {
-	var next atomic.Int64
+// stream, in a scattered order) from goroutines callers, or as many as the
+// budget allows, and checks that each is answered as a replay (P4).
+func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, existing, goroutines, total int, budget time.Duration) (Rate, error) {
+	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
+	stop, release := budgetStop(budget)
+	defer release()
 	start := time.Now()
 	for range goroutines {
 		wg.Add(1)
@@ -107,7 +124,7 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 			defer wg.Done()
 			for {
 				n := next.Add(1) - 1
-				if n >= int64(total) {
+				if n >= int64(total) || stop.Load() {
 					return
 				}
 				i := splitmix64(uint64(n)) % uint64(existing)
@@ -119,6 +136,7 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 					errs <- err
 					return
 				}
+				done.Add(1)
 			}
 		}()
 	}
@@ -128,7 +146,7 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 	if err := <-errs; err != nil {
 		return Rate{}, err
 	}
-	return Rate{int64(total), elapsed}, nil
+	return Rate{done.Load(), elapsed}, nil
 }
 
 // Verify verifies every chain and fails on any failure found (P5, P6).

@@ -127,13 +127,15 @@ func RawDurablePuts(db *bbolt.DB, chainID string, stream uint64, n int) (Latenci
 	return summarize(ds, time.Since(start)), nil
 }
 
-// RawGets reads total records at scattered seqs among existing, each in
-// its own read transaction and copied out, from goroutines readers: the
-// baseline of P4.
-func RawGets(db *bbolt.DB, existing, goroutines, total int) (Rate, error) {
-	var next atomic.Int64
+// RawGets reads total records at scattered seqs among existing (or as many
+// as the budget allows), each in its own read transaction and copied out,
+// from goroutines readers: the baseline of P4.
+func RawGets(db *bbolt.DB, existing, goroutines, total int, budget time.Duration) (Rate, error) {
+	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	var missing atomic.Int64
+	stop, release := budgetStop(budget)
+	defer release()
 	start := time.Now()
 	for range goroutines {
 		wg.Add(1)
@@ -142,9 +144,10 @@ func RawGets(db *bbolt.DB, existing, goroutines, total int) (Rate, error) {
 			var buf []byte
 			for {
 				n := next.Add(1) - 1
-				if n >= int64(total) {
+				if n >= int64(total) || stop.Load() {
 					return
 				}
+				done.Add(1)
 				seq := splitmix64(uint64(n))%uint64(existing) + 1
 				_ = db.View(func(tx *bbolt.Tx) error {
 					v := tx.Bucket(rawEntries).Get(rawKey(seq))
@@ -161,7 +164,7 @@ func RawGets(db *bbolt.DB, existing, goroutines, total int) (Rate, error) {
 	if m := missing.Load(); m > 0 {
 		return Rate{}, fmt.Errorf("%d records missing", m)
 	}
-	return Rate{int64(total), time.Since(start)}, nil
+	return Rate{done.Load(), time.Since(start)}, nil
 }
 
 // RawScanHash scans every record in one read transaction and hashes it
