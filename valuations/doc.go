@@ -67,6 +67,19 @@
 //     compensating operation.
 //   - Two half-written operations interleaved on one location's chains cannot
 //     be ordered; operations there fail with ErrIncomplete until resolved.
+//   - Locking order on a shared backend (PostgreSQL, several processes on
+//     one schema). An operation locks, in a writable transaction, the heads
+//     of the quantity and value chains of every location it writes, in
+//     ascending name order, before it reads a position, a FIFO layer or a
+//     reversal marker, and before it completes a half-written operation; a
+//     reversal first reads the original's entries (which never change,
+//     though the look-up of a transfer's destination half may lock that
+//     chain out of order, which the backend bounds and the engine retries).
+//     A definition locks the item's chain before it reads the current
+//     definition. Operations read the definition without that lock: a
+//     change of method (allowed only at zero stock) racing an operation of
+//     another process on the same item is not serialized; change methods
+//     on a quiet item.
 //   - Check does not cross-check the two legs of a transfer against each
 //     other, nor the reversal markers; each location is rebuilt on its own.
 package valuations

@@ -3,6 +3,7 @@ package valuations
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,4 +143,75 @@ func TestWriteFuzzSeeds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzDecodeLayer: a FIFO layer is its key (prefix and 8-byte id) and a
+// 16-byte value; an accepted record is rebuilt exactly by layerKey and
+// encodeLayer, and a refusal is chain.ErrCorrupt.
+func FuzzDecodeLayer(f *testing.F) {
+	prefix := layerPrefix("acme", "SKU-1", "WH-1")
+	f.Add(layerKey(prefix, layerOrigin), encodeLayer(layer{Quantity: 10, Value: 10000}))
+	f.Add(layerKey(prefix, 1), encodeLayer(layer{Quantity: -1, Value: -9223372036854775808}))
+	f.Add(prefix, []byte{1, 2})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		if !bytes.HasPrefix(key, prefix) {
+			key = append(append([]byte(nil), prefix...), key...)
+		}
+		l, err := decodeLayer(prefix, key, value)
+		if err != nil {
+			if !errors.Is(err, chain.ErrCorrupt) {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if again := layerKey(prefix, l.ID); !bytes.Equal(again, key) {
+			t.Fatalf("key %x rebuilds as %x", key, again)
+		}
+		if again := encodeLayer(l); !bytes.Equal(again, value) {
+			t.Fatalf("value %x re-encodes as %x", value, again)
+		}
+	})
+}
+
+// FuzzParseCanonical: every amount in a payload has one spelling, the
+// String of its value at the field's scale.
+func FuzzParseCanonical(f *testing.F) {
+	for _, seed := range []struct {
+		text  string
+		scale uint8
+	}{{"10.00", 2}, {"-0.001", 3}, {"0", 0}, {"1.0", 2}, {"+1", 0}, {"-0", 0}, {"9223372036854775807", 0}} {
+		f.Add(seed.text, seed.scale)
+	}
+	f.Fuzz(func(t *testing.T, text string, scale uint8) {
+		units, err := parseCanonical("amount", text, scale)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPayload) {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if again := (scales{quantity: scale}).formatQuantity(units); again != text {
+			t.Fatalf("%q at scale %d reads %d units, which print as %q", text, scale, units, again)
+		}
+	})
+}
+
+// FuzzParseMethod: the names a definition accepts; String of the result
+// parses back to it.
+func FuzzParseMethod(f *testing.F) {
+	for _, s := range []string{"moving_average", "ma", "fifo", "FIFO", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		m, err := ParseMethod(text)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidItem) || !errors.Is(err, chain.ErrInvalid) {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if again, err := ParseMethod(m.String()); err != nil || again != m {
+			t.Fatalf("%q parsed as %v, whose name parses as %v, %v", text, m, again, err)
+		}
+	})
 }

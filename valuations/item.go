@@ -120,6 +120,14 @@ func DefineItemTx(tx *chain.Tx, item Item) (ItemResult, error) {
 	if err != nil {
 		return ItemResult{}, err
 	}
+	// The definition chain is locked before the current definition is
+	// read: two processes defining the item on a shared backend cannot
+	// both find it undefined, or both judge a change against the old one.
+	if tx.Writable() {
+		if _, err := headSeq(tx, name); err != nil {
+			return ItemResult{}, err
+		}
+	}
 	current, seq, err := loadItem(tx, item.Tenant, item.ID)
 	switch {
 	case isNotFound(err):
