@@ -68,6 +68,16 @@
 //     day index, date totals), which is what makes every balance read
 //     O(log n); batched postings reach roughly a sixth of raw append
 //     throughput on one disk (see the benchmarks).
+//   - Locking order on a shared backend (PostgreSQL, several processes on
+//     one book). Every write of a book (postings, reversals, definitions,
+//     closings) begins by looking its idempotency key up in the journal;
+//     in a writable transaction that look-up locks the journal's head (in
+//     the same round trip) before any account, currency or balance is
+//     read, and every write of the book goes to that one chain. So the
+//     writes of one book are serialized across processes, and each reads
+//     the balances and account states the previous one committed: a
+//     posting after a closing is refused, a balance is never computed
+//     from a stale value.
 //   - Check reads one book in one read transaction and holds maps of its
 //     accounts, currencies and balances, never of its postings.
 package financial

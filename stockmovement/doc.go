@@ -77,6 +77,22 @@
 //   - A reversal cannot be reversed; record a new movement instead.
 //   - The negative-stock policy applies when a movement is recorded. Changing
 //     it later does not revisit old entries, and Check does not judge signs.
+//   - Locking order on a shared backend (PostgreSQL, several processes on
+//     one schema). A movement locks, in a writable transaction and before
+//     it reads any balance, marker or total, the heads of the item's lock
+//     chain (ItemLockChain, tenant/stock/item, which never holds entries
+//     and guards the item total shared by its locations) and of the
+//     movement chains it writes, in ascending name order; only then does
+//     it look keys up and read state. A reversal of a transfer locks both
+//     halves' chains, in order, before it looks the counterpart up. A
+//     definition locks the catalog chain before it reads the current
+//     definition. So two processes issuing from one stock, or defining one
+//     item, are serialized, and each computes from what the other
+//     committed. The price is that movements of one item at different
+//     locations wait for each other on PostgreSQL (the item total is one
+//     value), and the item's lock costs a placeholder row per transaction.
+//     Definitions are read without a lock: a movement concurrent with a
+//     policy change applies either policy.
 //   - Check compares the state of every item it reads in one read
 //     transaction per item; the catalog and the stray-state scan are separate
 //     snapshots, so run it on a quiet ledger for an exact answer. Chains of
