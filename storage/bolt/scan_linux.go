@@ -14,7 +14,7 @@ import (
 // which bbolt marks random-access: the kernel then reads one page per fault,
 // and every page read stays mapped, so the process's resident size grows
 // with the file. scanMemory reads ahead of the scan itself and drops the
-// pages of the map behind it (they stay in the page cache).
+// pages of the map every few MiB it reads (they stay in the page cache).
 const (
 	// scanQuietBytes is how much a scan reads before it reads ahead and
 	// releases: short scans pay nothing.
@@ -25,8 +25,11 @@ const (
 	// it is in the map: leaf pages are not in file order, so looking at
 	// every value would advise on every jump.
 	scanCheckBytes = 256 << 10
-	// scanReleaseBytes is how much a scan reads between releases of the map.
-	scanReleaseBytes = 16 << 20
+	// scanReleaseBytes is how much a scan reads between releases of the
+	// map. It is small because one touched page can map a whole large folio
+	// of the page cache: 1,000,000 entries verified with 16 MiB peaked at
+	// 65 MiB resident, with 2 MiB at about 50 MiB.
+	scanReleaseBytes = 2 << 20
 )
 
 type scanMemory struct {
