@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/ledgerworks/ledger/storage"
 )
 
 // Reason names what is wrong with an entry or a chain.
@@ -287,6 +285,8 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 			return err
 		}
 		found = true
+		keys := db.newKeyIndexChecker(ctx, tx, chain)
+		defer keys.stop()
 		err = db.scanEntries(ctx, tx, chain, func(seq uint64, e *Entry, calculated Hash, err error) error {
 			if err != nil {
 				v.Undecodable(seq, err)
@@ -296,7 +296,7 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 			} else {
 				v.hashed(e, calculated)
 				if e.IdempotencyKey != "" {
-					if err := checkKeyIndex(ctx, tx, e, c.add); err != nil {
+					if err := keys.add(e.Seq, e.IdempotencyKey); err != nil {
 						return err
 					}
 				}
@@ -319,6 +319,9 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 		if err != nil {
 			return err
 		}
+		if err := keys.finish(c.add); err != nil {
+			return err
+		}
 		v.Finish(&stored)
 		checkHeadTime(v, &stored, c.add)
 		for seq, h := range want {
@@ -328,24 +331,6 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, re
 		return nil
 	})
 	return found, err
-}
-
-// checkKeyIndex checks that the idempotency key index maps e's key to e's
-// seq: one index read per keyed entry. The key aliases stored bytes, so the
-// failure's detail copies it.
-func checkKeyIndex(ctx context.Context, tx *Tx, e *Entry, add func(Failure)) error {
-	seq, err := tx.stx.LookupKey(ctx, e.Chain, e.IdempotencyKey)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		add(Failure{Chain: e.Chain, Seq: e.Seq, Reason: ReasonKeyIndexMismatch,
-			Detail: fmt.Sprintf("key %q is not in the key index", e.IdempotencyKey)})
-	case err != nil:
-		return storageError(err)
-	case seq != e.Seq:
-		add(Failure{Chain: e.Chain, Seq: e.Seq, Reason: ReasonKeyIndexMismatch,
-			Detail: fmt.Sprintf("the key index maps key %q to seq %d", e.IdempotencyKey, seq)})
-	}
-	return nil
 }
 
 // checkHeadTime compares the stored head's time with the newest entry's,
