@@ -527,8 +527,6 @@ func TestBackendIsTheOneGiven(t *testing.T) {
 // as it is, even before 1970 (historical data loaded with an injected
 // clock).
 func TestFirstEntryKeepsAClockBefore1970(t *testing.T) {
-	t.Skip("tx.go clamps the first entry's time to 0: Tx.Append takes max(clock, head time) with the empty head's time 0; " +
-		"it should take the head's time only when head.Seq > 0 (Tx.AppendEntry in import.go has the same check)")
 	before1970 := time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
 	db, _ := openFile(t, chain.Options{Clock: func() time.Time { return before1970 }})
 	e := mustAppend(t, db, chain.Request{Chain: "c", Type: "t"}).Entry

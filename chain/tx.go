@@ -46,11 +46,15 @@ func (tx *Tx) Append(req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	now := tx.db.clock().UnixNano()
+	if head.Seq > 0 { // an empty chain's head time is 0, which must not floor a clock before 1970
+		now = max(now, head.TimeUnixNano)
+	}
 	e := Entry{
 		Chain:          req.Chain,
 		Seq:            head.Seq + 1,
 		PrevHash:       head.Hash,
-		TimeUnixNano:   max(tx.db.clock().UnixNano(), head.TimeUnixNano),
+		TimeUnixNano:   now,
 		IdempotencyKey: req.IdempotencyKey,
 		Type:           req.Type,
 		Payload:        append([]byte(nil), req.Payload...),
