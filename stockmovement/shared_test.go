@@ -49,6 +49,7 @@ func openShared(t *testing.T) (*chain.DB, *chain.DB) {
 // hand is issued, no running balance goes negative, and every entry's
 // running balance is the previous one plus its change.
 func TestSharedBackendIssuesNeverOversell(t *testing.T) {
+	t.Parallel()
 	db1, db2 := openShared(t)
 	setup(t, db1, "acme")
 	const stock, goroutines = 40, 32
@@ -96,6 +97,7 @@ func TestSharedBackendIssuesNeverOversell(t *testing.T) {
 // equal to the sum of the balances, which it would not if two writers
 // computed it from the same old value.
 func TestSharedBackendTransfersKeepTotals(t *testing.T) {
+	t.Parallel()
 	db1, db2 := openShared(t)
 	setup(t, db1, "acme")
 	for _, loc := range []string{"A", "B"} {
@@ -173,6 +175,7 @@ func TestSharedBackendTransfersKeepTotals(t *testing.T) {
 // total yet, and without the item's lock both would store their own change
 // as the total.
 func TestSharedBackendFirstMovements(t *testing.T) {
+	t.Parallel()
 	db1, db2 := openShared(t)
 	setup(t, db1, "acme")
 	for round := range 16 {
@@ -208,6 +211,7 @@ func TestSharedBackendFirstMovements(t *testing.T) {
 // current definition is read, so exactly one definition is written and the
 // other is refused as a scale change.
 func TestSharedBackendDefinitions(t *testing.T) {
+	t.Parallel()
 	db1, db2 := openShared(t)
 	setup(t, db1, "acme")
 	for round := range 8 {

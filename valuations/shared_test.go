@@ -47,6 +47,7 @@ func openShared(t *testing.T) (*chain.DB, *chain.DB) {
 // the value received, no entry records a negative quantity or value, and
 // each entry's quantity and value are the previous ones plus its changes.
 func TestSharedBackendIssues(t *testing.T) {
+	t.Parallel()
 	db1, db2 := openShared(t)
 	ctx := context.Background()
 	for _, method := range []Method{MovingAverage, FIFO} {
@@ -102,6 +103,7 @@ func TestSharedBackendIssues(t *testing.T) {
 // ledger: the locks of all four chains are taken in one order, so nothing
 // deadlocks for long, quantity and value are conserved, and Check is clean.
 func TestSharedBackendTransfers(t *testing.T) {
+	t.Parallel()
 	db1, db2 := openShared(t)
 	ctx := context.Background()
 	it := Item{Tenant: "acme", ID: "SKU-T", Method: FIFO, Currency: "EUR", MinorUnit: 2}
@@ -112,7 +114,7 @@ func TestSharedBackendTransfers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const goroutines, rounds = 8, 4
+	const goroutines, rounds = 8, 2
 	var wg sync.WaitGroup
 	for p, db := range []*chain.DB{db1, db2} {
 		for g := range goroutines {
@@ -231,6 +233,7 @@ func checkShared(t *testing.T, dbs ...*chain.DB) {
 // its current definition is read, so one definition is written and the
 // other is refused as a change of scale.
 func TestSharedBackendDefinitions(t *testing.T) {
+	t.Parallel()
 	db1, db2 := openShared(t)
 	for round := range 8 {
 		id := fmt.Sprintf("new-%d", round)
