@@ -19,7 +19,7 @@
 //		return cmd
 //	}
 //
-// The app holds the global flags (--db, -o, --lock-timeout). Commands open the
+// The app holds the global flags (--db, -o, --lock-timeout, --log-level). Commands open the
 // ledger with a.openDB (a missing file is an error that exits 5 and creates
 // nothing) or a.createDB (for the few commands that may create it), print
 // through a.print (JSON with -o json, else the text function), and return
