@@ -8,8 +8,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
 func TestVerifyIntactLedger(t *testing.T) {
@@ -249,4 +253,40 @@ func replaceLine(lines []string, i int, old, new string) []string {
 	changed := append([]string{}, lines...)
 	changed[i] = strings.Replace(lines[i], old, new, 1)
 	return changed
+}
+
+// TestVerifyReportsADamagedKeyIndex: an idempotency key index that maps a
+// key to another entry is a key_index_mismatch at the entry whose key it is,
+// and exits 1; the chain itself still links.
+func TestVerifyReportsADamagedKeyIndex(t *testing.T) {
+	t.Parallel()
+	l := newFileLedger(t)
+	l.seed()
+	db, err := bbolt.Open(l.name, bolt.FileMode, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error { return bolt.SetKeySeq(tx, "acme/audit/events", "event-2", 4) })
+	if closeErr := db.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := l.run("-o", "json", "verify")
+	r.expect(t, exitVerification, `"code":"VERIFICATION_FAILED"`)
+	var report verifyJSON
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.OK || len(report.Failures) != 1 || report.Failures[0].Chain != "acme/audit/events" ||
+		report.Failures[0].Seq != 2 || report.Failures[0].Reason != string(chain.ReasonKeyIndexMismatch) ||
+		!strings.Contains(report.Failures[0].Detail, "event-2") {
+		t.Fatalf("report %+v", report)
+	}
+	text := l.run("verify", "acme/audit/events")
+	text.expect(t, exitVerification, "verification failed")
+	if !strings.Contains(text.stdout, "acme/audit/events seq 2: key_index_mismatch: ") {
+		t.Fatalf("text report %q", text.stdout)
+	}
 }
