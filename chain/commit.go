@@ -95,8 +95,9 @@ func (db *DB) drain() {
 }
 
 // runGroup runs a batch in one storage transaction. A request whose function
-// fails without writing simply gets its error. One that fails after writing
-// poisons the transaction: it is rolled back and the group runs again without
+// fails without writing simply gets its error. One that fails after writing,
+// or whose function met an error of the store (which on a server backend
+// aborts the whole transaction, see Tx.failed), poisons the transaction: it is rolled back and the group runs again without
 // that request, so one caller's failure never reaches another. When the store
 // rolls the transaction back itself with storage.ErrRetry (a serialization
 // failure), the whole group runs again, up to commitRetriesMax times.
@@ -132,7 +133,10 @@ func (db *DB) runGroup(batch []*request) {
 				again = true // the store rolled the whole transaction back
 				break
 			}
-			if (r.err != nil || r.panicValue != nil) && tx.dirty {
+			if (r.err != nil || r.panicValue != nil) && tx.dirty || tx.storageFailure != nil {
+				if r.err == nil { // the function went on after the store failed
+					r.err = storageError(tx.storageFailure)
+				}
 				poisoned = i
 				break
 			}

@@ -56,7 +56,7 @@ func (tx *Tx) AppendEntry(e Entry) error {
 	rec := storage.Record{Seq: e.Seq, IdempotencyKey: e.IdempotencyKey, Data: EncodeRecord(&e)}
 	tx.dirty = true
 	if err := tx.stx.Append(tx.ctx, e.Chain, rec, storage.Head{Seq: e.Seq, Hash: e.Hash, TimeUnixNano: e.TimeUnixNano}); err != nil {
-		return storageError(err)
+		return tx.failed(err)
 	}
 	return nil
 }

@@ -17,6 +17,9 @@ type Tx struct {
 	ctx   context.Context
 	stx   storage.Tx
 	dirty bool // something was written; a failure then needs a rollback
+	// storageFailure is the first error of the store other than not-found
+	// (see Tx.failed); the group commit then rolls back, as for dirty.
+	storageFailure error
 }
 
 // Context returns the context of the call that started the transaction.
@@ -63,7 +66,7 @@ func (tx *Tx) Append(req Request) (Result, error) {
 	rec := storage.Record{Seq: e.Seq, IdempotencyKey: e.IdempotencyKey, Data: EncodeRecord(&e)}
 	tx.dirty = true
 	if err := tx.stx.Append(tx.ctx, e.Chain, rec, storage.Head{Seq: e.Seq, Hash: e.Hash, TimeUnixNano: e.TimeUnixNano}); err != nil {
-		return Result{}, storageError(err)
+		return Result{}, tx.failed(err)
 	}
 	return Result{Entry: e}, nil
 }
@@ -97,7 +100,7 @@ func (tx *Tx) Head(chain string) (Head, error) {
 		return Head{Chain: chain, Hash: Genesis(chain)}, fmt.Errorf("chain %q: %w", chain, ErrNotFound)
 	}
 	if err != nil {
-		return Head{}, storageError(err)
+		return Head{}, tx.failed(err)
 	}
 	return Head{Chain: chain, Seq: h.Seq, Hash: h.Hash, TimeUnixNano: h.TimeUnixNano}, nil
 }
@@ -109,7 +112,7 @@ func (tx *Tx) head(chain string) (Head, error) {
 		return Head{Chain: chain, Hash: Genesis(chain)}, nil
 	}
 	if err != nil {
-		return Head{}, storageError(err)
+		return Head{}, tx.failed(err)
 	}
 	return Head{Chain: chain, Seq: h.Seq, Hash: h.Hash, TimeUnixNano: h.TimeUnixNano}, nil
 }
@@ -121,7 +124,7 @@ func (tx *Tx) Get(chain string, seq uint64) (Entry, error) {
 		return Entry{}, fmt.Errorf("chain %q seq %d: %w", chain, seq, ErrNotFound)
 	}
 	if err != nil {
-		return Entry{}, storageError(err)
+		return Entry{}, tx.failed(err)
 	}
 	return DecodeRecord(chain, seq, data)
 }
@@ -143,7 +146,7 @@ func (tx *Tx) lookup(chain, key string) (Entry, bool, error) {
 		return Entry{}, false, nil
 	}
 	if err != nil {
-		return Entry{}, false, storageError(err)
+		return Entry{}, false, tx.failed(err)
 	}
 	e, err := tx.Get(chain, seq)
 	if err != nil {
@@ -163,7 +166,7 @@ func (tx *Tx) Entries(chain string, fromSeq uint64) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		for rec, err := range tx.stx.Entries(tx.ctx, chain, fromSeq) {
 			if err != nil {
-				yield(Entry{}, storageError(err))
+				yield(Entry{}, tx.failed(err))
 				return
 			}
 			e, err := DecodeRecord(chain, rec.Seq, rec.Data)
@@ -180,7 +183,7 @@ func (tx *Tx) Chains(from string) iter.Seq2[Head, error] {
 	return func(yield func(Head, error) bool) {
 		for ch, err := range tx.stx.Chains(tx.ctx, from) {
 			if err != nil {
-				yield(Head{}, storageError(err))
+				yield(Head{}, tx.failed(err))
 				return
 			}
 			h := Head{Chain: ch.Chain, Seq: ch.Head.Seq, Hash: ch.Head.Hash, TimeUnixNano: ch.Head.TimeUnixNano}
@@ -198,7 +201,7 @@ func (tx *Tx) StateGet(key []byte) ([]byte, error) {
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("state %q: %w", key, ErrNotFound)
 	}
-	return v, storageError(err)
+	return v, tx.failed(err)
 }
 
 // StatePut writes derived state in this transaction.
@@ -207,7 +210,7 @@ func (tx *Tx) StatePut(key, value []byte) error {
 		return ErrReadOnly
 	}
 	tx.dirty = true
-	return storageError(tx.stx.StatePut(tx.ctx, key, value))
+	return tx.failed(tx.stx.StatePut(tx.ctx, key, value))
 }
 
 // StateDelete removes derived state in this transaction.
@@ -216,7 +219,7 @@ func (tx *Tx) StateDelete(key []byte) error {
 		return ErrReadOnly
 	}
 	tx.dirty = true
-	return storageError(tx.stx.StateDelete(tx.ctx, key))
+	return tx.failed(tx.stx.StateDelete(tx.ctx, key))
 }
 
 // StateScan yields the state pairs with start <= key < end (no upper bound
@@ -225,7 +228,7 @@ func (tx *Tx) StateDelete(key []byte) error {
 func (tx *Tx) StateScan(start, end []byte, reverse bool) iter.Seq2[storage.KeyValue, error] {
 	return func(yield func(storage.KeyValue, error) bool) {
 		for kv, err := range tx.stx.StateScan(tx.ctx, start, end, reverse) {
-			if !yield(kv, storageError(err)) || err != nil {
+			if !yield(kv, tx.failed(err)) || err != nil {
 				return
 			}
 		}
