@@ -153,6 +153,18 @@ func (b *Backend) prepare(readOnly bool) error {
 	if readOnly {
 		return b.db.View(check)
 	}
+	// A current file needs no write: a read transaction checks it without
+	// the commit, and the fsync, of a write transaction.
+	current := false
+	if err := b.db.View(func(tx *bbolt.Tx) error {
+		current = tx.Bucket(BucketMeta) != nil && string(tx.Bucket(BucketMeta).Get(metaFormat)) == Format
+		if current {
+			return check(tx)
+		}
+		return nil
+	}); err != nil || current {
+		return err
+	}
 	return b.db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(BucketMeta) == nil && isEmpty(tx) {
 			return create(tx)
