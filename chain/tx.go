@@ -97,7 +97,7 @@ func (tx *Tx) replay(req Request) (res Result, found bool, err error) {
 func (tx *Tx) Head(chain string) (Head, error) {
 	h, err := tx.stx.Head(tx.ctx, chain)
 	if errors.Is(err, storage.ErrNotFound) {
-		return Head{Chain: chain, Hash: Genesis(chain)}, fmt.Errorf("chain %q: %w", chain, ErrNotFound)
+		return Head{Chain: chain, Hash: Genesis(chain)}, &notFoundError{kind: notFoundChain, chain: chain}
 	}
 	if err != nil {
 		return Head{}, tx.failed(err)
@@ -133,7 +133,7 @@ func (tx *Tx) Get(chain string, seq uint64) (Entry, error) {
 func (tx *Tx) Lookup(chain, key string) (Entry, error) {
 	e, found, err := tx.lookup(chain, key)
 	if err == nil && !found {
-		err = fmt.Errorf("chain %q key %q: %w", chain, key, ErrNotFound)
+		err = &notFoundError{kind: notFoundKey, chain: chain, key: key}
 	}
 	return e, err
 }
@@ -199,7 +199,7 @@ func (tx *Tx) Chains(from string) iter.Seq2[Head, error] {
 func (tx *Tx) StateGet(key []byte) ([]byte, error) {
 	v, err := tx.stx.StateGet(tx.ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("state %q: %w", key, ErrNotFound)
+		return nil, &notFoundError{kind: notFoundState, key: string(key)}
 	}
 	return v, tx.failed(err)
 }
