@@ -248,6 +248,11 @@ func (b *Backend) Stats(ctx context.Context) (storage.Stats, error) {
 // Check runs bbolt's consistency check of the file's pages and returns the
 // first problem it finds.
 func (b *Backend) Check() error {
+	// bbolt's check first rebuilds the freelist on a goroutine where a
+	// damaged page's panic cannot be recovered: the walk meets it first.
+	if err := walkView(b.path, b.db); err != nil {
+		return err
+	}
 	return b.db.View(func(tx *bbolt.Tx) error {
 		var first error
 		for err := range tx.Check() { // drained: the checker goroutine blocks until read

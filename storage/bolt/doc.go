@@ -52,4 +52,13 @@
 // Within the process, bbolt runs one writable transaction at a time and any
 // number of read transactions beside it; a long read transaction keeps the
 // pages it sees from being reused, so the file grows while it lasts.
+//
+// bbolt trusts the file and panics on a damaged page. The backend recovers
+// those panics (recover.go): a transaction that met one returns an error
+// matching storage.ErrCorrupt from then on and is never committed. A
+// writable open of an existing file first walks it read-only, because bbolt
+// rebuilds its freelist (the file keeps none) on a goroutine of its own where
+// a panic cannot be recovered; the walk costs about 50 ms per million
+// entries. After a recovered panic the damaged file's memory map stays
+// mapped until the process ends.
 package bolt

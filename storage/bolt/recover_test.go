@@ -81,6 +81,9 @@ func TestDamagedPageIsCorruptNotPanic(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read-only open: %v (the damaged page is not read by the open)", err)
 	}
+	if err := b.Check(); !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("Check of the damaged file: %v; want storage.ErrCorrupt", err)
+	}
 	stx, err := b.Begin(ctx, false)
 	if err != nil {
 		t.Fatal(err)
