@@ -78,3 +78,31 @@ func TestTamperHeadTime(t *testing.T) {
 	})
 	assertFailures(t, l.verify(t, chain.VerifyOptions{}).Failures, failureKey{"a", last.Seq, chain.ReasonHeadMismatch})
 }
+
+// TestVerifyKeyIndexOnEveryBackend: a chain with enough keys for the key
+// workers verifies clean on every backend, and its keys were all looked up
+// (a request with one of them replays).
+func TestVerifyKeyIndexOnEveryBackend(t *testing.T) {
+	forEachBackend(t, chain.Options{}, func(t *testing.T, db *chain.DB) {
+		ctx := context.Background()
+		const keyed = 1200
+		err := db.Update(ctx, func(tx *chain.Tx) error {
+			for i := 1; i <= keyed; i++ {
+				if _, err := tx.Append(chain.Request{Chain: "c", IdempotencyKey: fmt.Sprintf("k%d", i), Type: "t/v1"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if report := assertVerifies(t, db); report.Entries != keyed {
+			t.Fatalf("verified %d entries, want %d", report.Entries, keyed)
+		}
+		res, err := db.Append(ctx, chain.Request{Chain: "c", IdempotencyKey: "k1000", Type: "t/v1"})
+		if err != nil || !res.Replayed || res.Entry.Seq != 1000 {
+			t.Fatalf("retry of k1000: %+v, %v; want seq 1000 replayed", res, err)
+		}
+	})
+}
