@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/zeebo/blake3"
@@ -31,24 +32,51 @@ type verifyItem struct {
 	err        error // the entry is undecodable
 }
 
+// verifyBatch is a batch of items on its way through the pool. The reader
+// that needs it next may hash it itself when no worker has begun it, so a
+// busy machine that does not schedule the workers is no slower than one
+// goroutine. state is generation<<1 | claimed: a batch is reused, and a
+// worker holding an old generation's reference cannot claim it.
 type verifyBatch struct {
-	items []verifyItem
-	done  chan struct{}
+	items      []verifyItem
+	done       chan struct{}
+	generation uint64
+	state      atomic.Uint64
+}
+
+type verifyBatchRef struct {
+	batch      *verifyBatch
+	generation uint64
+}
+
+// claim reports whether the caller may hash the batch.
+func (b *verifyBatch) claim(generation uint64) bool {
+	return b.state.CompareAndSwap(generation<<1, generation<<1|1)
+}
+
+// hash hashes a claimed batch and marks it done.
+func (b *verifyBatch) hash(chain string, scratch []byte) []byte {
+	for i := range b.items {
+		scratch = hashItem(chain, &b.items[i], scratch)
+	}
+	close(b.done)
+	return scratch
 }
 
 // scanEntries streams the chain's stored entries to fn in seq order, each
-// decoded (its key aliasing the stored bytes, which fn must not keep; its
-// type and payload left out) and with its Format v1 hash computed; an
-// undecodable entry comes with its error instead. It runs inside tx, which must stay open until it
+// decoded (without copying its key, type or payload, which fn must not
+// keep) and with its Format v1 hash computed; an undecodable entry comes
+// with its error instead. It runs inside tx, which must stay open until it
 // returns.
 func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 	fn func(seq uint64, e *Entry, calculated Hash, err error) error) (err error) {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	var (
-		work    chan *verifyBatch
+		work    chan verifyBatchRef
 		wg      sync.WaitGroup
 		queue   []*verifyBatch // sent to the workers, in seq order
 		free    []*verifyBatch
+		scratch []byte
 		current = &verifyBatch{items: make([]verifyItem, 0, verifyBatchSize)}
 	)
 	defer func() {
@@ -72,32 +100,49 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 	}
 	oldest := func() error {
 		b := queue[0]
+		if b.claim(b.generation) {
+			scratch = b.hash(chain, scratch)
+		}
+		// While a worker hashes the oldest batch, hash the ones no worker
+		// has begun.
+		for _, other := range queue[1:] {
+			select {
+			case <-b.done:
+			default:
+				if other.claim(other.generation) {
+					scratch = other.hash(chain, scratch)
+				}
+				continue
+			}
+			break
+		}
 		<-b.done
 		queue = queue[1:]
 		err := deliver(b)
 		b.items = b.items[:0]
+		b.generation++
 		free = append(free, b)
 		return err
 	}
 	send := func() error {
 		if work == nil {
-			work = make(chan *verifyBatch, workers*verifyBatchesPerWorker)
+			work = make(chan verifyBatchRef, workers*verifyBatchesPerWorker)
 			for range workers {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					var scratch []byte
-					for b := range work {
-						for i := range b.items {
-							scratch = hashItem(chain, &b.items[i], scratch)
+					for ref := range work {
+						if ref.batch.claim(ref.generation) {
+							scratch = ref.batch.hash(chain, scratch)
 						}
-						close(b.done)
 					}
 				}()
 			}
 		}
 		current.done = make(chan struct{})
-		work <- current
+		current.state.Store(current.generation << 1)
+		work <- verifyBatchRef{batch: current, generation: current.generation}
 		queue = append(queue, current)
 		if len(free) > 0 {
 			current, free = free[len(free)-1], free[:len(free)-1]
@@ -126,7 +171,6 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 		}
 	}
 	// A short tail (or a short chain) is hashed here: no hand-off is worth it.
-	var scratch []byte
 	for i := range current.items {
 		scratch = hashItem(chain, &current.items[i], scratch)
 	}

@@ -191,6 +191,9 @@ type keyIndex struct {
 	created []*keyRun
 	deleted []keyRunName
 	changed bool
+	// opened holds the run buckets a read transaction has opened: opening
+	// one is a lookup, and a verify looks up every key of a chain.
+	opened map[keyRunName]*bbolt.Bucket
 }
 
 func (t *tx) snapshotTxid() uint64 {
@@ -291,11 +294,30 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, error) {
 	return 0, false, nil
 }
 
+// runBucket opens a run's bucket, once per read transaction. A write
+// transaction opens it each time: its runs change when it commits.
+func (t *tx) runBucket(name keyRunName) *bbolt.Bucket {
+	if t.tx.Writable() {
+		return t.runs().Bucket(name[:])
+	}
+	if b, ok := t.index.opened[name]; ok {
+		return b
+	}
+	b := t.runs().Bucket(name[:])
+	if b != nil {
+		if t.index.opened == nil {
+			t.index.opened = make(map[keyRunName]*bbolt.Bucket)
+		}
+		t.index.opened[name] = b
+	}
+	return b
+}
+
 // searchRun finds the record with the target prefix in a run: the chunk
 // whose last record is the first at or after the target, then a binary
 // search in it.
 func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
-	b := t.runs().Bucket(name[:])
+	b := t.runBucket(name)
 	if b == nil {
 		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
 	}
