@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ledgerworks/ledger/storage"
 )
@@ -33,14 +34,14 @@ func BenchmarkGuardedHead(b *testing.B) {
 	}
 	defer read.Rollback()
 	guarded := read.(*guardedTx)
-	var unguardedNanoseconds float64
+	var unguarded time.Duration
 	b.Run("unguarded", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := guarded.t.Head(ctx, "c"); err != nil {
 				b.Fatal(err)
 			}
 		}
-		unguardedNanoseconds = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		unguarded = b.Elapsed() / time.Duration(b.N)
 	})
 	b.Run("guarded", func(b *testing.B) {
 		for b.Loop() {
@@ -48,8 +49,8 @@ func BenchmarkGuardedHead(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if unguardedNanoseconds > 0 {
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/unguardedNanoseconds, "x-unguarded")
+		if perCall := b.Elapsed() / time.Duration(b.N); unguarded > 0 {
+			b.ReportMetric(perCall.Seconds()/unguarded.Seconds(), "x-unguarded")
 		}
 	})
 }
