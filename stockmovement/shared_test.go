@@ -178,7 +178,7 @@ func TestSharedBackendFirstMovements(t *testing.T) {
 	t.Parallel()
 	db1, db2 := openShared(t)
 	setup(t, db1, "acme")
-	for round := range 16 {
+	for round := range 6 {
 		id := fmt.Sprintf("fresh-%d", round)
 		if _, err := stockmovement.DefineItem(ctx, db1, "acme", stockmovement.Item{ID: id}); err != nil {
 			t.Fatal(err)
