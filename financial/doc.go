@@ -64,10 +64,12 @@
 //   - Effective dates lie within DateMin..DateMax (1900-01-01 to
 //     2258-11-11). A balance by date can leave the int64 range although
 //     every current balance is inside it; such a query returns ErrOverflow.
-//   - Each posting line writes about eight state keys (balance, seq index,
-//     day index, date totals), which is what makes every balance read
+//   - Each posting line writes six state keys (balance, seq index, day
+//     index, three date totals), which is what makes every balance read
 //     O(log n); batched postings reach roughly a sixth of raw append
-//     throughput on one disk (see the benchmarks).
+//     throughput on one disk (see the benchmarks). Ledgers whose date
+//     totals were written with the earlier fan-out of 16 (five levels)
+//     fail Check and answer balances by date wrongly: rebuild their state.
 //   - Locking order on a shared backend (PostgreSQL, several processes on
 //     one book). Every write of a book (postings, reversals, definitions,
 //     closings) begins by looking its idempotency key up in the journal;
