@@ -68,18 +68,18 @@
 //   - Two half-written operations interleaved on one location's chains cannot
 //     be ordered; operations there fail with ErrIncomplete until resolved.
 //   - Locking order on a shared backend (PostgreSQL, several processes on
-//     one schema). An operation locks, in a writable transaction, the heads
-//     of the quantity and value chains of every location it writes, in
-//     ascending name order, before it reads a position, a FIFO layer or a
-//     reversal marker, and before it completes a half-written operation; a
-//     reversal first reads the original's entries (which never change,
-//     though the look-up of a transfer's destination half may lock that
-//     chain out of order, which the backend bounds and the engine retries).
-//     A definition locks the item's chain before it reads the current
-//     definition. Operations read the definition without that lock: a
-//     change of method (allowed only at zero stock) racing an operation of
-//     another process on the same item is not serialized; change methods
-//     on a quiet item.
+//     one schema). In a writable transaction an operation first locks the
+//     item's chain (tenant/val/item), then reads the definition; then it
+//     locks the heads of the quantity and value chains of every location
+//     it writes, in ascending name order (the item chain's name is a
+//     prefix of theirs), before it reads a position, a FIFO layer or a
+//     reversal marker, and before it completes a half-written operation.
+//     A reversal reads the original's entries before the location locks
+//     (they never change, though the look-up of a transfer's destination
+//     half may lock that chain out of order, which the backend bounds and
+//     the engine retries). DefineItem locks the item's chain before it
+//     reads the current definition. So operations of one item, and a
+//     change of its method, are serialized across processes.
 //   - Check does not cross-check the two legs of a transfer against each
 //     other, nor the reversal markers; each location is rebuilt on its own.
 package valuations

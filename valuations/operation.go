@@ -281,8 +281,18 @@ func runTx(tx *chain.Tx, tenant, item string, build func(Item) (request, error))
 
 // prepare loads the item and builds and checks the canonical request.
 func prepare(tx *chain.Tx, tenant, item string, build func(Item) (request, error)) (Item, parsedRequest, error) {
-	if _, err := ItemChain(tenant, item); err != nil {
+	name, err := ItemChain(tenant, item)
+	if err != nil {
 		return Item{}, parsedRequest{}, invalid(ErrInvalidOperation, "%v", err)
+	}
+	// The item's chain is locked before its definition is read, as
+	// DefineItem does: a change of method (allowed at zero stock) and an
+	// operation of another process on the item are serialized. Its name is
+	// a prefix of the location chains locked later, so the order ascends.
+	if tx.Writable() {
+		if _, err := headSeq(tx, name); err != nil {
+			return Item{}, parsedRequest{}, err
+		}
 	}
 	it, _, err := loadItem(tx, tenant, item)
 	if err != nil {

@@ -263,3 +263,49 @@ func TestSharedBackendDefinitions(t *testing.T) {
 	}
 	checkShared(t, db1, db2)
 }
+
+// TestSharedBackendMethodChange changes an item's method through one
+// ledger while the other records its first receipt: an operation locks the
+// item's chain before it reads the definition, as DefineItem does, so
+// either the receipt is valued by the new method or the change is refused
+// because the item holds stock; never a change accepted beside a receipt
+// valued by the old method.
+func TestSharedBackendMethodChange(t *testing.T) {
+	t.Parallel()
+	db1, db2 := openShared(t)
+	ctx := context.Background()
+	for round := range 8 {
+		it := Item{Tenant: "acme", ID: fmt.Sprintf("m-%d", round), Method: MovingAverage, Currency: "EUR", MinorUnit: 2}
+		defineItem(t, db1, it)
+		var changeErr, receiveErr error
+		var received Result
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			changed := it
+			changed.Method = FIFO
+			_, changeErr = DefineItem(ctx, db1, changed)
+		}()
+		go func() {
+			defer wg.Done()
+			received, receiveErr = Receive(ctx, db2, ReceiveRequest{Tenant: "acme", Item: it.ID, Location: "WH",
+				OperationID: "r", Quantity: dec(t, "4", 0), UnitCost: decPtr(t, "2.50", 2)})
+		}()
+		wg.Wait()
+		if receiveErr != nil {
+			t.Fatal(receiveErr)
+		}
+		if changeErr != nil && !errors.Is(changeErr, ErrMethodChange) {
+			t.Fatal(changeErr)
+		}
+		d, err := decodeValue(received.Legs[0].ValueEntry.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (changeErr == nil) != (d.method == FIFO) {
+			t.Fatalf("round %d: method change error %v, receipt valued by %v", round, changeErr, d.method)
+		}
+	}
+	checkShared(t, db1, db2)
+}
