@@ -67,9 +67,7 @@
 //   - Each posting line writes six state keys (balance, seq index, day
 //     index, three date totals), which is what makes every balance read
 //     O(log n); batched postings reach roughly a sixth of raw append
-//     throughput on one disk (see the benchmarks). Ledgers whose date
-//     totals were written with the earlier fan-out of 16 (five levels)
-//     fail Check and answer balances by date wrongly: rebuild their state.
+//     throughput on one disk (see the benchmarks).
 //   - Locking order on a shared backend (PostgreSQL, several processes on
 //     one book). Every write of a book (postings, reversals, definitions,
 //     closings) begins by looking its idempotency key up in the journal;
