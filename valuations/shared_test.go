@@ -7,11 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
-	"github.com/ledgerworks/ledger/storage/postgres"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
@@ -20,16 +18,8 @@ import (
 // would. It skips without LEDGER_TEST_POSTGRES_URL (fails under CI=true).
 func openShared(t *testing.T) (*chain.DB, *chain.DB) {
 	t.Helper()
-	url := pgtest.URL(t)
-	schema := pgtest.NewSchema(t, url)
 	var dbs [2]*chain.DB
-	for i := range dbs {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		backend, err := postgres.Open(ctx, url, postgres.Options{Schema: schema})
-		cancel()
-		if err != nil {
-			t.Fatalf("open backend %d: %v", i, err)
-		}
+	for i, backend := range pgtest.OpenShared(t, len(dbs)) {
 		db, err := chain.OpenBackend(backend, chain.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -140,3 +140,24 @@ func OpenWith(t testing.TB, opts postgres.Options) *postgres.Backend {
 	})
 	return b
 }
+
+// OpenShared opens n backends, each with its own connection pool, on one
+// fresh schema of the test database, as n processes of one service would
+// share a database. The schema is dropped when the test ends; the caller
+// closes the backends (a chain.DB does, when it owns one).
+func OpenShared(t testing.TB, n int) []*postgres.Backend {
+	t.Helper()
+	url := URL(t)
+	schema := NewSchema(t, url)
+	backends := make([]*postgres.Backend, n)
+	for i := range backends {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		b, err := postgres.Open(ctx, url, postgres.Options{Schema: schema})
+		cancel()
+		if err != nil {
+			t.Fatalf("open shared backend %d: %v", i, err)
+		}
+		backends[i] = b
+	}
+	return backends
+}
