@@ -25,12 +25,20 @@
 // keep derived state (Tx.StatePut) in the same transaction as the entries it
 // derives from. Concurrent Append and Update calls are grouped into one
 // storage transaction and one fsync; each caller gets its own result, and one
-// caller's failure does not fail the others.
+// caller's failure does not fail the others. Domain packages that must answer
+// a retry before checking their own rules call Tx.Replay first.
+//
+// Verify streams every chain: each hash against the entry's fields, each
+// prev_hash against the previous entry, seqs without gaps, the chain's end
+// against its stored head (seq, hash and time), and each idempotency key
+// against the key index. Failures carry the chain, the seq and a Reason.
 //
 // # Caveats
 //
 // An Update function may run more than once (when another member of its group
-// commit fails after writing, the group runs again without it), so it must
+// commit fails after writing or after a storage error, the group runs again
+// without it; when the store rolls the group back with storage.ErrRetry, the
+// whole group runs again, at most three times), so it must
 // have no effects outside its Tx. It runs on the committer's goroutine and must
 // not call the DB's own methods.
 //
