@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
@@ -71,43 +72,10 @@ func mustAppend(t testing.TB, db *chain.DB, req chain.Request) chain.Result {
 }
 
 // snapshot is everything a DB holds, read back through the public API.
-type snapshot struct {
-	Heads   []chain.Head
-	Entries map[string][]chain.Entry
-	State   map[string]string
-}
+type snapshot = chaintest.Snapshot
 
 // takeSnapshot reads every chain, entry and state pair.
-func takeSnapshot(t testing.TB, db *chain.DB) snapshot {
-	t.Helper()
-	ctx := context.Background()
-	s := snapshot{Entries: map[string][]chain.Entry{}, State: map[string]string{}}
-	for h, err := range db.Chains(ctx, "") {
-		if err != nil {
-			t.Fatalf("chains: %v", err)
-		}
-		s.Heads = append(s.Heads, h)
-		for e, err := range db.Entries(ctx, h.Chain, 1) {
-			if err != nil {
-				t.Fatalf("entries of %q: %v", h.Chain, err)
-			}
-			s.Entries[h.Chain] = append(s.Entries[h.Chain], e)
-		}
-	}
-	err := db.View(ctx, func(tx *chain.Tx) error {
-		for kv, err := range tx.StateScan(nil, nil, false) {
-			if err != nil {
-				return err
-			}
-			s.State[string(kv.Key)] = string(kv.Value)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("state scan: %v", err)
-	}
-	return s
-}
+func takeSnapshot(t testing.TB, db *chain.DB) snapshot { return chaintest.TakeSnapshot(t, db) }
 
 // assertUnchanged fails when db no longer holds exactly what before holds.
 func assertUnchanged(t testing.TB, db *chain.DB, before snapshot) {

@@ -169,7 +169,7 @@ func TestDiskFull(t *testing.T) {
 	})
 	switch {
 	case errors.Is(err, storage.ErrIO):
-		if d := before.diff(takeSnapshot(t, db)); d != "" {
+		if d := diffSnapshots(before, takeSnapshot(t, db)); d != "" {
 			t.Errorf("a refused Update changed the ledger: %s", d)
 		}
 	case err == nil:

@@ -4,37 +4,25 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/stockmovement"
-	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
 // steppingClock returns a clock that advances one second per reading from a
 // fixed start, so entry times are distinct and predictable.
 func steppingClock() func() time.Time {
-	var ticks atomic.Int64
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	return func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * time.Second) }
+	return chaintest.SteppingClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Second)
 }
 
 // forEachBackend runs fn on a fresh ledger of every registered backend.
 func forEachBackend(t *testing.T, fn func(t *testing.T, db *chain.DB)) {
 	t.Helper()
-	for _, f := range storagetest.Factories(t) {
-		t.Run(f.Name, func(t *testing.T) {
-			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: steppingClock()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			fn(t, db)
-		})
-	}
+	chaintest.ForEachBackend(t, func() chain.Options { return chain.Options{Clock: steppingClock()} }, fn)
 }
 
 // setup defines, for a tenant, items "pcs" (scale 0), "kg" (scale 3) and

@@ -5,35 +5,23 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/decimal"
-	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
 // testClock returns a clock that advances one millisecond per reading.
 func testClock() func() time.Time {
-	var n atomic.Int64
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	return func() time.Time { return base.Add(time.Duration(n.Add(1)) * time.Millisecond) }
+	return chaintest.SteppingClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
 }
 
 // eachBackend runs fn against a fresh ledger on every registered backend.
 func eachBackend(t *testing.T, fn func(t *testing.T, db *chain.DB)) {
 	t.Helper()
-	for _, f := range storagetest.Factories(t) {
-		t.Run(f.Name, func(t *testing.T) {
-			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: testClock()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			fn(t, db)
-		})
-	}
+	chaintest.ForEachBackend(t, func() chain.Options { return chain.Options{Clock: testClock()} }, fn)
 }
 
 func dec(t testing.TB, text string, scale uint8) decimal.Decimal {
