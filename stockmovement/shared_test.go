@@ -9,29 +9,15 @@ import (
 	"testing"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/stockmovement"
-	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
 var ctx = context.Background()
 
-// openShared opens two ledgers on one fresh PostgreSQL schema, each with
-// its own backend and connection pool, as two processes of one service
-// would. It skips without LEDGER_TEST_POSTGRES_URL (fails under CI=true).
-func openShared(t *testing.T) (*chain.DB, *chain.DB) {
-	t.Helper()
-	var dbs [2]*chain.DB
-	for i, backend := range pgtest.OpenShared(t, len(dbs)) {
-		db, err := chain.OpenBackend(backend, chain.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs[i] = db
-	}
-	return dbs[0], dbs[1]
-}
+// openShared opens two ledgers on one PostgreSQL schema (chaintest.OpenShared).
+var openShared = chaintest.OpenShared
 
 // TestSharedBackendIssuesNeverOversell has two ledgers on one PostgreSQL
 // schema issue from the same stock, 32 goroutines each: every issue reads

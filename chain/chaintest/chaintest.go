@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
@@ -75,4 +76,22 @@ func TakeSnapshot(t testing.TB, db *chain.DB) Snapshot {
 		t.Fatalf("state scan: %v", err)
 	}
 	return s
+}
+
+// OpenShared opens two ledgers on one fresh PostgreSQL schema, each with its
+// own backend and connection pool, as two processes of one service would.
+// It skips without LEDGER_TEST_POSTGRES_URL (fails under CI=true). The
+// ledgers are closed when the test ends.
+func OpenShared(t *testing.T) (*chain.DB, *chain.DB) {
+	t.Helper()
+	var dbs [2]*chain.DB
+	for i, backend := range pgtest.OpenShared(t, len(dbs)) {
+		db, err := chain.OpenBackend(backend, chain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[i] = db
+	}
+	return dbs[0], dbs[1]
 }
