@@ -127,6 +127,45 @@ func RawDurablePuts(db *bbolt.DB, chainID string, stream uint64, n int) (Latenci
 	return summarize(ds, time.Since(start)), nil
 }
 
+// RawGroupedPuts puts total records in durable transactions of group puts
+// each, one record at the tail of each of chains chains in turn (a single
+// chain when chains is 1). It is what the best possible group commit of
+// P2's appenders costs in raw bbolt with the same bytes: with a chain each,
+// a group dirties one tail leaf per chain, so this is the ceiling of any
+// layout that keeps a chain's entries together and commits each group with
+// bbolt's own fsyncs.
+func RawGroupedPuts(db *bbolt.DB, chainID string, stream uint64, chains, group, total int) (Rate, error) {
+	if chains < 1 || group < 1 {
+		panic("workload: RawGroupedPuts needs at least one chain and one put per group")
+	}
+	next := make([]uint64, chains)
+	start := time.Now()
+	written := 0
+	for written < total {
+		n := min(group, total-written)
+		err := db.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(rawEntries)
+			b.FillPercent = 1.0
+			for i := range n {
+				c := (written + i) % chains
+				next[c]++
+				var k [16]byte
+				binary.BigEndian.PutUint64(k[:8], uint64(1000+c))
+				binary.BigEndian.PutUint64(k[8:], next[c])
+				if err := b.Put(k[:], Record(chainID, stream, uint64(written+i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return Rate{}, err
+		}
+		written += n
+	}
+	return Rate{Count: int64(written), Duration: time.Since(start)}, nil
+}
+
 // RawGets reads total records at scattered seqs among existing (or as many
 // as the budget allows), each in its own read transaction and copied out,
 // from goroutines readers: the baseline of P4.
