@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/ledgerworks/ledger/internal/blake3batch"
 )
 
 // Verify reads a chain on the calling goroutine and hashes its entries in a
@@ -55,12 +57,57 @@ func (b *verifyBatch) claim(generation uint64) bool {
 }
 
 // hash hashes a claimed batch and marks it done.
-func (b *verifyBatch) hash(chain string, scratch []byte) []byte {
-	for i := range b.items {
-		scratch = hashItem(chain, &b.items[i], scratch)
-	}
+func (b *verifyBatch) hash(chain string, scratch *verifyScratch) {
+	scratch.hashItems(chain, b.items)
 	close(b.done)
-	return scratch
+}
+
+// verifyScratch is one goroutine's memory for hashing batches: the hash
+// inputs of a batch's entries are built back to back in inputs and hashed
+// together by blake3batch, several entries at once (eight lanes of AVX2
+// on amd64), instead of one blake3.Sum256 call each.
+type verifyScratch struct {
+	inputs   []byte   // the batch's single-chunk hash inputs, back to back
+	ends     []int    // where each input ends in inputs
+	pending  []int    // the index in the batch of each input
+	messages [][]byte // the inputs, sliced from inputs
+	hashes   [][blake3batch.Size]byte
+	large    []byte // the hash input of an entry longer than one chunk
+}
+
+// hashItems decodes items' stored bytes in place and computes their hashes.
+func (s *verifyScratch) hashItems(chain string, items []verifyItem) {
+	s.inputs, s.ends, s.pending = s.inputs[:0], s.ends[:0], s.pending[:0]
+	for i := range items {
+		it := &items[i]
+		f, ok := decodeItem(chain, it)
+		if !ok {
+			continue
+		}
+		// An input longer than a chunk gains nothing from the lanes, and
+		// would hold a large payload's copy in inputs: it is hashed alone.
+		if hashInputSize(chain, f.key, f.typ, f.payload) > blake3batch.ChunkSize {
+			it.calculated, s.large = entryHash(s.large, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
+			continue
+		}
+		s.inputs = appendHashInput(s.inputs, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
+		s.ends = append(s.ends, len(s.inputs))
+		s.pending = append(s.pending, i)
+	}
+	s.messages = s.messages[:0]
+	start := 0
+	for _, end := range s.ends {
+		s.messages = append(s.messages, s.inputs[start:end:end])
+		start = end
+	}
+	if cap(s.hashes) < len(s.messages) {
+		s.hashes = make([][blake3batch.Size]byte, len(s.messages))
+	}
+	s.hashes = s.hashes[:len(s.messages)]
+	blake3batch.Sum256(s.hashes, s.messages)
+	for j, i := range s.pending {
+		items[i].calculated = s.hashes[j]
+	}
 }
 
 // scanEntries streams the chain's stored entries to fn in seq order, each
@@ -76,7 +123,7 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 		wg      sync.WaitGroup
 		queue   []*verifyBatch // sent to the workers, in seq order
 		free    []*verifyBatch
-		scratch []byte
+		scratch verifyScratch
 		current = &verifyBatch{items: make([]verifyItem, 0, verifyBatchSize)}
 	)
 	defer func() {
@@ -101,7 +148,7 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 	oldest := func() error {
 		b := queue[0]
 		if b.claim(b.generation) {
-			scratch = b.hash(chain, scratch)
+			b.hash(chain, &scratch)
 		}
 		// While a worker hashes the oldest batch, hash the ones no worker
 		// has begun.
@@ -110,7 +157,7 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 			case <-b.done:
 			default:
 				if other.claim(other.generation) {
-					scratch = other.hash(chain, scratch)
+					other.hash(chain, &scratch)
 				}
 				continue
 			}
@@ -131,10 +178,10 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					var scratch []byte
+					var scratch verifyScratch
 					for ref := range work {
 						if ref.batch.claim(ref.generation) {
-							scratch = ref.batch.hash(chain, scratch)
+							ref.batch.hash(chain, &scratch)
 						}
 					}
 				}()
@@ -171,30 +218,38 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 		}
 	}
 	// A short tail (or a short chain) is hashed here: no hand-off is worth it.
-	for i := range current.items {
-		scratch = hashItem(chain, &current.items[i], scratch)
-	}
+	scratch.hashItems(chain, current.items)
 	return deliver(current)
 }
 
-// hashItem decodes an item's stored bytes in place and computes its hash.
+// hashItem decodes an item's stored bytes in place and computes its hash,
+// one item at a time.
 func hashItem(chain string, it *verifyItem, scratch []byte) []byte {
+	if f, ok := decodeItem(chain, it); ok {
+		it.calculated, scratch = entryHash(scratch, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
+	}
+	return scratch
+}
+
+// decodeItem decodes an item's stored bytes in place and returns its fields
+// for hashing, or reports false when it has done all of the item itself:
+// a record decodeFields does not accept is decoded, or rejected, and
+// hashed by DecodeRecord and ComputeHash.
+func decodeItem(chain string, it *verifyItem) (recordFields, bool) {
 	f, ok := decodeFields(it.data)
 	if !ok {
 		// The exact failure, as DecodeRecord words it.
 		if e, err := DecodeRecord(chain, it.seq, it.data); err != nil {
 			it.err = err
-			return scratch
 		} else {
 			it.entry = e
 			it.calculated = e.ComputeHash()
-			return scratch
 		}
+		return f, false
 	}
 	it.entry = Entry{Chain: chain, Seq: it.seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano, Hash: f.hash,
 		IdempotencyKey: unsafeString(f.key)} // aliases the stored bytes, like the fields fn must not keep
-	it.calculated, scratch = entryHash(scratch, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
-	return scratch
+	return f, true
 }
 
 // recordFields are the fields of a stored entry, aliasing its bytes.
@@ -270,7 +325,20 @@ func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), l
 // either way, without the allocations of hashing field by field.
 func entryHash[Text string | []byte](buf []byte, chain string, seq uint64, prevHash *Hash, timeUnixNano int64,
 	key, typ Text, payload []byte) (Hash, []byte) {
-	buf = append(buf[:0], domainEntry...)
+	buf = appendHashInput(buf[:0], chain, seq, prevHash, timeUnixNano, key, typ, payload)
+	return blake3.Sum256(buf), buf
+}
+
+// hashInputSize is the length of the Format v1 hash input appendHashInput
+// builds.
+func hashInputSize[Text string | []byte](chain string, key, typ Text, payload []byte) int {
+	return len(domainEntry) + 1 + 8 + HashSize + 8 + 4 + len(chain) + 4 + len(key) + 4 + len(typ) + 4 + len(payload)
+}
+
+// appendHashInput appends an entry's Format v1 hash input to buf.
+func appendHashInput[Text string | []byte](buf []byte, chain string, seq uint64, prevHash *Hash, timeUnixNano int64,
+	key, typ Text, payload []byte) []byte {
+	buf = append(buf, domainEntry...)
 	buf = append(buf, 0)
 	buf = binary.BigEndian.AppendUint64(buf, seq)
 	buf = append(buf, prevHash[:]...)
@@ -282,8 +350,7 @@ func entryHash[Text string | []byte](buf []byte, chain string, seq uint64, prevH
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(typ)))
 	buf = append(buf, typ...)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(payload)))
-	buf = append(buf, payload...)
-	return blake3.Sum256(buf), buf
+	return append(buf, payload...)
 }
 
 // hashBuffers recycles the buffers of hashOf.

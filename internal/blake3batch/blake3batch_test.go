@@ -1,0 +1,232 @@
+package blake3batch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/zeebo/blake3"
+	"pgregory.net/rapid"
+)
+
+// paths runs test on the lane path (when this CPU has it) and on the
+// one-at-a-time path.
+func paths(t *testing.T, test func(t *testing.T)) {
+	t.Helper()
+	if lanePathAvailable() {
+		t.Run("lanes", test)
+	} else {
+		t.Log("no lane path on this build or CPU")
+	}
+	t.Run("one-at-a-time", func(t *testing.T) {
+		defer forceOneAtATime()()
+		test(t)
+	})
+}
+
+func zeeboKeyed(key *[KeySize]byte, message []byte) [Size]byte {
+	h, err := blake3.NewKeyed(key[:])
+	if err != nil {
+		panic(err)
+	}
+	h.Write(message)
+	var out [Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// check hashes messages in one batch, unkeyed and keyed, and compares every
+// hash with zeebo/blake3's, and the outputs past the batch with untouched.
+// failer is what check needs of a *testing.T or a *rapid.T.
+type failer interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+func check(t failer, messages [][]byte, key *[KeySize]byte) {
+	t.Helper()
+	sentinel := [Size]byte{0xa5}
+	out := make([][Size]byte, len(messages)+1)
+	out[len(messages)] = sentinel
+	Sum256(out, messages)
+	for i, m := range messages {
+		if want := blake3.Sum256(m); out[i] != want {
+			t.Fatalf("message %d of %d (%d bytes): Sum256 %x, want %x", i, len(messages), len(m), out[i], want)
+		}
+	}
+	keyed := make([][Size]byte, len(messages)+1)
+	keyed[len(messages)] = sentinel
+	Sum256Keyed(keyed, key, messages)
+	for i, m := range messages {
+		if want := zeeboKeyed(key, m); keyed[i] != want {
+			t.Fatalf("message %d of %d (%d bytes): Sum256Keyed %x, want %x", i, len(messages), len(m), keyed[i], want)
+		}
+	}
+	if out[len(messages)] != sentinel || keyed[len(messages)] != sentinel {
+		t.Fatal("an output past the messages was written")
+	}
+}
+
+func randomBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func testKey(r *rand.Rand) *[KeySize]byte { return (*[KeySize]byte)(randomBytes(r, KeySize)) }
+
+// Every length a lane can carry, eight lanes of the same length and eight
+// of consecutive lengths (lanes ending at different blocks), and lengths
+// past a chunk that go one at a time.
+func TestSum256EveryLength(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(1, 2))
+		key := testKey(r)
+		lengths := []int{1025, 1088, 2048, 2049, 3000, 8193}
+		for n := range ChunkSize + 1 {
+			lengths = append(lengths, n)
+		}
+		for _, n := range lengths {
+			same := make([][]byte, 8)
+			consecutive := make([][]byte, 8)
+			for i := range same {
+				same[i] = randomBytes(r, n)
+				consecutive[i] = randomBytes(r, max(0, n-i))
+			}
+			check(t, same, key)
+			check(t, consecutive, key)
+			check(t, same[:1], key)
+		}
+	})
+}
+
+// Batches of 1 to 17 messages of random lengths (some past a chunk) and
+// random contents, so groups of eight, short tails and lanes ending at
+// every block all occur.
+func TestSum256MixedBatches(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			count := rapid.IntRange(0, 17).Draw(t, "count")
+			messages := make([][]byte, count)
+			for i := range messages {
+				n := rapid.OneOf(rapid.IntRange(0, ChunkSize), rapid.IntRange(0, 3*ChunkSize),
+					rapid.SampledFrom([]int{0, 1, 63, 64, 65, 127, 128, 960, 1023, 1024, 1025})).Draw(t, fmt.Sprint("length", i))
+				seed := rapid.Uint64().Draw(t, fmt.Sprint("seed", i))
+				messages[i] = randomBytes(rand.New(rand.NewPCG(seed, uint64(n))), n)
+			}
+			key := (*[KeySize]byte)(rapid.SliceOfN(rapid.Byte(), KeySize, KeySize).Draw(t, "key"))
+			check(t, messages, key)
+		})
+	})
+}
+
+// Messages that share one backing array, as a caller's per-batch buffer
+// does: the lanes must read only their own bytes.
+func TestSum256SharedBuffer(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		buffer := randomBytes(r, 64<<10)
+		var messages [][]byte
+		for offset := 0; offset < len(buffer)-ChunkSize; {
+			n := r.IntN(ChunkSize + 1)
+			messages = append(messages, buffer[offset:offset+n:offset+n])
+			offset += n
+		}
+		copyOf := bytes.Clone(buffer)
+		check(t, messages, testKey(r))
+		if !bytes.Equal(buffer, copyOf) {
+			t.Fatal("the messages were modified")
+		}
+	})
+}
+
+func TestSum256ShortOutputPanics(t *testing.T) {
+	for name, call := range map[string]func(){
+		"Sum256":      func() { Sum256(make([][Size]byte, 1), make([][]byte, 2)) },
+		"Sum256Keyed": func() { Sum256Keyed(make([][Size]byte, 1), new([KeySize]byte), make([][]byte, 2)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			call()
+		})
+	}
+}
+
+// The lane path hashes without allocating.
+func TestSum256DoesNotAllocate(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	messages := make([][]byte, 64)
+	for i := range messages {
+		messages[i] = randomBytes(r, 370)
+	}
+	out := make([][Size]byte, len(messages))
+	if n := testing.AllocsPerRun(10, func() { Sum256(out, messages) }); n != 0 {
+		t.Fatalf("Sum256 allocates %v times per call", n)
+	}
+}
+
+// FuzzSum256 splits data into messages at the lengths the fuzzer picks and
+// compares each hash, unkeyed and keyed, with zeebo/blake3's.
+func FuzzSum256(f *testing.F) {
+	f.Add([]byte{}, []byte{}, []byte("key"))
+	f.Add(bytes.Repeat([]byte{1}, 370*9), []byte{0x72, 0x01, 0x72, 0x01, 0x72, 0x01, 0x72, 0x01, 0x72, 0x01, 0x72, 0x01, 0x72, 0x01, 0x72, 0x01, 0x72, 0x01}, []byte{})
+	f.Add(bytes.Repeat([]byte{0xfe}, 5000), []byte{0, 0, 1, 0, 0x40, 0, 0x41, 0, 0, 4, 1, 4, 0xff, 3, 0x3f, 0, 7, 0}, []byte("k"))
+	f.Fuzz(func(t *testing.T, data, lengths, keySeed []byte) {
+		var messages [][]byte
+		for len(lengths) >= 2 && len(messages) < 64 {
+			n := int(binary.LittleEndian.Uint16(lengths)) % (ChunkSize + 200)
+			lengths = lengths[2:]
+			n = min(n, len(data))
+			messages = append(messages, data[:n])
+			data = data[n:]
+		}
+		key := blake3.Sum256(keySeed)
+		paths(t, func(t *testing.T) { check(t, messages, &key) })
+	})
+}
+
+func BenchmarkSum256(b *testing.B) {
+	const length = 370
+	for _, batch := range []int{8, 64, 256} {
+		r := rand.New(rand.NewPCG(7, uint64(batch)))
+		messages := make([][]byte, batch)
+		for i := range messages {
+			messages[i] = randomBytes(r, length)
+		}
+		out := make([][Size]byte, batch)
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			if !lanePathAvailable() {
+				b.Skip("no lane path on this build or CPU")
+			}
+			b.SetBytes(int64(batch * length))
+			var baseline time.Duration
+			// Each iteration also times zeebo/blake3 one message at a time
+			// over the same messages, outside the benchmark's timer, so
+			// both see the same machine load.
+			for b.Loop() {
+				Sum256(out, messages)
+				b.StopTimer()
+				start := time.Now()
+				for i, m := range messages {
+					out[i] = blake3.Sum256(m)
+				}
+				baseline += time.Since(start)
+				b.StartTimer()
+			}
+			lanes := b.Elapsed()
+			b.ReportMetric(baseline.Seconds()/lanes.Seconds(), "ratio")
+			b.ReportMetric(float64(lanes.Nanoseconds())/float64(b.N*batch), "ns/message")
+			b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N*batch), "baseline-ns/message")
+		})
+	}
+}

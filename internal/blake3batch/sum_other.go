@@ -1,0 +1,8 @@
+//go:build !amd64 || purego
+
+package blake3batch
+
+// sum256 hashes one message at a time: this build has no lane path.
+func sum256(out [][Size]byte, messages [][]byte, _ *[8]uint32, _ uint32, key *[KeySize]byte) {
+	sumEach(out, messages, key)
+}
