@@ -95,6 +95,7 @@ GLOBL rotate8<>(SB), RODATA|NOPTR, $32
 	}
 	emit("VZEROUPPER")
 	emit("RET")
+	transposeFunction()
 	if err := os.WriteFile("compress8_amd64.s", out.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -109,28 +110,51 @@ func transposeMessage() {
 			emit("MOVQ %d(BX), SI", 8*lane)
 			emit("VMOVDQU %d(SI), %s", 32*half, y(lane))
 		}
-		// Rows Y0..Y7 (lanes) to columns (words), through Y8..Y15.
-		for pair := range 4 {
-			emit("VPUNPCKLDQ %s, %s, %s", y(2*pair+1), y(2*pair), y(8+2*pair))
-			emit("VPUNPCKHDQ %s, %s, %s", y(2*pair+1), y(2*pair), y(8+2*pair+1))
-		}
-		// Y8/Y9 = lanes 0,1; Y10/Y11 = lanes 2,3; Y12/Y13 = 4,5; Y14/Y15 = 6,7.
-		for group := range 2 {
-			base := 8 + 4*group
-			emit("VPUNPCKLQDQ %s, %s, %s", y(base+2), y(base), y(4*group+0))   // words 0|4
-			emit("VPUNPCKHQDQ %s, %s, %s", y(base+2), y(base), y(4*group+1))   // words 1|5
-			emit("VPUNPCKLQDQ %s, %s, %s", y(base+3), y(base+1), y(4*group+2)) // words 2|6
-			emit("VPUNPCKHQDQ %s, %s, %s", y(base+3), y(base+1), y(4*group+3)) // words 3|7
-		}
-		// Y0..Y3 hold words {0|4, 1|5, 2|6, 3|7} of lanes 0-3, Y4..Y7 of lanes 4-7.
-		for w := range 4 {
-			emit("VPERM2I128 $0x20, %s, %s, %s", y(4+w), y(w), y(8+w))
-			emit("VPERM2I128 $0x31, %s, %s, %s", y(4+w), y(w), y(12+w))
-		}
+		transpose8()
 		for w := range 8 {
 			emit("VMOVDQU %s, %s", y(8+w), message(8*half+w))
 		}
 	}
+}
+
+// transpose8 transposes the 8x8 matrix of 32-bit words whose rows are
+// Y0..Y7 into Y8..Y15, clobbering Y0..Y7.
+func transpose8() {
+	for pair := range 4 {
+		emit("VPUNPCKLDQ %s, %s, %s", y(2*pair+1), y(2*pair), y(8+2*pair))
+		emit("VPUNPCKHDQ %s, %s, %s", y(2*pair+1), y(2*pair), y(8+2*pair+1))
+	}
+	// Y8/Y9 = rows 0,1; Y10/Y11 = rows 2,3; Y12/Y13 = 4,5; Y14/Y15 = 6,7.
+	for group := range 2 {
+		base := 8 + 4*group
+		emit("VPUNPCKLQDQ %s, %s, %s", y(base+2), y(base), y(4*group+0))   // columns 0|4
+		emit("VPUNPCKHQDQ %s, %s, %s", y(base+2), y(base), y(4*group+1))   // columns 1|5
+		emit("VPUNPCKLQDQ %s, %s, %s", y(base+3), y(base+1), y(4*group+2)) // columns 2|6
+		emit("VPUNPCKHQDQ %s, %s, %s", y(base+3), y(base+1), y(4*group+3)) // columns 3|7
+	}
+	// Y0..Y3 hold columns {0|4, 1|5, 2|6, 3|7} of rows 0-3, Y4..Y7 of rows 4-7.
+	for w := range 4 {
+		emit("VPERM2I128 $0x20, %s, %s, %s", y(4+w), y(w), y(8+w))
+		emit("VPERM2I128 $0x31, %s, %s, %s", y(4+w), y(w), y(12+w))
+	}
+}
+
+// transposeFunction writes transpose8AVX2, which turns the word-major
+// chaining values of the eight lanes into one 32-byte row per lane.
+func transposeFunction() {
+	fmt.Fprintf(&out, "\n// func transpose8AVX2(rows *[8][8]uint32, columns *[8][8]uint32)\n")
+	fmt.Fprintf(&out, "TEXT ·transpose8AVX2(SB), NOSPLIT, $0-16\n")
+	emit("MOVQ rows+0(FP), AX")
+	emit("MOVQ columns+8(FP), BX")
+	for i := range 8 {
+		emit("VMOVDQU %d(BX), %s", 32*i, y(i))
+	}
+	transpose8()
+	for i := range 8 {
+		emit("VMOVDQU %s, %d(AX)", y(8+i), 32*i)
+	}
+	emit("VZEROUPPER")
+	emit("RET")
 }
 
 // round is one BLAKE3 round on the state in Y0..Y15: the four column

@@ -3,8 +3,8 @@
 package blake3batch
 
 import (
-	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/zeebo/blake3"
 	"golang.org/x/sys/cpu"
@@ -30,20 +30,43 @@ const (
 //go:noescape
 func compress8AVX2(cv *[8][lanes]uint32, blocks *[lanes]*[blockSize]byte, blockLen *[lanes]uint32, flags *[lanes]uint32)
 
+// transpose8AVX2 sets rows[i][w] to columns[w][i]: one lane's chaining
+// value per row, the hash's bytes on a little-endian machine.
+//
+//go:noescape
+func transpose8AVX2(rows *[lanes][8]uint32, columns *[8][lanes]uint32)
+
 // zeroBlock is what a lane without a message compresses; its output is
 // never read.
 var zeroBlock [blockSize]byte
 
 // laneState is the working memory of one group of up to eight messages.
 type laneState struct {
-	cv         [8][lanes]uint32
-	blocks     [lanes]*[blockSize]byte
-	blockLen   [lanes]uint32
-	flags      [lanes]uint32
-	blockCount [lanes]int
-	tail       [lanes][blockSize]byte // zero-padded last blocks
-	messages   [lanes][]byte
-	outs       [lanes]*[Size]byte
+	keyRows  [8][lanes]uint32 // the key, word-major: every lane's first chaining value
+	cv       [8][lanes]uint32
+	hashes   [lanes][8]uint32 // cv lane-major, once a lane has ended
+	blocks   [lanes]*[blockSize]byte
+	blockLen [lanes]uint32
+	flags    [lanes]uint32
+
+	messages  [lanes][]byte
+	outs      [lanes]*[Size]byte
+	last      [lanes]int // index of the lane's last block; -1 for no message
+	lastBlock [lanes]*[blockSize]byte
+	lastLen   [lanes]uint32
+	tail      [lanes][blockSize]byte // zero-padded last blocks
+}
+
+// laneStates recycles laneState: its blocks point into itself (the padded
+// tails), so it cannot live on the stack.
+var laneStates = sync.Pool{New: func() any { return new(laneState) }}
+
+// release returns s to laneStates without references to the caller's
+// messages and outputs.
+func (s *laneState) release() {
+	s.blocks, s.lastBlock = [lanes]*[blockSize]byte{}, [lanes]*[blockSize]byte{}
+	s.messages, s.outs = [lanes][]byte{}, [lanes]*[Size]byte{}
+	laneStates.Put(s)
 }
 
 func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, keyBytes *[KeySize]byte) {
@@ -53,6 +76,11 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 	}
 	state := laneStates.Get().(*laneState)
 	defer state.release()
+	for w := range state.keyRows {
+		for i := range lanes {
+			state.keyRows[w][i] = key[w]
+		}
+	}
 	var (
 		keyed *blake3.Hasher
 		n     int
@@ -65,12 +93,12 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 		state.messages[n], state.outs[n] = m, &out[i]
 		n++
 		if n == lanes {
-			state.hash(n, key, flags)
+			state.hash(n, flags)
 			n = 0
 		}
 	}
 	if n >= laneMessagesMin {
-		state.hash(n, key, flags)
+		state.hash(n, flags)
 		return
 	}
 	for i := range n {
@@ -78,68 +106,65 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 	}
 }
 
-// laneStates recycles laneState: its blocks point into itself (the padded
-// tails), so it cannot live on the stack.
-var laneStates = sync.Pool{New: func() any { return new(laneState) }}
-
-// release returns s to laneStates without references to the caller's
-// messages and outputs.
-func (s *laneState) release() {
-	s.blocks, s.messages, s.outs = [lanes]*[blockSize]byte{}, [lanes][]byte{}, [lanes]*[Size]byte{}
-	laneStates.Put(s)
-}
-
-// hash hashes state.messages[:n] into state.outs[:n], each a single chunk.
-func (s *laneState) hash(n int, key *[8]uint32, flags uint32) {
-	for w := range s.cv {
-		for i := range lanes {
-			s.cv[w][i] = key[w]
-		}
-	}
+// hash hashes s.messages[:n] into s.outs[:n], each a single chunk.
+func (s *laneState) hash(n int, flags uint32) {
+	s.cv = s.keyRows
 	blocksMax := 0
 	for i := range lanes {
-		s.blockCount[i] = 0
+		s.last[i] = -1
 		if i < n {
-			// An empty message is still one (empty) block.
-			s.blockCount[i] = max(1, (len(s.messages[i])+blockSize-1)/blockSize)
-			blocksMax = max(blocksMax, s.blockCount[i])
+			s.prepareLast(i)
+			blocksMax = max(blocksMax, s.last[i]+1)
 		}
 	}
 	for b := range blocksMax {
+		start := uint32(0)
+		if b == 0 {
+			start = flagChunkStart
+		}
+		ended := false
 		for i := range lanes {
-			s.setBlock(i, b, flags)
+			switch last := s.last[i]; {
+			case b < last:
+				s.blocks[i], s.blockLen[i], s.flags[i] = (*[blockSize]byte)(s.messages[i][b*blockSize:]), blockSize, flags|start
+			case b == last:
+				s.blocks[i], s.blockLen[i], s.flags[i] = s.lastBlock[i], s.lastLen[i], flags|start|flagChunkEnd|flagRoot
+				ended = true
+			default: // the lane's message has ended, or it has none
+				s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
+			}
 		}
 		compress8AVX2(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+		if !ended {
+			continue
+		}
+		transpose8AVX2(&s.hashes, &s.cv)
 		for i := range n {
-			if b == s.blockCount[i]-1 {
-				for w := range s.cv {
-					binary.LittleEndian.PutUint32(s.outs[i][4*w:], s.cv[w][i])
-				}
+			if s.last[i] == b {
+				// A hash is its words in little-endian order, which is
+				// how amd64 stores them.
+				*s.outs[i] = *(*[Size]byte)(unsafe.Pointer(&s.hashes[i]))
 			}
 		}
 	}
 }
 
-// setBlock points lane i at block b of its message, with its length and
-// flags; a lane whose message has ended compresses the zero block.
-func (s *laneState) setBlock(i, b int, flags uint32) {
-	if b >= s.blockCount[i] {
-		s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
-		return
+// prepareLast sets the index, length and address of lane i's last block:
+// the message itself when the block is full, a zero-padded copy otherwise.
+// An empty message is one empty block.
+func (s *laneState) prepareLast(i int) {
+	m := s.messages[i]
+	last := 0
+	if len(m) > 0 {
+		last = (len(m) - 1) / blockSize
 	}
-	rest := s.messages[i][b*blockSize:]
-	if b == 0 {
-		flags |= flagChunkStart
-	}
-	if b == s.blockCount[i]-1 {
-		flags |= flagChunkEnd | flagRoot
-	}
-	s.flags[i] = flags
-	if len(rest) >= blockSize {
-		s.blocks[i], s.blockLen[i] = (*[blockSize]byte)(rest), blockSize
+	rest := m[last*blockSize:]
+	s.last[i], s.lastLen[i] = last, uint32(len(rest))
+	if len(rest) == blockSize {
+		s.lastBlock[i] = (*[blockSize]byte)(rest)
 		return
 	}
 	s.tail[i] = [blockSize]byte{}
 	copy(s.tail[i][:], rest)
-	s.blocks[i], s.blockLen[i] = &s.tail[i], uint32(len(rest))
+	s.lastBlock[i] = &s.tail[i]
 }
