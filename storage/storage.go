@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"iter"
+
+	"github.com/zeebo/blake3"
 )
 
 // HashSize is the size in bytes of an entry hash.
@@ -68,6 +70,15 @@ type Tx interface {
 	// key, or ErrNotFound.
 	LookupKey(ctx context.Context, chain, key string) (uint64, error)
 
+	// ScanKeys yields one KeyRef per record of the chain's idempotency
+	// index, in no particular order, holding at most a bounded number in
+	// memory; a chain with no entries yields nothing. It reads the index
+	// itself, not the entries, so that a verifier can compare the two: a
+	// record that names no entry, or an entry missing from the index,
+	// shows as a difference. Like every read it sees the transaction's
+	// snapshot plus its own writes.
+	ScanKeys(ctx context.Context, chain string) iter.Seq2[KeyRef, error]
+
 	// Entries yields the chain's records with seq >= fromSeq in seq order,
 	// holding at most a bounded number in memory. Record.IdempotencyKey
 	// is not filled in (the chain package decodes it from Data).
@@ -92,6 +103,34 @@ type Tx interface {
 	Commit() error
 	// Rollback discards the writes. It is safe to call after Commit.
 	Rollback() error
+}
+
+// KeyDigestSize is the size of a KeyDigest.
+const KeyDigestSize = 16
+
+// keyDigestDomain separates key digests from every other BLAKE3 use.
+const keyDigestDomain = "ledger/key/v1\x00"
+
+// KeyDigest is the digest that stands for an idempotency key in
+// Tx.ScanKeys: the first KeyDigestSize bytes of
+// BLAKE3-256("ledger/key/v1" || 0x00 || key). ScanKeys yields digests, not
+// keys, because a store may keep only digests (storage/bolt's sorted runs
+// do: fixed-size records pack densely and sort and merge cheaply); 16 bytes
+// keep two keys of one chain from colliding by chance (about 2^-64 at 2^32
+// keys), and a verifier digests the entries' keys to compare.
+func KeyDigest(key string) [KeyDigestSize]byte {
+	var buf [len(keyDigestDomain) + 512]byte // keys are far shorter; longer ones spill to the heap
+	sum := blake3.Sum256(append(append(buf[:0], keyDigestDomain...), key...))
+	var d [KeyDigestSize]byte
+	copy(d[:], sum[:])
+	return d
+}
+
+// KeyRef is one record of a chain's idempotency index: the digest of a key
+// and the seq of the entry the index maps it to.
+type KeyRef struct {
+	Digest [KeyDigestSize]byte
+	Seq    uint64
 }
 
 // KeyValue is one pair of the state keyspace.

@@ -1,0 +1,235 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// ScanKeys reads the chain's part of every piece of the index in turn: the
+// keys this write transaction added (still in memory), the recent keys
+// bucket (exact keys, digested here) and each run. A run is sorted by
+// chain id, so the chain's records are one contiguous stretch of chunks:
+// a seek to the chain id and a forward walk, sequential reads like the scan
+// of the entries, and like it released from the map as it goes (see
+// scanMemory), so that a verify's resident size does not grow with the
+// index.
+func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
+	return func(yield func(storage.KeyRef, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.KeyRef{}, err)
+			return
+		}
+		c, err := t.chain(chain)
+		if errors.Is(err, storage.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			yield(storage.KeyRef{}, err)
+			return
+		}
+		if !t.scanPendingKeys(c.id, yield) || !t.scanRecentKeys(chain, c.id, yield) {
+			return
+		}
+		if err := t.loadRuns(); err != nil {
+			yield(storage.KeyRef{}, fmt.Errorf("chain %q: %w", chain, err))
+			return
+		}
+		var memory scanMemory
+		for _, r := range t.index.runs {
+			if !t.scanRunKeys(chain, c.id, r.name, &memory, yield) {
+				return
+			}
+		}
+	}
+}
+
+// scanPendingKeys yields the keys this write transaction appended; they
+// reach the file at commit. It reports whether to go on.
+func (t *tx) scanPendingKeys(chainID uint64, yield func(storage.KeyRef, error) bool) bool {
+	for k, seq := range t.index.pending {
+		if k.chainID != chainID {
+			continue
+		}
+		if !yield(storage.KeyRef{Digest: storage.KeyDigest(k.key), Seq: seq}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanRecentKeys yields the chain's keys of the recent keys bucket. It
+// reports whether to go on.
+func (t *tx) scanRecentKeys(chain string, chainID uint64, yield func(storage.KeyRef, error) bool) bool {
+	prefix := binary.BigEndian.AppendUint64(nil, chainID)
+	cur := t.keys().Cursor()
+	for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+		if len(v) != 8 {
+			yield(storage.KeyRef{}, fmt.Errorf("chain %q: %w: key index value of %d bytes", chain, storage.ErrCorrupt, len(v)))
+			return false
+		}
+		ref := storage.KeyRef{Digest: storage.KeyDigest(string(k[8:])), Seq: binary.BigEndian.Uint64(v)}
+		if !yield(ref, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanRunKeys yields the chain's records of one run. A chunk's key is the
+// prefix of its last record, so the seek to the bare chain id lands on the
+// first chunk that can hold the chain's records; that chunk may begin with
+// another chain's, and the walk ends at the first record of a greater
+// chain id. The run's other keys (count, filter) are not 24 bytes long. It
+// reports whether to go on.
+func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *scanMemory,
+	yield func(storage.KeyRef, error) bool) bool {
+	b := t.runBucket(name)
+	if b == nil {
+		yield(storage.KeyRef{}, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name))
+		return false
+	}
+	cur := b.Cursor()
+	for k, v := cur.Seek(binary.BigEndian.AppendUint64(nil, chainID)); k != nil; k, v = cur.Next() {
+		if len(k) != keyRecordPrefix {
+			continue
+		}
+		if binary.BigEndian.Uint64(k) < chainID {
+			// A chunk key is its greatest record: no chunk at or after the
+			// seek ends below the chain.
+			yield(storage.KeyRef{}, fmt.Errorf("%s: %w: key run %x out of order", t.path, storage.ErrCorrupt, name))
+			return false
+		}
+		if len(v) == 0 || len(v)%keyRecordSize != 0 {
+			yield(storage.KeyRef{}, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v)))
+			return false
+		}
+		memory.observe(v)
+		more, last := yieldChunk(v, chainID, yield)
+		if !more || last {
+			return more
+		}
+	}
+	return true
+}
+
+// yieldChunk yields a chunk's records of the chain. last reports that the
+// chunk holds a record of a greater chain id, so no later chunk holds any
+// of the chain's.
+func yieldChunk(chunk []byte, chainID uint64, yield func(storage.KeyRef, error) bool) (more, last bool) {
+	for o := 0; o < len(chunk); o += keyRecordSize {
+		rec := chunk[o : o+keyRecordSize]
+		switch id := binary.BigEndian.Uint64(rec); {
+		case id < chainID:
+			continue
+		case id > chainID:
+			return true, true
+		}
+		ref := storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyRecordPrefix]), Seq: binary.BigEndian.Uint64(rec[keyRecordPrefix:])}
+		if !yield(ref, nil) {
+			return false, true
+		}
+	}
+	return true, false
+}
+
+func (g *guardedTx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
+	return guardedSeq(g, g.t.ScanKeys(ctx, chain))
+}
+
+// AddKeyRecord adds a record mapping the digest of key to seq to the
+// chain's index in an open bbolt transaction, beside any record the key
+// already has: in the recent keys bucket when the key is not there (the
+// exact key is stored), else in the first run, whose count it leaves as it
+// was. It damages the index on purpose, for tests of what verify reports
+// about records that name no entry or repeat another.
+func AddKeyRecord(btx *bbolt.Tx, chain, key string, seq uint64) error {
+	id, err := ChainID(btx, chain)
+	if err != nil {
+		return err
+	}
+	recent := btx.Bucket(BucketKeys)
+	k := keyIndexKey(id, key)
+	if recent.Get(k) == nil {
+		return recent.Put(k, binary.BigEndian.AppendUint64(nil, seq))
+	}
+	runs := btx.Bucket(BucketKeyRuns)
+	if runs == nil {
+		return fmt.Errorf("add key record: %w: no key runs", storage.ErrNotFound)
+	}
+	name, _ := runs.Cursor().First()
+	if name == nil {
+		return fmt.Errorf("add key record: %w: no key runs", storage.ErrNotFound)
+	}
+	run := runs.Bucket(name)
+	digest := KeyDigest(key)
+	record := binary.BigEndian.AppendUint64(append(binary.BigEndian.AppendUint64(nil, id), digest[:]...), seq)
+	chunkKey, chunk := run.Cursor().Seek(record[:keyRecordPrefix])
+	if len(chunkKey) != keyRecordPrefix {
+		// Beyond every chunk: a chunk of its own, keyed by its record.
+		return run.Put(record[:keyRecordPrefix], record)
+	}
+	o := 0
+	for o < len(chunk) && bytes.Compare(chunk[o:o+keyRecordPrefix], record[:keyRecordPrefix]) < 0 {
+		o += keyRecordSize
+	}
+	updated := append(append(append([]byte(nil), chunk[:o]...), record...), chunk[o:]...)
+	return run.Put(append([]byte(nil), chunkKey...), updated)
+}
+
+// DeleteKeyRecord removes the record of a chain's key from the index in an
+// open bbolt transaction, wherever it is (the recent keys or a run): it
+// damages the index on purpose, for tests of what verify reports about an
+// entry whose key the index has lost.
+func DeleteKeyRecord(btx *bbolt.Tx, chain, key string) error {
+	id, err := ChainID(btx, chain)
+	if err != nil {
+		return err
+	}
+	recent := btx.Bucket(BucketKeys)
+	if k := keyIndexKey(id, key); recent.Get(k) != nil {
+		return recent.Delete(k)
+	}
+	runs := btx.Bucket(BucketKeyRuns)
+	if runs == nil {
+		return fmt.Errorf("key %q of chain %q: %w", key, chain, storage.ErrNotFound)
+	}
+	digest := KeyDigest(key)
+	target := append(binary.BigEndian.AppendUint64(nil, id), digest[:]...)
+	cur := runs.Cursor()
+	for name, v := cur.First(); name != nil; name, v = cur.Next() {
+		if v != nil {
+			continue
+		}
+		run := runs.Bucket(name)
+		chunkKey, chunk := run.Cursor().Seek(target)
+		if len(chunkKey) != keyRecordPrefix {
+			continue
+		}
+		for o := 0; o+keyRecordSize <= len(chunk); o += keyRecordSize {
+			if !bytes.Equal(chunk[o:o+keyRecordPrefix], target) {
+				continue
+			}
+			chunkKey = append([]byte(nil), chunkKey...)
+			updated := append(append([]byte(nil), chunk[:o]...), chunk[o+keyRecordSize:]...)
+			if len(updated) == 0 {
+				return run.Delete(chunkKey)
+			}
+			if o+keyRecordSize == len(chunk) { // the chunk's key is its last record
+				if err := run.Delete(chunkKey); err != nil {
+					return err
+				}
+				chunkKey = updated[len(updated)-keyRecordSize : len(updated)-keyRecordSize+keyRecordPrefix]
+			}
+			return run.Put(chunkKey, updated)
+		}
+	}
+	return fmt.Errorf("key %q of chain %q: %w", key, chain, storage.ErrNotFound)
+}

@@ -1,0 +1,11 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/ledgerworks/ledger/storage/storagetest"
+)
+
+func TestScanKeysConformance(t *testing.T) {
+	storagetest.RunKeyScan(t, storagetest.OpenPostgres)
+}
