@@ -2,11 +2,24 @@
 
 package blake3batch
 
-// forceOneAtATime disables the lane path until the returned function runs.
-func forceOneAtATime() (restore func()) {
-	saved := useLanes
-	useLanes = false
-	return func() { useLanes = saved }
+// lanePaths are the lane widths this CPU can run, widest first, with 0 for
+// one message at a time.
+func lanePaths() []int {
+	var widths []int
+	for _, w := range []int{16, 8} {
+		if w <= laneWidth {
+			widths = append(widths, w)
+		}
+	}
+	return append(widths, 0)
 }
 
-func lanePathAvailable() bool { return useLanes }
+// useLaneWidth hashes width messages per compression until the returned
+// function runs.
+func useLaneWidth(width int) (restore func()) {
+	saved := laneWidth
+	laneWidth = width
+	return func() { laneWidth = saved }
+}
+
+func lanePathAvailable() bool { return laneWidth > 0 }

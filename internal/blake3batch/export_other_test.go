@@ -2,7 +2,9 @@
 
 package blake3batch
 
-// forceOneAtATime is a no-op: this build has only the one-at-a-time path.
-func forceOneAtATime() (restore func()) { return func() {} }
+// lanePaths is one message at a time only: this build has no lane path.
+func lanePaths() []int { return []int{0} }
+
+func useLaneWidth(int) (restore func()) { return func() {} }
 
 func lanePathAvailable() bool { return false }

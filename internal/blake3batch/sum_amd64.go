@@ -10,51 +10,68 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// useLanes enables the AVX2 lane path; tests clear it to exercise the
-// one-at-a-time path on the same machine.
-var useLanes = cpu.X86.HasAVX2
+// laneWidth is how many messages one compression carries: 16 with
+// AVX-512, 8 with AVX2, 0 for none (one message at a time). Tests lower it
+// to exercise every path on the same machine.
+var laneWidth = detectLaneWidth()
+
+func detectLaneWidth() int {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return 16
+	case cpu.X86.HasAVX2:
+		return 8
+	}
+	return 0
+}
 
 const (
-	// lanes is how many messages one AVX2 compression carries.
-	lanes = 8
+	// lanesMax is the widest compression, AVX-512's.
+	lanesMax = 16
 	// laneMessagesMin is the smallest group worth the lane path: a single
 	// message is no faster in a lane than alone.
 	laneMessagesMin = 2
 )
 
-// compress8AVX2 compresses blocks[i] into the chaining value of lane i for
-// all eight lanes at once, at counter zero, with each lane's block length
-// and flags. cv is word-major: cv[w][i] is word w of lane i. The output
-// (the new chaining value, or the hash on a ROOT block) replaces cv.
+// compress16AVX512 compresses blocks[i] into the chaining value of lane i
+// for sixteen lanes at once, at counter zero, with each lane's block
+// length and flags. cv is word-major: cv[w][i] is word w of lane i. The
+// output (the new chaining value, or the hash on a ROOT block) replaces cv.
 //
 //go:noescape
-func compress8AVX2(cv *[8][lanes]uint32, blocks *[lanes]*[blockSize]byte, blockLen *[lanes]uint32, flags *[lanes]uint32)
+func compress16AVX512(cv *[8][lanesMax]uint32, blocks *[lanesMax]*[blockSize]byte, blockLen *[lanesMax]uint32, flags *[lanesMax]uint32)
 
-// transpose8AVX2 sets rows[i][w] to columns[w][i]: one lane's chaining
+// compress8AVX2 is compress16AVX512 for lanes 0 to 7 only.
+//
+//go:noescape
+func compress8AVX2(cv *[8][lanesMax]uint32, blocks *[lanesMax]*[blockSize]byte, blockLen *[lanesMax]uint32, flags *[lanesMax]uint32)
+
+// transpose16AVX2 sets rows[i][w] to columns[w][i]: one lane's chaining
 // value per row, the hash's bytes on a little-endian machine.
 //
 //go:noescape
-func transpose8AVX2(rows *[lanes][8]uint32, columns *[8][lanes]uint32)
+func transpose16AVX2(rows *[lanesMax][8]uint32, columns *[8][lanesMax]uint32)
 
 // zeroBlock is what a lane without a message compresses; its output is
 // never read.
 var zeroBlock [blockSize]byte
 
-// laneState is the working memory of one group of up to eight messages.
+// laneState is the working memory of one group of up to lanesMax messages.
 type laneState struct {
-	keyRows  [8][lanes]uint32 // the key, word-major: every lane's first chaining value
-	cv       [8][lanes]uint32
-	hashes   [lanes][8]uint32 // cv lane-major, once a lane has ended
-	blocks   [lanes]*[blockSize]byte
-	blockLen [lanes]uint32
-	flags    [lanes]uint32
+	width    int                 // lanes in use: 8 or 16
+	keyRows  [8][lanesMax]uint32 // the key, word-major: every lane's first chaining value
+	cv       [8][lanesMax]uint32
+	hashes   [lanesMax][8]uint32 // cv lane-major, once a lane has ended
+	blocks   [lanesMax]*[blockSize]byte
+	blockLen [lanesMax]uint32
+	flags    [lanesMax]uint32
 
-	messages  [lanes][]byte
-	outs      [lanes]*[Size]byte
-	last      [lanes]int // index of the lane's last block; -1 for no message
-	lastBlock [lanes]*[blockSize]byte
-	lastLen   [lanes]uint32
-	tail      [lanes][blockSize]byte // zero-padded last blocks
+	messages  [lanesMax][]byte
+	outs      [lanesMax]*[Size]byte
+	last      [lanesMax]int // index of the lane's last block; -1 for no message
+	lastBlock [lanesMax]*[blockSize]byte
+	lastLen   [lanesMax]uint32
+	tail      [lanesMax][blockSize]byte // zero-padded last blocks
 }
 
 // laneStates recycles laneState: its blocks point into itself (the padded
@@ -64,20 +81,21 @@ var laneStates = sync.Pool{New: func() any { return new(laneState) }}
 // release returns s to laneStates without references to the caller's
 // messages and outputs.
 func (s *laneState) release() {
-	s.blocks, s.lastBlock = [lanes]*[blockSize]byte{}, [lanes]*[blockSize]byte{}
-	s.messages, s.outs = [lanes][]byte{}, [lanes]*[Size]byte{}
+	s.blocks, s.lastBlock = [lanesMax]*[blockSize]byte{}, [lanesMax]*[blockSize]byte{}
+	s.messages, s.outs = [lanesMax][]byte{}, [lanesMax]*[Size]byte{}
 	laneStates.Put(s)
 }
 
 func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, keyBytes *[KeySize]byte) {
-	if !useLanes {
+	if laneWidth == 0 {
 		sumEach(out, messages, keyBytes)
 		return
 	}
 	state := laneStates.Get().(*laneState)
 	defer state.release()
+	state.width = laneWidth
 	for w := range state.keyRows {
-		for i := range lanes {
+		for i := range lanesMax {
 			state.keyRows[w][i] = key[w]
 		}
 	}
@@ -92,12 +110,17 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 		}
 		state.messages[n], state.outs[n] = m, &out[i]
 		n++
-		if n == lanes {
+		if n == state.width {
 			state.hash(n, flags)
 			n = 0
 		}
 	}
 	if n >= laneMessagesMin {
+		if n <= 8 {
+			// AVX-512 implies AVX2: a short tail takes the narrower,
+			// cheaper compression.
+			state.width = 8
+		}
 		state.hash(n, flags)
 		return
 	}
@@ -106,11 +129,12 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 	}
 }
 
-// hash hashes s.messages[:n] into s.outs[:n], each a single chunk.
+// hash hashes s.messages[:n] into s.outs[:n], each a single chunk, n at
+// most s.width.
 func (s *laneState) hash(n int, flags uint32) {
 	s.cv = s.keyRows
 	blocksMax := 0
-	for i := range lanes {
+	for i := range s.width {
 		s.last[i] = -1
 		if i < n {
 			s.prepareLast(i)
@@ -123,7 +147,7 @@ func (s *laneState) hash(n int, flags uint32) {
 			start = flagChunkStart
 		}
 		ended := false
-		for i := range lanes {
+		for i := range s.width {
 			switch last := s.last[i]; {
 			case b < last:
 				s.blocks[i], s.blockLen[i], s.flags[i] = (*[blockSize]byte)(s.messages[i][b*blockSize:]), blockSize, flags|start
@@ -134,11 +158,15 @@ func (s *laneState) hash(n int, flags uint32) {
 				s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
 			}
 		}
-		compress8AVX2(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+		if s.width == lanesMax {
+			compress16AVX512(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+		} else {
+			compress8AVX2(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+		}
 		if !ended {
 			continue
 		}
-		transpose8AVX2(&s.hashes, &s.cv)
+		transpose16AVX2(&s.hashes, &s.cv)
 		for i := range n {
 			if s.last[i] == b {
 				// A hash is its words in little-endian order, which is
