@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/zeebo/blake3"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
@@ -81,16 +80,9 @@ type keyRun struct {
 func (r *keyRun) level() uint8 { return r.name[0] }
 
 // KeyDigest is the digest that stands for an idempotency key in the runs:
-// the first KeyDigestSize bytes of BLAKE3-256("ledger/key/v1" || 0x00 || key).
-func KeyDigest(key string) [KeyDigestSize]byte {
-	var buf [len(keyDigestDomain) + 512]byte // keys are far shorter; longer ones spill to the heap
-	sum := blake3.Sum256(append(append(buf[:0], keyDigestDomain...), key...))
-	var d [KeyDigestSize]byte
-	copy(d[:], sum[:])
-	return d
-}
-
-const keyDigestDomain = "ledger/key/v1\x00"
+// storage.KeyDigest, the first KeyDigestSize bytes of
+// BLAKE3-256("ledger/key/v1" || 0x00 || key).
+func KeyDigest(key string) [KeyDigestSize]byte { return storage.KeyDigest(key) }
 
 // runLevel is the level of a run of count records: floor(log8(count)).
 func runLevel(count uint64) uint8 {
@@ -142,6 +134,9 @@ type runCache struct {
 	filters     map[keyRunName]*keyRun
 	deletedUpTo uint64 // the newest commit that deleted runs
 	list        atomic.Pointer[runList]
+	// filter covers every committed key (see keyFilter); nil until a write
+	// transaction builds it, so a read-only handle never has one.
+	filter atomic.Pointer[keyFilter]
 }
 
 type runList struct {
@@ -188,9 +183,16 @@ type keyIndex struct {
 	runs    []*keyRun
 	loaded  bool
 	pending map[pendingKey]uint64 // the keys new in this transaction -> seq
-	created []*keyRun
-	deleted []keyRunName
-	changed bool
+	// records holds the run records of the pending keys, in append order:
+	// their digests are computed once, by the lookup that proved them new.
+	records []byte
+	// filter is the filter this transaction consults (nil: none);
+	// filterChecked tells that it was looked for.
+	filter        *keyFilter
+	filterChecked bool
+	created       []*keyRun
+	deleted       []keyRunName
+	changed       bool
 	// opened holds the run buckets a read transaction has opened: opening
 	// one is a lookup, and a verify looks up every key of a chain.
 	opened map[keyRunName]*bbolt.Bucket
@@ -260,38 +262,48 @@ func (t *tx) readRun(name keyRunName) (*keyRun, error) {
 	return r, nil
 }
 
-// lookupKey finds the seq of (chain id, key) in the index.
-func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, error) {
+// lookupKey finds the seq of (chain id, key) in the index. It returns the
+// key's digest as well, which an append of a new key records.
+func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, [KeyDigestSize]byte, error) {
+	var digest [KeyDigestSize]byte
 	if seq, ok := t.index.pending[pendingKey{chainID, key}]; ok {
-		return seq, true, nil
+		return seq, true, digest, nil
+	}
+	digest = KeyDigest(key)
+	f, err := t.keyFilter()
+	if err != nil {
+		return 0, false, digest, err
+	}
+	if f != nil && !f.mayContain(chainID, digest[:]) {
+		return 0, false, digest, nil
 	}
 	k := keyIndexKey(chainID, key)
 	if v := t.keys().Get(k); v != nil {
 		if len(v) != 8 {
-			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
+			return 0, false, digest, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
 		}
-		return binary.BigEndian.Uint64(v), true, nil
+		return binary.BigEndian.Uint64(v), true, digest, nil
 	}
 	if err := t.loadRuns(); err != nil {
-		return 0, false, err
+		return 0, false, digest, err
 	}
-	if len(t.index.runs) == 0 {
-		return 0, false, nil
-	}
-	digest := KeyDigest(key)
 	var target [keyRecordPrefix]byte
 	binary.BigEndian.PutUint64(target[:8], chainID)
 	copy(target[8:], digest[:])
-	for _, r := range t.index.runs {
+	// Newest and highest levels first: the runs are listed by level, and
+	// the highest levels hold most keys, so a key that exists is found
+	// after fewer probes.
+	for i := len(t.index.runs) - 1; i >= 0; i-- {
+		r := t.index.runs[i]
 		if !filterMayContain(r.filter, chainID, digest[:]) {
 			continue
 		}
 		seq, ok, err := t.searchRun(r.name, target[:])
 		if err != nil || ok {
-			return seq, ok, err
+			return seq, ok, digest, err
 		}
 	}
-	return 0, false, nil
+	return 0, false, digest, nil
 }
 
 // runBucket opens a run's bucket, once per read transaction. A write
@@ -346,12 +358,15 @@ func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
 	return 0, false, nil
 }
 
-// addKey records a key appended in this transaction.
-func (t *tx) addKey(chainID uint64, key string, seq uint64) {
+// addKey records a key appended in this transaction, with its digest.
+func (t *tx) addKey(chainID uint64, key string, seq uint64, digest *[KeyDigestSize]byte) {
 	if t.index.pending == nil {
 		t.index.pending = make(map[pendingKey]uint64)
 	}
 	t.index.pending[pendingKey{chainID, key}] = seq
+	t.index.records = binary.BigEndian.AppendUint64(t.index.records, chainID)
+	t.index.records = append(t.index.records, digest[:]...)
+	t.index.records = binary.BigEndian.AppendUint64(t.index.records, seq)
 }
 
 // flushKeys writes the transaction's new keys before it commits: a large
@@ -364,11 +379,8 @@ func (t *tx) flushKeys() error {
 		return nil
 	}
 	if n >= KeyRunDirectMin {
-		records := make([]byte, 0, n*keyRecordSize)
-		for k, seq := range t.index.pending {
-			records = appendRecord(records, k.chainID, k.key, seq)
-		}
-		sortRecords(records)
+		records := t.index.records
+		sortRecords(records) // in place: the filter takes them in any order
 		return t.addRun(records)
 	}
 	for k, seq := range t.index.pending {

@@ -31,6 +31,8 @@ type tx struct {
 	// lastMiss is the index key of the newest LookupKey that found nothing;
 	// an Append of that key right after needs no second lookup.
 	lastMiss []byte
+	// lastMissDigest is the digest of that key.
+	lastMissDigest [KeyDigestSize]byte
 	// lastChain is the chain record a read transaction read last.
 	lastChain struct {
 		name   string
@@ -130,8 +132,10 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		return fmt.Errorf("append %q: seq %d after head %d: %w", chain, rec.Seq, c.head.Seq, storage.ErrDuplicate)
 	}
 	if rec.IdempotencyKey != "" {
+		digest := t.lastMissDigest
 		if !t.justMissed(c.id, rec.IdempotencyKey) {
-			_, found, err := t.lookupKey(c.id, rec.IdempotencyKey)
+			var found bool
+			_, found, digest, err = t.lookupKey(c.id, rec.IdempotencyKey)
 			if err != nil {
 				return err
 			}
@@ -139,7 +143,7 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 				return fmt.Errorf("append %q: key %q: %w", chain, rec.IdempotencyKey, storage.ErrDuplicate)
 			}
 		}
-		t.addKey(c.id, rec.IdempotencyKey, rec.Seq)
+		t.addKey(c.id, rec.IdempotencyKey, rec.Seq, &digest)
 	}
 	t.lastMiss = t.lastMiss[:0]
 	if err := t.entries().Put(EntryKey(c.id, rec.Seq), rec.Data); err != nil {
@@ -218,13 +222,14 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	seq, found, err := t.lookupKey(c.id, key)
+	seq, found, digest, err := t.lookupKey(c.id, key)
 	if err != nil {
 		return 0, fmt.Errorf("key %q of chain %q: %w", key, chain, err)
 	}
 	if !found {
 		if t.tx.Writable() {
 			t.lastMiss = append(binary.BigEndian.AppendUint64(t.lastMiss[:0], c.id), key...)
+			t.lastMissDigest = digest
 		}
 		return 0, storage.ErrNotFound
 	}
@@ -366,6 +371,9 @@ func (t *tx) Commit() error {
 		return err
 	}
 	if err := t.tx.Commit(); err != nil {
+		// bbolt may have written the meta page before it failed: the
+		// filter can no longer prove what the file holds.
+		t.cache.dropFilter()
 		return fmt.Errorf("commit %s: %w: %v", t.path, storage.ErrIO, err)
 	}
 	return nil
@@ -382,6 +390,8 @@ func (t *tx) prepareCommit() error {
 		return err
 	}
 	txid := uint64(t.tx.ID())
+	records := t.index.records
+	t.tx.OnCommit(func() { t.cache.keysCommitted(txid, records) })
 	if !t.index.changed {
 		if l := t.cache.list.Load(); l != nil && l.txid == txid-1 {
 			runs := l.runs

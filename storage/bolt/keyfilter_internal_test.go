@@ -1,0 +1,239 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// filterLedger is a bbolt file with what a test appended to it.
+type filterLedger struct {
+	t     *testing.T
+	path  string
+	b     *Backend
+	heads map[string]uint64
+	keys  int // committed keys
+}
+
+func newFilterLedger(t *testing.T) *filterLedger {
+	l := &filterLedger{t: t, path: filepath.Join(t.TempDir(), "l.db"), heads: map[string]uint64{}}
+	l.reopen()
+	t.Cleanup(func() {
+		if err := l.b.Check(); err != nil {
+			t.Error(err)
+		}
+		l.b.Close()
+	})
+	return l
+}
+
+func (l *filterLedger) reopen() {
+	l.t.Helper()
+	if l.b != nil {
+		if err := l.b.Close(); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	b, err := Open(l.path, Options{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.b = b
+}
+
+// appendKeys appends n keys named prefix-i over the chains in one write
+// transaction, and commits it or rolls it back.
+func (l *filterLedger) appendKeys(chains []string, n int, prefix string, commit bool) {
+	l.t.Helper()
+	ctx := context.Background()
+	stx, err := l.b.Begin(ctx, true)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer stx.Rollback()
+	heads := map[string]uint64{}
+	for i := range n {
+		ch := chains[i%len(chains)]
+		if _, ok := heads[ch]; !ok {
+			heads[ch] = l.heads[ch]
+		}
+		seq := heads[ch] + 1
+		key := fmt.Sprintf("%s-%d", prefix, i)
+		if err := stx.Append(ctx, ch, storage.Record{Seq: seq, IdempotencyKey: key, Data: []byte(key)}, storage.Head{Seq: seq}); err != nil {
+			l.t.Fatalf("append %q: %v", key, err)
+		}
+		heads[ch] = seq
+	}
+	if !commit {
+		return
+	}
+	if err := stx.Commit(); err != nil {
+		l.t.Fatal(err)
+	}
+	for ch, h := range heads {
+		l.heads[ch] = h
+	}
+	l.keys += n
+}
+
+// lookupOnce runs a write transaction that looks one new key up, which is
+// what builds the filter of a handle opened for writing.
+func (l *filterLedger) lookupOnce(chain string) {
+	l.t.Helper()
+	ctx := context.Background()
+	stx, err := l.b.Begin(ctx, true)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer stx.Rollback()
+	if _, err := stx.LookupKey(ctx, chain, "never-appended"); !errors.Is(err, storage.ErrNotFound) {
+		l.t.Fatalf("lookup of a new key: %v", err)
+	}
+}
+
+// checkFilterCovers reads every key of the file's index, wherever it is,
+// and fails unless the handle's filter is current and may contain each one:
+// a filter that said "new" for a key the file holds would let a key be
+// appended twice.
+func (l *filterLedger) checkFilterCovers() *keyFilter {
+	l.t.Helper()
+	f := l.b.cache.filter.Load()
+	if f == nil {
+		l.t.Fatal("no filter on a handle that wrote")
+	}
+	n := 0
+	err := l.b.View(func(btx *bbolt.Tx) error {
+		if f.asOf.Load() != uint64(btx.ID()) {
+			return fmt.Errorf("filter as of commit %d, file at %d", f.asOf.Load(), btx.ID())
+		}
+		if err := btx.Bucket(BucketKeys).ForEach(func(k, v []byte) error {
+			n++
+			if d := KeyDigest(string(k[8:])); !f.mayContain(binary.BigEndian.Uint64(k), d[:]) {
+				return fmt.Errorf("recent key %q: false negative", k[8:])
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return btx.Bucket(BucketKeyRuns).ForEach(func(name, _ []byte) error {
+			return btx.Bucket(BucketKeyRuns).Bucket(name).ForEach(func(k, v []byte) error {
+				if len(k) != keyRecordPrefix {
+					return nil
+				}
+				for o := 0; o < len(v); o += keyRecordSize {
+					n++
+					if !f.mayContain(binary.BigEndian.Uint64(v[o:]), v[o+8:o+keyRecordPrefix]) {
+						return fmt.Errorf("run %x record %x: false negative", name, v[o:o+keyRecordPrefix])
+					}
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if n != l.keys || f.count.Load() != uint64(l.keys) {
+		l.t.Fatalf("the index holds %d keys, the filter counted %d, the test appended %d", n, f.count.Load(), l.keys)
+	}
+	return f
+}
+
+// TestKeyFilterHasNoFalseNegatives drives the filter through every way the
+// index changes: keys into the recent B-tree and out as a run, direct runs,
+// merges, a rolled-back transaction, a reopen, growth past its capacity,
+// and a file of the first layout opened for writing.
+func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
+	l := newFilterLedger(t)
+	chains := []string{"a", "b", "c"}
+	l.appendKeys(chains, 3, "first", true) // builds it: the index was empty
+	l.checkFilterCovers()
+	for i := range KeyRunFanout + 2 { // direct runs, one level merged
+		l.appendKeys(chains, KeyRunDirectMin+i, fmt.Sprintf("direct%d", i), true)
+		l.checkFilterCovers()
+	}
+	small := KeyRunDirectMin - 1
+	for i := range KeyRecentMax/small + 1 { // the recent keys fill and are written out
+		l.appendKeys(chains, small, fmt.Sprintf("small%d", i), true)
+	}
+	before := l.checkFilterCovers()
+	asOf, count := before.asOf.Load(), before.count.Load()
+	l.appendKeys(chains, KeyRunDirectMin*4, "rolled-back", false)
+	if after := l.b.cache.filter.Load(); after != before || after.asOf.Load() != asOf || after.count.Load() != count {
+		t.Fatalf("a rolled-back transaction changed the filter: as of %d, %d keys; before %d, %d",
+			after.asOf.Load(), after.count.Load(), asOf, count)
+	}
+	l.checkFilterCovers()
+
+	l.reopen()
+	if l.b.cache.filter.Load() != nil {
+		t.Fatal("a filter before any write transaction")
+	}
+	l.lookupOnce("a")
+	l.checkFilterCovers()
+	l.appendKeys(chains, 40, "after-reopen", true)
+	l.checkFilterCovers()
+
+	// Past its capacity the next write transaction builds a larger one.
+	capacity := l.b.cache.filter.Load().capacity
+	for i := 0; uint64(l.keys) <= capacity; i++ {
+		l.appendKeys(chains, 10_000, fmt.Sprintf("grow%d", i), true)
+	}
+	l.lookupOnce("a")
+	if f := l.checkFilterCovers(); f.capacity <= capacity {
+		t.Fatalf("capacity %d after %d keys, was %d", f.capacity, l.keys, capacity)
+	}
+}
+
+// TestKeyFilterOldFile turns a file back into the first layout (every key
+// in the recent B-tree, no runs) and opens it for writing: the filter is
+// built from the upgraded file and holds every old key.
+func TestKeyFilterOldFile(t *testing.T) {
+	l := newFilterLedger(t)
+	l.appendKeys([]string{"a"}, KeyRunDirectMin-1, "old", true)
+	l.appendKeys([]string{"a"}, KeyRunDirectMin-1, "old2", true)
+	l.b.Close()
+	raw, err := bbolt.Open(l.path, FileMode, BboltOptions(Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(btx *bbolt.Tx) error {
+		if err := btx.DeleteBucket(BucketKeyRuns); err != nil {
+			return err
+		}
+		meta := btx.Bucket(BucketMeta)
+		if err := meta.Delete(metaRecentKeys); err != nil {
+			return err
+		}
+		return meta.Put(metaFormat, []byte(FormatV1))
+	})
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.b = nil
+	l.reopen()
+	l.lookupOnce("a")
+	l.checkFilterCovers()
+	// Every old key is refused a second time.
+	ctx := context.Background()
+	stx, err := l.b.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stx.Rollback()
+	for i := range KeyRunDirectMin - 1 {
+		seq := l.heads["a"] + 1
+		key := fmt.Sprintf("old-%d", i)
+		if err := stx.Append(ctx, "a", storage.Record{Seq: seq, IdempotencyKey: key, Data: []byte("dup")}, storage.Head{Seq: seq}); !errors.Is(err, storage.ErrDuplicate) {
+			t.Fatalf("second append of old key %q: %v", key, err)
+		}
+	}
+}
