@@ -1,174 +1,241 @@
 package chain
 
 import (
-	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
-	"slices"
 	"sync"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/ledgerworks/ledger/storage"
 )
 
-// Verify checks the idempotency key index with one index read per keyed
-// entry. Those reads are random, unlike the scan of the entries, and would
-// double the time of a verify on the scanning goroutine; a chain with many
-// keys has them checked by workers, one per two CPUs, each in a read transaction
-// of its own, while the scan goes on. Those transactions start after the
-// scan's, and keys are never removed or moved, so they map every key the scan
-// sees as the scan's snapshot does.
+// Verify checks the idempotency key index without a lookup per key: it
+// compares, per chain, the multiset of pairs (digest of the key, seq) of the
+// keyed entries it scans with the multiset of records that
+// storage.Tx.ScanKeys yields, both read sequentially in the scan's read
+// transaction. Each side is summarized by a keyed multiset hash: every pair
+// maps to BLAKE3-keyed(k, digest || u64be(seq)) read as a 256-bit number,
+// and a side is the sum of its numbers mod 2^256 with their count. k is 32
+// random bytes drawn for each Verify, so whoever edits the file before the
+// verify cannot know how a pair maps, nor find a set of changes whose
+// numbers cancel: the sums of two different multisets are equal with
+// probability about 2^-256. Without the key the map would be public, and
+// with a few hundred chosen records (a keyless sum is a subset-sum in a
+// group, broken by Wagner's generalized birthday attack) the index could be
+// changed while its sum stays put.
+//
+// Only a chain whose sums or counts differ is examined record by record
+// (pinpointKeys): that costs a random read per key, as the lookups that
+// this check replaces did.
 const (
-	// keyCheckBatchSize is how many keys one hand-off carries; a chain with
-	// fewer keyed entries is checked on the scanning goroutine.
+	// keyCheckBatchSize is how many pairs one hand-off carries; a chain
+	// with fewer is summed on the scanning goroutine.
 	keyCheckBatchSize = 512
 	// keyCheckBatchesPerWorker bounds the batches in flight per worker.
 	keyCheckBatchesPerWorker = 4
+	// keyExplainedMax bounds the index records that pinpointKeys remembers
+	// as already reported (an entry's key mapped to another seq); past it a
+	// wrongly mapped record may be reported twice, once at each seq.
+	keyExplainedMax = 1 << 16
+	// multisetKeySize is the size of the key of the multiset hash.
+	multisetKeySize = 32
 )
 
-// keyCheck is one keyed entry to look up. The key aliases the stored bytes
-// of the scan's read transaction, which stays open until the checker is done.
-type keyCheck struct {
-	seq uint64
-	key string
-}
+// multisetKey is the secret key of one Verify's multiset hashes.
+type multisetKey [multisetKeySize]byte
 
-// keyIndexChecker checks that the key index maps each keyed entry's key to
-// the entry's seq.
-type keyIndexChecker struct {
-	db      *DB
-	ctx     context.Context
-	tx      *Tx // the scan's transaction, for a chain with few keys
-	chain   string
-	batch   []keyCheck
-	work    chan []keyCheck // nil until the first full batch
-	free    chan []keyCheck
-	workers []*keyWorker
-	wg      sync.WaitGroup
-	failed  chan struct{} // closed when a worker met an operating failure
-	once    sync.Once
-}
-
-// keyWorker is one goroutine of a checker; its fields are read once the
-// checker's WaitGroup is done.
-type keyWorker struct {
-	failures []Failure
-	err      error
-}
-
-func (db *DB) newKeyIndexChecker(ctx context.Context, tx *Tx, chain string) *keyIndexChecker {
-	return &keyIndexChecker{db: db, ctx: ctx, tx: tx, chain: chain, batch: make([]keyCheck, 0, keyCheckBatchSize)}
-}
-
-// add queues the key of the entry at seq. The error is an operating failure
-// of a worker, seen at a hand-off.
-func (k *keyIndexChecker) add(seq uint64, key string) error {
-	k.batch = append(k.batch, keyCheck{seq: seq, key: key})
-	if len(k.batch) < keyCheckBatchSize {
-		return nil
+// newMultisetKey draws a key from the operating system's random source.
+func newMultisetKey() (multisetKey, error) {
+	var k multisetKey
+	if _, err := rand.Read(k[:]); err != nil {
+		return k, fmt.Errorf("verify: random key: %w", err)
 	}
-	if k.work == nil {
-		if err := k.start(); err != nil {
-			return err
+	return k, nil
+}
+
+// multisetSum is one side of a multiset comparison: the sum mod 2^256 of
+// its elements' numbers, little-endian limbs, and how many were added.
+type multisetSum struct {
+	sum   [4]uint64
+	count uint64
+}
+
+// addHash adds one element's number: its 32 hash bytes, little-endian.
+func (m *multisetSum) addHash(h *[32]byte) {
+	var carry uint64
+	for i := range m.sum {
+		m.sum[i], carry = bits.Add64(m.sum[i], binary.LittleEndian.Uint64(h[8*i:]), carry)
+	}
+	m.count++
+}
+
+// merge adds another partial sum of the same side.
+func (m *multisetSum) merge(o *multisetSum) {
+	var carry uint64
+	for i := range m.sum {
+		m.sum[i], carry = bits.Add64(m.sum[i], o.sum[i], carry)
+	}
+	m.count += o.count
+}
+
+// multisetHasher maps elements to numbers; one per goroutine.
+type multisetHasher struct {
+	h   *blake3.Hasher
+	in  [storage.KeyDigestSize + 8]byte
+	out [32]byte
+}
+
+func newMultisetHasher(k *multisetKey) *multisetHasher {
+	h, err := blake3.NewKeyed(k[:])
+	if err != nil {
+		panic(err) // the key has the size NewKeyed requires
+	}
+	return &multisetHasher{h: h}
+}
+
+// add adds the element (digest, seq) to m.
+func (mh *multisetHasher) add(m *multisetSum, digest *[storage.KeyDigestSize]byte, seq uint64) {
+	copy(mh.in[:], digest[:])
+	binary.BigEndian.PutUint64(mh.in[storage.KeyDigestSize:], seq)
+	mh.h.Reset()
+	_, _ = mh.h.Write(mh.in[:])
+	mh.h.Sum(mh.out[:0])
+	m.addHash(&mh.out)
+}
+
+// keyItem is one element on its way to a worker: from the entries a key
+// (aliasing the stored bytes of the scan's read transaction, which stays
+// open until the checker is done) and its seq; from the index a digest and
+// seq.
+type keyItem struct {
+	key    string
+	digest [storage.KeyDigestSize]byte
+	seq    uint64
+}
+
+// keyBatch is a hand-off: items of one side.
+type keyBatch struct {
+	fromIndex bool
+	items     []keyItem
+}
+
+// add sums the batch's items into the side they belong to.
+func (b *keyBatch) sumInto(mh *multisetHasher, entries, index *multisetSum) {
+	if b.fromIndex {
+		for i := range b.items {
+			mh.add(index, &b.items[i].digest, b.items[i].seq)
 		}
+		return
 	}
-	select {
-	case k.work <- k.batch:
-	case <-k.failed:
-		return k.err()
+	for i := range b.items {
+		digest := storage.KeyDigest(b.items[i].key)
+		mh.add(entries, &digest, b.items[i].seq)
 	}
+}
+
+// keyIndexChecker compares a chain's keyed entries with its key index.
+type keyIndexChecker struct {
+	ctx   context.Context
+	tx    *Tx // the scan's transaction
+	chain string
+	key   *multisetKey
+	// entries and index are the sums made on the scanning goroutine.
+	entries, index multisetSum
+	local          *multisetHasher
+	batch          *keyBatch
+	work           chan *keyBatch // nil until the first full batch
+	free           chan *keyBatch
+	workers        []*keyWorker
+	wg             sync.WaitGroup
+}
+
+// keyWorker is one goroutine of a checker with its partial sums, read once
+// the checker's WaitGroup is done.
+type keyWorker struct {
+	entries, index multisetSum
+}
+
+func newKeyIndexChecker(ctx context.Context, tx *Tx, chain string, key *multisetKey) *keyIndexChecker {
+	return &keyIndexChecker{ctx: ctx, tx: tx, chain: chain, key: key,
+		batch: &keyBatch{items: make([]keyItem, 0, keyCheckBatchSize)}}
+}
+
+// add queues the key of the entry at seq.
+func (k *keyIndexChecker) add(seq uint64, key string) {
+	k.batch.items = append(k.batch.items, keyItem{key: key, seq: seq})
+	if len(k.batch.items) == keyCheckBatchSize {
+		k.send()
+	}
+}
+
+// addRef queues an index record; the entries must all have been added.
+func (k *keyIndexChecker) addRef(ref storage.KeyRef) {
+	if !k.batch.fromIndex {
+		k.flush()
+		k.batch.fromIndex = true
+	}
+	k.batch.items = append(k.batch.items, keyItem{digest: ref.Digest, seq: ref.Seq})
+	if len(k.batch.items) == keyCheckBatchSize {
+		k.send()
+	}
+}
+
+// send hands the full batch to the workers, starting them on the first.
+func (k *keyIndexChecker) send() {
+	if k.work == nil {
+		k.start()
+	}
+	fromIndex := k.batch.fromIndex
+	k.work <- k.batch
 	select {
 	case k.batch = <-k.free:
-		k.batch = k.batch[:0]
+		k.batch.items = k.batch.items[:0]
 	default:
-		k.batch = make([]keyCheck, 0, keyCheckBatchSize)
+		k.batch = &keyBatch{items: make([]keyItem, 0, keyCheckBatchSize)}
 	}
-	return nil
+	k.batch.fromIndex = fromIndex
 }
 
-// start begins a read transaction per worker, one worker per two CPUs: the
-// lookups are CPU-bound and independent, and the hashing pool of the scan
-// already has a worker per CPU (on 2 CPUs, two key workers measured slower
-// than one).
-func (k *keyIndexChecker) start() error {
+// flush sums a partial batch here: a short tail is not worth a hand-off.
+func (k *keyIndexChecker) flush() {
+	if len(k.batch.items) == 0 {
+		return
+	}
+	if k.local == nil {
+		k.local = newMultisetHasher(k.key)
+	}
+	k.batch.sumInto(k.local, &k.entries, &k.index)
+	k.batch.items = k.batch.items[:0]
+}
+
+// start begins the workers, one per two CPUs: the hashing pool of the scan
+// already has a worker per CPU.
+func (k *keyIndexChecker) start() {
 	workers := max(runtime.GOMAXPROCS(0)/2, 1)
-	k.work = make(chan []keyCheck, workers*keyCheckBatchesPerWorker)
-	k.free = make(chan []keyCheck, workers*keyCheckBatchesPerWorker+1)
-	k.failed = make(chan struct{})
+	k.work = make(chan *keyBatch, workers*keyCheckBatchesPerWorker)
+	k.free = make(chan *keyBatch, workers*keyCheckBatchesPerWorker+1)
 	for range workers {
-		stx, err := k.db.backend.Begin(k.ctx, false)
-		if err != nil {
-			k.stop()
-			return storageError(err)
-		}
 		w := &keyWorker{}
 		k.workers = append(k.workers, w)
 		k.wg.Add(1)
 		go func() {
 			defer k.wg.Done()
-			defer stx.Rollback()
-			add := func(f Failure) { w.failures = append(w.failures, f) }
-			for batch := range k.work {
-				if w.err != nil {
-					continue // drained, so that the scan never waits
-				}
-				for _, c := range batch {
-					if w.err = checkKey(k.ctx, stx, k.chain, c, add); w.err != nil {
-						k.once.Do(func() { close(k.failed) })
-						break
-					}
-				}
+			mh := newMultisetHasher(k.key)
+			for b := range k.work {
+				b.sumInto(mh, &w.entries, &w.index)
 				select {
-				case k.free <- batch:
+				case k.free <- b:
 				default:
 				}
 			}
 		}()
 	}
-	return nil
-}
-
-// finish checks what is left, waits for the workers and hands the failures
-// to add, in seq order.
-func (k *keyIndexChecker) finish(add func(Failure)) error {
-	if k.work == nil {
-		for _, c := range k.batch {
-			if err := checkKey(k.ctx, k.tx.stx, k.chain, c, add); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	select {
-	case k.work <- k.batch:
-	case <-k.failed:
-	}
-	workers := k.workers
-	k.stop()
-	var failures []Failure
-	for _, w := range workers {
-		if w.err != nil {
-			return w.err
-		}
-		failures = append(failures, w.failures...)
-	}
-	slices.SortFunc(failures, func(a, b Failure) int { return cmp.Compare(a.Seq, b.Seq) })
-	for _, f := range failures {
-		add(f)
-	}
-	return nil
-}
-
-// err returns the first worker's error; the workers must be done.
-func (k *keyIndexChecker) err() error {
-	k.stop()
-	for _, w := range k.workers {
-		if w.err != nil {
-			return w.err
-		}
-	}
-	return nil
 }
 
 // stop ends the workers, if any, and waits for them: they read keys that
@@ -180,22 +247,162 @@ func (k *keyIndexChecker) stop() {
 	close(k.work)
 	k.wg.Wait()
 	k.work = nil
-	k.batch = nil
+	for _, w := range k.workers {
+		k.entries.merge(&w.entries)
+		k.index.merge(&w.index)
+	}
+	k.workers = nil
 }
 
-// checkKey looks one key up. The key aliases stored bytes, so a failure's
-// detail copies it.
-func checkKey(ctx context.Context, stx storage.Tx, chain string, c keyCheck, add func(Failure)) error {
+// finish sums the chain's index records, compares both sides and, when they
+// differ, finds the records and entries that differ and hands them to add.
+// The error is an operating failure.
+func (k *keyIndexChecker) finish(add func(Failure)) error {
+	k.flush()
+	k.batch.fromIndex = true
+	for ref, err := range k.tx.stx.ScanKeys(k.ctx, k.chain) {
+		if err != nil {
+			k.stop()
+			return storageError(err)
+		}
+		k.addRef(ref)
+	}
+	k.flush()
+	k.stop()
+	if k.entries == k.index {
+		return nil
+	}
+	return k.pinpoint(add)
+}
+
+// pinpoint runs when the sums differ. It looks up each keyed entry's key
+// (an entry the index does not map to itself), then reads the entry each
+// index record names (a record that names no entry, or an entry without
+// its key). A record is not reported again when what it names is already
+// explained: at the entry whose key it holds, when that entry's key maps to
+// it; or where the scan found no readable entry (see checkRecord). When
+// nothing is found or explained, the index repeats a record, and the chain
+// as a whole is reported.
+func (k *keyIndexChecker) pinpoint(add func(Failure)) error {
+	var found, excused int
+	count := func(f Failure) { found++; add(f) }
+	explained := map[storage.KeyRef]struct{}{}
+	err := k.forEachKeyedEntry(func(seq uint64, key string) error {
+		indexSeq, err := checkKey(k.ctx, k.tx.stx, k.chain, keyCheck{seq: seq, key: key}, count)
+		if err == nil && indexSeq != 0 && indexSeq != seq && len(explained) < keyExplainedMax {
+			explained[storage.KeyRef{Digest: storage.KeyDigest(key), Seq: indexSeq}] = struct{}{}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for ref, err := range k.tx.stx.ScanKeys(k.ctx, k.chain) {
+		if err != nil {
+			return storageError(err)
+		}
+		if _, ok := explained[ref]; ok {
+			continue
+		}
+		skipped, err := k.checkRecord(ref, count)
+		if err != nil {
+			return err
+		}
+		if skipped {
+			excused++
+		}
+	}
+	if found == 0 && excused == 0 {
+		detail := fmt.Sprintf("the key index holds %d records for %d keyed entries, each naming the entry that holds its key: a record is repeated",
+			k.index.count, k.entries.count)
+		if k.index.count == k.entries.count {
+			detail = "the key index differs from the keyed entries, though each key maps to its entry"
+		}
+		add(Failure{Chain: k.chain, Seq: 0, Reason: ReasonKeyIndexMismatch, Detail: detail})
+	}
+	return nil
+}
+
+// forEachKeyedEntry reads the chain's entries again and calls fn with each
+// readable key; undecodable entries are reported by the scan already.
+func (k *keyIndexChecker) forEachKeyedEntry(fn func(seq uint64, key string) error) error {
+	for rec, err := range k.tx.stx.Entries(k.ctx, k.chain, 1) {
+		if err != nil {
+			return storageError(err)
+		}
+		key, ok := storedKey(k.chain, rec.Seq, rec.Data)
+		if !ok || key == "" {
+			continue
+		}
+		if err := fn(rec.Seq, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storedKey is the idempotency key of stored entry bytes, aliasing them;
+// ok is false when they are not an entry.
+func storedKey(chain string, seq uint64, data []byte) (string, bool) {
+	if f, ok := decodeFields(data); ok {
+		return unsafeString(f.key), true
+	}
+	e, err := DecodeRecord(chain, seq, data)
+	return e.IdempotencyKey, err == nil
+}
+
+// checkRecord reads the entry an index record names and reports the record
+// when the entry does not hold its key, or when it names seq 0. A record
+// that names a seq where the scan found no readable entry is not reported
+// (excused is then true): a missing seq inside the chain, or up to its
+// stored head, and an undecodable entry are failures already; and a seq
+// past the chain's end is what a chain truncated together with its stored
+// head leaves, which only a saved head tells (VerifyOptions.ExpectHeads).
+func (k *keyIndexChecker) checkRecord(ref storage.KeyRef, add func(Failure)) (excused bool, err error) {
+	if ref.Seq == 0 {
+		add(Failure{Chain: k.chain, Seq: 0, Reason: ReasonKeyIndexMismatch,
+			Detail: fmt.Sprintf("the key index names seq 0 for the key of digest %x, and no entry has seq 0", ref.Digest)})
+		return false, nil
+	}
+	data, err := k.tx.stx.Entry(k.ctx, k.chain, ref.Seq)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, storageError(err)
+	}
+	key, ok := storedKey(k.chain, ref.Seq, data)
+	if !ok {
+		return true, nil
+	}
+	if key == "" || storage.KeyDigest(key) != ref.Digest {
+		add(Failure{Chain: k.chain, Seq: ref.Seq, Reason: ReasonKeyIndexMismatch,
+			Detail: fmt.Sprintf("the key index names this entry for the key of digest %x, which the entry does not hold", ref.Digest)})
+	}
+	return false, nil
+}
+
+// keyCheck is one keyed entry to look up.
+type keyCheck struct {
+	seq uint64
+	key string
+}
+
+// checkKey looks one key up and returns the seq the index maps it to (0
+// when it has none). The key aliases stored bytes, so a failure's detail
+// copies it.
+func checkKey(ctx context.Context, stx storage.Tx, chain string, c keyCheck, add func(Failure)) (uint64, error) {
 	seq, err := stx.LookupKey(ctx, chain, c.key)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		add(Failure{Chain: chain, Seq: c.seq, Reason: ReasonKeyIndexMismatch,
 			Detail: fmt.Sprintf("key %q is not in the key index", c.key)})
+		return 0, nil
 	case err != nil:
-		return storageError(err)
+		return 0, storageError(err)
 	case seq != c.seq:
 		add(Failure{Chain: chain, Seq: c.seq, Reason: ReasonKeyIndexMismatch,
 			Detail: fmt.Sprintf("the key index maps key %q to seq %d", c.key, seq)})
 	}
-	return nil
+	return seq, nil
 }

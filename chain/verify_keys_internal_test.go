@@ -1,0 +1,125 @@
+package chain
+
+import (
+	"encoding/binary"
+	"math/big"
+	"testing"
+
+	"github.com/zeebo/blake3"
+	"pgregory.net/rapid"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// multisetElement is one (key digest, seq) pair.
+type multisetElement struct {
+	digest [storage.KeyDigestSize]byte
+	seq    uint64
+}
+
+func multisetOf(k *multisetKey, elements []multisetElement) multisetSum {
+	mh := newMultisetHasher(k)
+	var m multisetSum
+	for i := range elements {
+		mh.add(&m, &elements[i].digest, elements[i].seq)
+	}
+	return m
+}
+
+func drawElement(t *rapid.T, label string) multisetElement {
+	var e multisetElement
+	copy(e.digest[:], rapid.SliceOfN(rapid.Byte(), storage.KeyDigestSize, storage.KeyDigestSize).Draw(t, label+" digest"))
+	e.seq = rapid.Uint64().Draw(t, label+" seq")
+	return e
+}
+
+// TestMultisetSumOrderAndChanges: the sum of a multiset does not depend on
+// the order its elements are added in, nor on how they are split among
+// partial sums; any single change (a seq, a bit of a digest, an element
+// removed, repeated or added) changes the sum or the count.
+func TestMultisetSumOrderAndChanges(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var k multisetKey
+		copy(k[:], rapid.SliceOfN(rapid.Byte(), multisetKeySize, multisetKeySize).Draw(t, "key"))
+		elements := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) multisetElement { return drawElement(t, "element") }), 0, 40).Draw(t, "elements")
+		whole := multisetOf(&k, elements)
+
+		permuted := rapid.Permutation(elements).Draw(t, "permutation")
+		split := rapid.IntRange(0, len(permuted)).Draw(t, "split")
+		left, right := multisetOf(&k, permuted[:split]), multisetOf(&k, permuted[split:])
+		left.merge(&right)
+		if left != whole {
+			t.Fatalf("a permutation split at %d sums to %v, the original to %v", split, left, whole)
+		}
+
+		changed := append([]multisetElement(nil), elements...)
+		op := rapid.IntRange(0, 4).Draw(t, "change")
+		if len(changed) == 0 {
+			op = 4
+		}
+		switch op {
+		case 0: // another seq
+			i := rapid.IntRange(0, len(changed)-1).Draw(t, "index")
+			delta := rapid.Uint64Min(1).Draw(t, "delta")
+			changed[i].seq += delta
+		case 1: // one bit of a digest
+			i := rapid.IntRange(0, len(changed)-1).Draw(t, "index")
+			bit := rapid.IntRange(0, 8*storage.KeyDigestSize-1).Draw(t, "bit")
+			changed[i].digest[bit/8] ^= 1 << (bit % 8)
+		case 2: // an element removed
+			i := rapid.IntRange(0, len(changed)-1).Draw(t, "index")
+			changed = append(changed[:i], changed[i+1:]...)
+		case 3: // an element repeated
+			i := rapid.IntRange(0, len(changed)-1).Draw(t, "index")
+			changed = append(changed, changed[i])
+		case 4: // an element added
+			changed = append(changed, drawElement(t, "added"))
+		}
+		if got := multisetOf(&k, changed); got == whole {
+			t.Fatalf("change %d leaves the sum and count as they were: %v", op, got)
+		}
+	})
+}
+
+// TestMultisetElementDefinition pins the element's number: BLAKE3 keyed
+// with the verify's key over digest || u64be(seq), read little-endian, and
+// the sum mod 2^256.
+func TestMultisetElementDefinition(t *testing.T) {
+	var k multisetKey
+	for i := range k {
+		k[i] = byte(i)
+	}
+	elements := []multisetElement{{digest: storage.KeyDigest("a"), seq: 1}, {digest: storage.KeyDigest("b"), seq: 1 << 40}}
+	for i := range 300 { // enough numbers near 2^256 to wrap around
+		elements = append(elements, multisetElement{digest: storage.KeyDigest(string(rune('c' + i))), seq: uint64(i)})
+	}
+	want := new(big.Int)
+	modulus := new(big.Int).Lsh(big.NewInt(1), 256)
+	for _, e := range elements {
+		h, err := blake3.NewKeyed(k[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(e.digest[:])
+		h.Write(binary.BigEndian.AppendUint64(nil, e.seq))
+		sum := h.Sum(nil)
+		for i, j := 0, len(sum)-1; i < j; i, j = i+1, j-1 {
+			sum[i], sum[j] = sum[j], sum[i] // little-endian to big.Int's big-endian
+		}
+		want.Add(want, new(big.Int).SetBytes(sum))
+	}
+	want.Mod(want, modulus)
+	got := multisetOf(&k, elements)
+	gotInt := new(big.Int)
+	for i := len(got.sum) - 1; i >= 0; i-- {
+		gotInt.Lsh(gotInt, 64).Or(gotInt, new(big.Int).SetUint64(got.sum[i]))
+	}
+	if gotInt.Cmp(want) != 0 || got.count != uint64(len(elements)) {
+		t.Fatalf("sum %x count %d, want %x count %d", gotInt, got.count, want, len(elements))
+	}
+	var other multisetKey
+	other[0] = 1
+	if multisetOf(&other, elements) == got {
+		t.Fatal("another key gives the same sum")
+	}
+}
