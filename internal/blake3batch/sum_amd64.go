@@ -79,10 +79,11 @@ type laneState struct {
 var laneStates = sync.Pool{New: func() any { return new(laneState) }}
 
 // release returns s to laneStates without references to the caller's
-// messages and outputs.
+// messages and outputs, and without copies of its key or message bytes.
 func (s *laneState) release() {
 	s.blocks, s.lastBlock = [lanesMax]*[blockSize]byte{}, [lanesMax]*[blockSize]byte{}
 	s.messages, s.outs = [lanesMax][]byte{}, [lanesMax]*[Size]byte{}
+	s.keyRows, s.tail = [8][lanesMax]uint32{}, [lanesMax][blockSize]byte{}
 	laneStates.Put(s)
 }
 
