@@ -143,7 +143,7 @@ func TestKeyIndexRunsAndMerges(t *testing.T) {
 		appendKeys(t, b, m, chains, bolt.KeyRunDirectMin+17*i, fmt.Sprintf("big%d", i), true)
 	}
 	appendKeys(t, b, m, chains, bolt.KeyRunDirectMin, "rolled-back", false)
-	small := 200
+	small := bolt.KeyRunDirectMin - 1
 	for i := range bolt.KeyRecentMax/small + 1 { // the recent B-tree fills and is written out
 		appendKeys(t, b, m, chains, small, fmt.Sprintf("small%d", i), true)
 	}
@@ -205,7 +205,9 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 	}
 	chains := []string{"a"}
 	m := &indexModel{seqs: map[string]map[string]uint64{}, heads: map[string]uint64{}}
-	appendKeys(t, b, m, chains, 40, "old", true)
+	for i := range 4 { // small transactions: the first layout kept every key in the keys bucket
+		appendKeys(t, b, m, chains, bolt.KeyRunDirectMin-1, fmt.Sprintf("old%d", i), true)
+	}
 	b.Close()
 	raw, err := bbolt.Open(path, bolt.FileMode, bolt.BboltOptions(bolt.Options{}))
 	if err != nil {
