@@ -10,8 +10,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/zeebo/blake3"
-
+	"github.com/ledgerworks/ledger/internal/blake3batch"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -84,29 +83,66 @@ func (m *multisetSum) merge(o *multisetSum) {
 	m.count += o.count
 }
 
-// multisetHasher maps elements to numbers; one per goroutine.
+// multisetHasher maps elements to numbers, a batch at a time through
+// blake3batch (many short messages per vector compression); one per
+// goroutine, its buffers reused.
 type multisetHasher struct {
-	h   *blake3.Hasher
-	in  [storage.KeyDigestSize + 8]byte
-	out [32]byte
+	key      *multisetKey
+	inputs   []byte // the messages, back to back
+	messages [][]byte
+	hashes   [][blake3batch.Size]byte
 }
 
 func newMultisetHasher(k *multisetKey) *multisetHasher {
-	h, err := blake3.NewKeyed(k[:])
-	if err != nil {
-		panic(err) // the key has the size NewKeyed requires
-	}
-	return &multisetHasher{h: h}
+	return &multisetHasher{key: k}
 }
 
-// add adds the element (digest, seq) to m.
-func (mh *multisetHasher) add(m *multisetSum, digest *[storage.KeyDigestSize]byte, seq uint64) {
-	copy(mh.in[:], digest[:])
-	binary.BigEndian.PutUint64(mh.in[storage.KeyDigestSize:], seq)
-	mh.h.Reset()
-	_, _ = mh.h.Write(mh.in[:])
-	mh.h.Sum(mh.out[:0])
-	m.addHash(&mh.out)
+// multisetElementSize is the message of one element: digest || u64be(seq).
+const multisetElementSize = storage.KeyDigestSize + 8
+
+// sum adds the elements of items to m. When digested is false the items
+// carry keys, whose digests (storage.KeyDigest) are computed first.
+func (mh *multisetHasher) sum(m *multisetSum, items []keyItem, digested bool) {
+	if !digested {
+		mh.inputs = mh.inputs[:0]
+		for i := range items {
+			mh.inputs = append(append(mh.inputs, storage.KeyDigestDomain...), items[i].key...)
+		}
+		mh.hashAll(items, func(i int) int { return len(storage.KeyDigestDomain) + len(items[i].key) }, nil)
+		for i := range items {
+			copy(items[i].digest[:], mh.hashes[i][:storage.KeyDigestSize])
+		}
+	}
+	mh.inputs = mh.inputs[:0]
+	for i := range items {
+		mh.inputs = append(mh.inputs, items[i].digest[:]...)
+		mh.inputs = binary.BigEndian.AppendUint64(mh.inputs, items[i].seq)
+	}
+	mh.hashAll(items, func(int) int { return multisetElementSize }, (*[blake3batch.KeySize]byte)(mh.key))
+	for i := range items {
+		m.addHash(&mh.hashes[i])
+	}
+}
+
+// hashAll hashes the messages of mh.inputs, item i's of size(i) bytes,
+// into mh.hashes; keyed when key is set.
+func (mh *multisetHasher) hashAll(items []keyItem, size func(i int) int, key *[blake3batch.KeySize]byte) {
+	mh.messages = mh.messages[:0]
+	o := 0
+	for i := range items {
+		n := size(i)
+		mh.messages = append(mh.messages, mh.inputs[o:o+n])
+		o += n
+	}
+	if cap(mh.hashes) < len(items) {
+		mh.hashes = make([][blake3batch.Size]byte, len(items))
+	}
+	mh.hashes = mh.hashes[:len(items)]
+	if key == nil {
+		blake3batch.Sum256(mh.hashes, mh.messages)
+	} else {
+		blake3batch.Sum256Keyed(mh.hashes, key, mh.messages)
+	}
 }
 
 // keyItem is one element on its way to a worker: from the entries a key
@@ -125,18 +161,13 @@ type keyBatch struct {
 	items     []keyItem
 }
 
-// add sums the batch's items into the side they belong to.
+// sumInto sums the batch's items into the side they belong to.
 func (b *keyBatch) sumInto(mh *multisetHasher, entries, index *multisetSum) {
 	if b.fromIndex {
-		for i := range b.items {
-			mh.add(index, &b.items[i].digest, b.items[i].seq)
-		}
+		mh.sum(index, b.items, true)
 		return
 	}
-	for i := range b.items {
-		digest := storage.KeyDigest(b.items[i].key)
-		mh.add(entries, &digest, b.items[i].seq)
-	}
+	mh.sum(entries, b.items, false)
 }
 
 // keyIndexChecker compares a chain's keyed entries with its key index.

@@ -18,11 +18,12 @@ type multisetElement struct {
 }
 
 func multisetOf(k *multisetKey, elements []multisetElement) multisetSum {
-	mh := newMultisetHasher(k)
-	var m multisetSum
-	for i := range elements {
-		mh.add(&m, &elements[i].digest, elements[i].seq)
+	items := make([]keyItem, len(elements))
+	for i, e := range elements {
+		items[i] = keyItem{digest: e.digest, seq: e.seq}
 	}
+	var m multisetSum
+	newMultisetHasher(k).sum(&m, items, true)
 	return m
 }
 
@@ -116,6 +117,16 @@ func TestMultisetElementDefinition(t *testing.T) {
 	}
 	if gotInt.Cmp(want) != 0 || got.count != uint64(len(elements)) {
 		t.Fatalf("sum %x count %d, want %x count %d", gotInt, got.count, want, len(elements))
+	}
+	// From keys, digested in the batch: the same as from their digests.
+	keyed := []keyItem{{key: "a", seq: 1}, {key: "b", seq: 1 << 40}}
+	for i := range 300 {
+		keyed = append(keyed, keyItem{key: string(rune('c' + i)), seq: uint64(i)})
+	}
+	var fromKeys multisetSum
+	newMultisetHasher(&k).sum(&fromKeys, keyed, false)
+	if fromKeys != got {
+		t.Fatalf("summed from keys %v, from their digests %v", fromKeys, got)
 	}
 	var other multisetKey
 	other[0] = 1

@@ -24,6 +24,7 @@ type keyedLedger struct {
 	runKey, recentKey string
 	runSeq, recentSeq uint64
 	last              uint64 // the last seq of "big"
+	transactions      int    // one entry of "small" each
 }
 
 const (
@@ -84,9 +85,12 @@ func buildKeyedLedger(t *testing.T, path string) keyedLedger {
 		return nil
 	}
 	// Nine large transactions write nine runs of their own, eight of them
-	// merged; sixty small ones fill the recent keys past their capacity
-	// once; the last few stay recent.
-	for _, batch := range []struct{ transactions, entries int }{{9, 400}, {60, 80}, {4, 20}} {
+	// merged; small ones (too few keys for a run of their own, with the
+	// small chain's key) fill the recent keys past their capacity once; the
+	// last few stay recent.
+	small := bolt.KeyRunDirectMin - 2
+	smallTransactions := bolt.KeyRecentMax/(small*9/10+1) + 2
+	for _, batch := range []struct{ transactions, entries int }{{9, 400}, {smallTransactions, small}, {4, small}} {
 		for range batch.transactions {
 			err := db.Update(ctx, func(tx *chain.Tx) error {
 				if err := appendBig(tx, batch.entries); err != nil {
@@ -101,6 +105,7 @@ func buildKeyedLedger(t *testing.T, path string) keyedLedger {
 		}
 	}
 	l.last = next - 1
+	l.transactions = 9 + smallTransactions + 4
 	l.runSeq, l.recentSeq = 1001, l.last-3
 	l.runKey, l.recentKey = fmt.Sprintf("op-%d", l.runSeq), fmt.Sprintf("op-%d", l.recentSeq)
 	return l
@@ -130,7 +135,7 @@ func TestVerifyKeyedLedgerIsClean(t *testing.T) {
 	l := newKeyedLedger(t)
 	report := l.verify(t)
 	assertFailures(t, report.Failures)
-	if report.Entries != int64(l.last)+9+60+4 || l.last < 5000 {
+	if report.Entries != int64(l.last)+int64(l.transactions) || l.last < 5000 {
 		t.Fatalf("verified %d entries; big ends at %d", report.Entries, l.last)
 	}
 	l.tamper(t, func(btx *bbolt.Tx) error {
@@ -170,13 +175,16 @@ func TestVerifyKeyedLedgerIsClean(t *testing.T) {
 // seq 0, are reported at the seq they name.
 func TestVerifyKeyRecordNamingAnEntryWithoutTheKey(t *testing.T) {
 	l := newKeyedLedger(t)
-	first, second := l.unkeyed[3], l.unkeyed[len(l.unkeyed)-1]
+	first, second, third := l.unkeyed[3], l.unkeyed[5], l.unkeyed[len(l.unkeyed)-1]
 	l.tamper(t, func(btx *bbolt.Tx) error {
 		if err := bolt.AddKeyRecord(btx, keyedLedgerBig, "ghost", first); err != nil { // a new recent key
 			return err
 		}
-		// The recent key again, so this record goes to a run.
-		if err := bolt.AddKeyRecord(btx, keyedLedgerBig, l.recentKey, second); err != nil {
+		// A key added twice: to the recent keys, then to a run.
+		if err := bolt.AddKeyRecord(btx, keyedLedgerBig, "ghost-twice", second); err != nil {
+			return err
+		}
+		if err := bolt.AddKeyRecord(btx, keyedLedgerBig, "ghost-twice", third); err != nil {
 			return err
 		}
 		return bolt.AddKeyRecord(btx, keyedLedgerSmall, "nowhere", 0)
@@ -185,8 +193,9 @@ func TestVerifyKeyRecordNamingAnEntryWithoutTheKey(t *testing.T) {
 	assertFailures(t, report.Failures,
 		failureKey{keyedLedgerBig, first, chain.ReasonKeyIndexMismatch},
 		failureKey{keyedLedgerBig, second, chain.ReasonKeyIndexMismatch},
+		failureKey{keyedLedgerBig, third, chain.ReasonKeyIndexMismatch},
 		failureKey{keyedLedgerSmall, 0, chain.ReasonKeyIndexMismatch})
-	for _, f := range report.Failures[:2] {
+	for _, f := range report.Failures[:3] {
 		if !strings.Contains(f.Detail, "which the entry does not hold") {
 			t.Errorf("detail %q does not say the entry lacks the key", f.Detail)
 		}
@@ -273,7 +282,7 @@ func TestVerifyManyKeysOnEveryBackend(t *testing.T) {
 	forEachBackend(t, chain.Options{}, func(t *testing.T, db *chain.DB) {
 		ctx := context.Background()
 		seq := 0
-		for _, batch := range []struct{ transactions, entries int }{{4, 600}, {30, 90}, {3, 10}} {
+		for _, batch := range []struct{ transactions, entries int }{{3, 600}, {10, 90}, {3, 5}} {
 			for range batch.transactions {
 				err := db.Update(ctx, func(tx *chain.Tx) error {
 					for range batch.entries {

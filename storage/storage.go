@@ -108,8 +108,10 @@ type Tx interface {
 // KeyDigestSize is the size of a KeyDigest.
 const KeyDigestSize = 16
 
-// keyDigestDomain separates key digests from every other BLAKE3 use.
-const keyDigestDomain = "ledger/key/v1\x00"
+// KeyDigestDomain is what KeyDigest hashes before the key: it separates
+// key digests from every other BLAKE3 use. It is exported for code that
+// digests many keys at once (a verify), which must hash the same bytes.
+const KeyDigestDomain = "ledger/key/v1\x00"
 
 // KeyDigest is the digest that stands for an idempotency key in
 // Tx.ScanKeys: the first KeyDigestSize bytes of
@@ -119,8 +121,8 @@ const keyDigestDomain = "ledger/key/v1\x00"
 // keep two keys of one chain from colliding by chance (about 2^-64 at 2^32
 // keys), and a verifier digests the entries' keys to compare.
 func KeyDigest(key string) [KeyDigestSize]byte {
-	var buf [len(keyDigestDomain) + 512]byte // keys are far shorter; longer ones spill to the heap
-	sum := blake3.Sum256(append(append(buf[:0], keyDigestDomain...), key...))
+	var buf [len(KeyDigestDomain) + 512]byte // keys are far shorter; longer ones spill to the heap
+	sum := blake3.Sum256(append(append(buf[:0], KeyDigestDomain...), key...))
 	var d [KeyDigestSize]byte
 	copy(d[:], sum[:])
 	return d
