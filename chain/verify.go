@@ -197,7 +197,8 @@ func (v *ChainVerifier) fail(seq uint64, reason Reason, detail string) {
 // Verify checks every entry of the selected chains: each hash against the
 // entry's fields, each prev_hash against the previous entry, seqs without
 // gaps, each chain's end against its stored head and against
-// opts.ExpectHeads. It streams in constant memory (one read transaction per
+// opts.ExpectHeads, and each chain's idempotency key index against its keyed
+// entries (see verify_keys.go). It streams in constant memory (one read transaction per
 // chain) and returns every failure it finds, in chain and seq order, up to
 // opts.FailuresMax. The error is for operating failures only; a broken chain
 // is reported in the Report (see Report.Err).
