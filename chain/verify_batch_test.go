@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -121,4 +122,42 @@ func BenchmarkHashItems(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/entry")
 	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N*len(items)), "one-at-a-time-ns/entry")
 	b.ReportMetric(baseline.Seconds()/b.Elapsed().Seconds(), "ratio")
+}
+
+// printableASCII, which tests eight bytes at a time, agrees with a test of
+// each byte: every byte value at every position of words and tails, and
+// random mixes.
+func TestPrintableASCII(t *testing.T) {
+	each := func(b []byte) bool {
+		for _, c := range b {
+			if c < 0x20 || c >= 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	for n := range 20 {
+		for position := range n {
+			for value := range 256 {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[position] = byte(value)
+				if got, want := printableASCII(b), each(b); got != want {
+					t.Fatalf("%x: printableASCII %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+	random := rand.New(rand.NewPCG(11, 11))
+	for range 100000 {
+		b := make([]byte, random.IntN(40))
+		for i := range b {
+			b[i] = byte(0x1c + random.IntN(0x68)) // mostly printable, around both edges
+			if random.IntN(50) == 0 {
+				b[i] = byte(random.IntN(256))
+			}
+		}
+		if got, want := printableASCII(b), each(b); got != want {
+			t.Fatalf("%x: printableASCII %v, want %v", b, got, want)
+		}
+	}
 }
