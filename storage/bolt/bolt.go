@@ -72,7 +72,22 @@ type Backend struct {
 	path   string
 	closed atomic.Bool
 	cache  *runCache
+	// scratch is the memory of the last write transaction, reused by the
+	// next: a batch of a thousand keys would otherwise grow a map and a
+	// slice from nothing. Swapped atomically: a transaction hands it back
+	// after bbolt let the next writer begin.
+	scratch atomic.Pointer[writeScratch]
 }
+
+// writeScratch is what a write transaction's index keeps in memory.
+type writeScratch struct {
+	pending map[pendingKey]uint64
+	records []byte
+}
+
+// scratchKeysMax bounds the keys whose memory is kept for the next write
+// transaction, so that one huge import does not pin its memory.
+const scratchKeysMax = 1 << 16
 
 var _ storage.Backend = (*Backend)(nil)
 
@@ -279,7 +294,14 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 		}
 		return nil, fmt.Errorf("begin %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	return &guardedTx{t: &tx{tx: btx, path: b.path, cache: b.cache}}, nil
+	t := &tx{tx: btx, path: b.path, cache: b.cache}
+	if writable {
+		t.scratch = &b.scratch
+		if s := b.scratch.Swap(nil); s != nil {
+			t.index.pending, t.index.records = s.pending, s.records[:0]
+		}
+	}
+	return &guardedTx{t: t}, nil
 }
 
 // EntryKey is the key of (chain id, seq) in the entries bucket.

@@ -431,21 +431,61 @@ type pendingKey struct {
 	key     string
 }
 
+// recordKey is a run record as big-endian words: comparing three words
+// orders records as comparing their first keyRecordPrefix bytes does, at a
+// fraction of the cost of bytes.Compare.
+type recordKey struct {
+	chainID, digestHigh, digestLow, seq uint64
+}
+
+func loadRecord(rec []byte) recordKey {
+	return recordKey{
+		chainID:    binary.BigEndian.Uint64(rec[0:8]),
+		digestHigh: binary.BigEndian.Uint64(rec[8:16]),
+		digestLow:  binary.BigEndian.Uint64(rec[16:24]),
+		seq:        binary.BigEndian.Uint64(rec[24:32]),
+	}
+}
+
+func (r recordKey) put(rec []byte) {
+	binary.BigEndian.PutUint64(rec[0:8], r.chainID)
+	binary.BigEndian.PutUint64(rec[8:16], r.digestHigh)
+	binary.BigEndian.PutUint64(rec[16:24], r.digestLow)
+	binary.BigEndian.PutUint64(rec[24:32], r.seq)
+}
+
+// compareRecords orders records by their prefix (chain id, digest).
+func compareRecords(a, b recordKey) int {
+	switch {
+	case a.chainID != b.chainID:
+		return cmpUint64(a.chainID, b.chainID)
+	case a.digestHigh != b.digestHigh:
+		return cmpUint64(a.digestHigh, b.digestHigh)
+	}
+	return cmpUint64(a.digestLow, b.digestLow)
+}
+
+func cmpUint64(a, b uint64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+// sortRecords sorts records in place by their prefix.
 func sortRecords(records []byte) {
 	n := len(records) / keyRecordSize
-	idx := make([]int32, n)
-	for i := range idx {
-		idx[i] = int32(i)
+	keys := make([]recordKey, n)
+	for i := range keys {
+		keys[i] = loadRecord(records[i*keyRecordSize:])
 	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		return bytes.Compare(records[int(a)*keyRecordSize:int(a)*keyRecordSize+keyRecordPrefix],
-			records[int(b)*keyRecordSize:int(b)*keyRecordSize+keyRecordPrefix])
-	})
-	sorted := make([]byte, 0, len(records))
-	for _, i := range idx {
-		sorted = append(sorted, records[int(i)*keyRecordSize:(int(i)+1)*keyRecordSize]...)
+	slices.SortFunc(keys, compareRecords)
+	for i, k := range keys {
+		k.put(records[i*keyRecordSize:])
 	}
-	copy(records, sorted)
 }
 
 func (t *tx) recentCount() (uint64, error) {
@@ -559,25 +599,42 @@ func (t *tx) mergeRuns(runs []*keyRun) (*keyRun, error) {
 			return nil, fmt.Errorf("%s: %w: key run chunk of %d bytes", t.path, storage.ErrCorrupt, len(chunks[i]))
 		}
 	}
-	records := make([]byte, 0, total*keyRecordSize)
+	// heads holds the first unread record of each run, decoded: the merge
+	// compares words, not bytes.
+	heads := make([]recordKey, len(runs))
+	for i, c := range chunks {
+		if len(c) > 0 {
+			heads[i] = loadRecord(c)
+		}
+	}
+	records := make([]byte, total*keyRecordSize)
+	written := 0
 	for {
 		best := -1
 		for i, c := range chunks {
 			if len(c) == 0 {
 				continue
 			}
-			if best < 0 || bytes.Compare(c[:keyRecordPrefix], chunks[best][:keyRecordPrefix]) < 0 {
+			if best < 0 || compareRecords(heads[i], heads[best]) < 0 {
 				best = i
 			}
 		}
 		if best < 0 {
 			break
 		}
-		records = append(records, chunks[best][:keyRecordSize]...)
+		if written == len(records) {
+			return nil, fmt.Errorf("%s: %w: key runs hold more records than their headers say (%d)", t.path, storage.ErrCorrupt, total)
+		}
+		copy(records[written:], chunks[best][:keyRecordSize])
+		written += keyRecordSize
 		if err := next(best); err != nil {
 			return nil, err
 		}
+		if len(chunks[best]) > 0 {
+			heads[best] = loadRecord(chunks[best])
+		}
 	}
+	records = records[:written]
 	if uint64(len(records)/keyRecordSize) != total {
 		return nil, fmt.Errorf("%s: %w: key runs hold %d records, their headers say %d", t.path, storage.ErrCorrupt, len(records)/keyRecordSize, total)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sync/atomic"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -25,6 +26,9 @@ type tx struct {
 	stateBucket, metaBucket, runsBucket     *bbolt.Bucket
 	cache                                   *runCache
 	index                                   keyIndex
+	// scratch is where a write transaction hands its memory back when it
+	// ends (see Backend.scratch).
+	scratch *atomic.Pointer[writeScratch]
 	// heads holds the chain records this write transaction changed; they
 	// are written once, at commit, however many entries a chain received.
 	heads map[string]*chainRecord
@@ -358,11 +362,23 @@ func (t *tx) StateScan(ctx context.Context, start, end []byte, reverse bool) ite
 	}
 }
 
+// release hands the write transaction's memory to the next one; the
+// transaction has ended, so nothing reads it any more.
+func (t *tx) release() {
+	if t.scratch == nil || len(t.index.pending) > scratchKeysMax {
+		return
+	}
+	clear(t.index.pending)
+	t.scratch.Store(&writeScratch{pending: t.index.pending, records: t.index.records[:0]})
+	t.scratch, t.index.pending, t.index.records = nil, nil, nil
+}
+
 func (t *tx) Commit() error {
 	if t.done {
 		return storage.ErrTxDone
 	}
 	t.done = true
+	defer t.release()
 	if !t.tx.Writable() {
 		return t.tx.Rollback()
 	}
@@ -409,6 +425,7 @@ func (t *tx) Rollback() error {
 		return nil
 	}
 	t.done = true
+	defer t.release()
 	if err := t.tx.Rollback(); err != nil {
 		return fmt.Errorf("rollback %s: %w: %v", t.path, storage.ErrIO, err)
 	}
