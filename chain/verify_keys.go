@@ -328,9 +328,15 @@ func (k *keyIndexChecker) pinpoint(add func(Failure)) error {
 	if err != nil {
 		return err
 	}
+	read := 0
 	for ref, err := range k.tx.stx.ScanKeys(k.ctx, k.chain) {
 		if err != nil {
 			return storageError(err)
+		}
+		if read++; read%progressInterval == 0 {
+			if err := k.ctx.Err(); err != nil {
+				return err
+			}
 		}
 		if _, ok := explained[ref]; ok {
 			continue
@@ -360,6 +366,11 @@ func (k *keyIndexChecker) forEachKeyedEntry(fn func(seq uint64, key string) erro
 	for rec, err := range k.tx.stx.Entries(k.ctx, k.chain, 1) {
 		if err != nil {
 			return storageError(err)
+		}
+		if rec.Seq%progressInterval == 0 {
+			if err := k.ctx.Err(); err != nil {
+				return err
+			}
 		}
 		key, ok := storedKey(k.chain, rec.Seq, rec.Data)
 		if !ok || key == "" {

@@ -1,7 +1,9 @@
 package chain_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -308,4 +310,33 @@ func TestVerifyManyKeysOnEveryBackend(t *testing.T) {
 			t.Fatalf("verified %d entries of %d chains, want %d of 2", report.Entries, report.Chains, 2*seq)
 		}
 	})
+}
+
+// TestVerifyKeyRunChunkDamaged: a run chunk whose size is not a whole
+// number of records cannot be read; verify stops with an error matching
+// ErrCorrupt instead of a report.
+func TestVerifyKeyRunChunkDamaged(t *testing.T) {
+	l := newKeyedLedger(t)
+	l.tamper(t, func(btx *bbolt.Tx) error {
+		runs := btx.Bucket(bolt.BucketKeyRuns)
+		name, _ := runs.Cursor().First()
+		if name == nil {
+			return fmt.Errorf("no key runs")
+		}
+		run := runs.Bucket(name)
+		k, v := run.Cursor().First()
+		if len(k) != 8+bolt.KeyDigestSize {
+			return fmt.Errorf("first key of run %x is %x, not a chunk", name, k)
+		}
+		return run.Put(bytes.Clone(k), append(bytes.Clone(v), 0))
+	})
+	db, err := chain.Open(l.path, chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	report, err := db.Verify(context.Background(), chain.VerifyOptions{})
+	if !errors.Is(err, chain.ErrCorrupt) {
+		t.Fatalf("verify: %v (failures %v), want an error matching ErrCorrupt", err, report.Failures)
+	}
 }
