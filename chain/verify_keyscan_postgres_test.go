@@ -16,7 +16,8 @@ import (
 // TestVerifyPostgresKeyColumnChanged: on PostgreSQL the index is the
 // entries' key column. A key changed in a row is reported at that entry
 // twice (its key is not in the index; the index names the entry for a key
-// it does not hold), and a key given to an unkeyed row once.
+// it does not hold), a key given to an unkeyed row once, and a key
+// removed from its row once.
 func TestVerifyPostgresKeyColumnChanged(t *testing.T) {
 	if !pgtest.Available(t) {
 		t.Skip("PostgreSQL is not configured")
@@ -58,8 +59,8 @@ func TestVerifyPostgresKeyColumnChanged(t *testing.T) {
 	entries := pgx.Identifier{schema, "entries"}.Sanitize()
 	for _, change := range []struct {
 		seq int
-		key string
-	}{{2, "k2-changed"}, {1200, "ghost"}} {
+		key *string // nil: the key is removed
+	}{{2, keyPointer("k2-changed")}, {1200, keyPointer("ghost")}, {1401, nil}} {
 		tag, err := conn.Exec(ctx, "UPDATE "+entries+" SET idempotency_key = $1 WHERE chain_id = 'c' AND seq = $2", change.key, change.seq)
 		if err != nil || tag.RowsAffected() != 1 {
 			t.Fatalf("change the key of seq %d: %v, %d rows", change.seq, err, tag.RowsAffected())
@@ -71,5 +72,11 @@ func TestVerifyPostgresKeyColumnChanged(t *testing.T) {
 	}
 	assertFailures(t, report.Failures,
 		failureKey{"c", 2, chain.ReasonKeyIndexMismatch}, failureKey{"c", 2, chain.ReasonKeyIndexMismatch},
-		failureKey{"c", 1200, chain.ReasonKeyIndexMismatch})
+		failureKey{"c", 1200, chain.ReasonKeyIndexMismatch},
+		failureKey{"c", 1401, chain.ReasonKeyIndexMismatch})
+	if want := `key "k1401" is not in the key index`; report.Failures[3].Detail != want {
+		t.Errorf("detail %q, want %q", report.Failures[3].Detail, want)
+	}
 }
+
+func keyPointer(s string) *string { return &s }
