@@ -58,8 +58,9 @@ var zeroBlock [blockSize]byte
 
 // laneState is the working memory of one group of up to lanesMax messages.
 type laneState struct {
-	width    int                 // lanes in use: 8 or 16
-	keyRows  [8][lanesMax]uint32 // the key, word-major: every lane's first chaining value
+	width    int                  // lanes in use: 8 or 16
+	keyRows  *[8][lanesMax]uint32 // every lane's first chaining value: ivRows, or keyedRows
+	keyed    [8][lanesMax]uint32  // a keyed hash's key, word-major
 	cv       [8][lanesMax]uint32
 	hashes   [lanesMax][8]uint32 // cv lane-major, once a lane has ended
 	blocks   [lanesMax]*[blockSize]byte
@@ -74,6 +75,21 @@ type laneState struct {
 	tail      [lanesMax][blockSize]byte // zero-padded last blocks
 }
 
+// ivRows is the IV in every lane: the first chaining value of unkeyed
+// hashing.
+var ivRows = rows(&iv)
+
+// rows returns words in every lane, word-major.
+func rows(words *[8]uint32) [8][lanesMax]uint32 {
+	var r [8][lanesMax]uint32
+	for w := range r {
+		for i := range lanesMax {
+			r[w][i] = words[w]
+		}
+	}
+	return r
+}
+
 // laneStates recycles laneState: its blocks point into itself (the padded
 // tails), so it cannot live on the stack.
 var laneStates = sync.Pool{New: func() any { return new(laneState) }}
@@ -83,7 +99,7 @@ var laneStates = sync.Pool{New: func() any { return new(laneState) }}
 func (s *laneState) release() {
 	s.blocks, s.lastBlock = [lanesMax]*[blockSize]byte{}, [lanesMax]*[blockSize]byte{}
 	s.messages, s.outs = [lanesMax][]byte{}, [lanesMax]*[Size]byte{}
-	s.keyRows, s.tail = [8][lanesMax]uint32{}, [lanesMax][blockSize]byte{}
+	s.keyRows, s.keyed, s.tail = nil, [8][lanesMax]uint32{}, [lanesMax][blockSize]byte{}
 	laneStates.Put(s)
 }
 
@@ -95,10 +111,10 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 	state := laneStates.Get().(*laneState)
 	defer state.release()
 	state.width = laneWidth
-	for w := range state.keyRows {
-		for i := range lanesMax {
-			state.keyRows[w][i] = key[w]
-		}
+	state.keyRows = &ivRows
+	if flags&flagKeyedHash != 0 {
+		state.keyed = rows(key)
+		state.keyRows = &state.keyed
 	}
 	var (
 		keyed *blake3.Hasher
@@ -133,7 +149,7 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 // hash hashes s.messages[:n] into s.outs[:n], each a single chunk, n at
 // most s.width.
 func (s *laneState) hash(n int, flags uint32) {
-	s.cv = s.keyRows
+	s.cv = *s.keyRows
 	blocksMax := 0
 	for i := range s.width {
 		s.last[i] = -1
