@@ -268,16 +268,36 @@ func TestTamperDropLastEntryWithTheHead(t *testing.T) {
 		r.delete("a", 5)
 		r.setHead(l.entries["a"][3])
 	})
-	// The file is consistent again: only a head saved elsewhere tells.
-	assertFailures(t, l.verify(t, chain.VerifyOptions{}).Failures)
+	// The entries and heads are consistent again, but the removed entry had
+	// an idempotency key whose index record names a seq past the end.
+	assertFailures(t, l.verify(t, chain.VerifyOptions{}).Failures, failureKey{"a", 5, chain.ReasonKeyIndexMismatch})
 	saved := l.entries["a"][4].Head()
 	assertFailures(t, l.verify(t, chain.VerifyOptions{ExpectHeads: []chain.Head{saved}}).Failures,
-		failureKey{"a", 5, chain.ReasonHeadMismatch})
+		failureKey{"a", 5, chain.ReasonKeyIndexMismatch}, failureKey{"a", 5, chain.ReasonHeadMismatch})
 	// A saved head still is honoured when only another chain is selected.
 	assertFailures(t, l.verify(t, chain.VerifyOptions{Chains: []string{"b"}, ExpectHeads: []chain.Head{saved}}).Failures,
-		failureKey{"a", 5, chain.ReasonHeadMismatch})
+		failureKey{"a", 5, chain.ReasonKeyIndexMismatch}, failureKey{"a", 5, chain.ReasonHeadMismatch})
 	// An older saved head still holds.
-	assertFailures(t, l.verify(t, chain.VerifyOptions{ExpectHeads: []chain.Head{l.entries["a"][3].Head()}}).Failures)
+	assertFailures(t, l.verify(t, chain.VerifyOptions{ExpectHeads: []chain.Head{l.entries["a"][3].Head()}}).Failures,
+		failureKey{"a", 5, chain.ReasonKeyIndexMismatch})
+}
+
+// TestTamperDropLastEntriesHeadAndKeys: a truncation that also removes the
+// removed entries' index records leaves a consistent file; only a head saved
+// elsewhere tells.
+func TestTamperDropLastEntriesHeadAndKeys(t *testing.T) {
+	l := newTamperLedger(t)
+	l.tamper(t, func(r rawLedger) {
+		r.delete("a", 5)
+		r.delete("a", 4)
+		if err := bolt.DeleteKeyRecord(r.btx, "a", l.entries["a"][4].IdempotencyKey); err != nil {
+			r.t.Fatal(err)
+		}
+		r.setHead(l.entries["a"][2])
+	})
+	assertFailures(t, l.verify(t, chain.VerifyOptions{}).Failures)
+	assertFailures(t, l.verify(t, chain.VerifyOptions{ExpectHeads: []chain.Head{l.entries["a"][4].Head()}}).Failures,
+		failureKey{"a", 5, chain.ReasonHeadMismatch})
 }
 
 func TestTamperRewriteChainWholesale(t *testing.T) {

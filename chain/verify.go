@@ -324,6 +324,7 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, ke
 		if err != nil {
 			return err
 		}
+		keys.endSeq = max(stored.Seq, v.Last().Seq)
 		if err := keys.finish(c.add); err != nil {
 			return err
 		}

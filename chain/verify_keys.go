@@ -176,6 +176,9 @@ type keyIndexChecker struct {
 	tx    *Tx // the scan's transaction
 	chain string
 	key   *multisetKey
+	// endSeq is the chain's end as the scan found it: the higher of the
+	// stored head's seq and the last entry read. Set before finish.
+	endSeq uint64
 	// entries and index are the sums made on the scanning goroutine.
 	entries, index multisetSum
 	local          *multisetHasher
@@ -394,12 +397,14 @@ func storedKey(chain string, seq uint64, data []byte) (string, bool) {
 }
 
 // checkRecord reads the entry an index record names and reports the record
-// when the entry does not hold its key, or when it names seq 0. A record
-// that names a seq where the scan found no readable entry is not reported
-// (excused is then true): a missing seq inside the chain, or up to its
-// stored head, and an undecodable entry are failures already; and a seq
-// past the chain's end is what a chain truncated together with its stored
-// head leaves, which only a saved head tells (VerifyOptions.ExpectHeads).
+// when the entry does not hold its key, when it names seq 0, or when it
+// names a seq past the chain's end: that is what a chain truncated together
+// with its stored head leaves behind when the index is not rewritten too,
+// so a keyed newest entry removed is reported even without a saved head
+// (VerifyOptions.ExpectHeads remains the proof against a thorough rewrite).
+// A record that names a missing seq inside the chain, or up to its stored
+// head, or an undecodable entry is not reported (excused is then true):
+// those are failures already.
 func (k *keyIndexChecker) checkRecord(ref storage.KeyRef, add func(Failure)) (excused bool, err error) {
 	if ref.Seq == 0 {
 		add(Failure{Chain: k.chain, Seq: 0, Reason: ReasonKeyIndexMismatch,
@@ -408,6 +413,11 @@ func (k *keyIndexChecker) checkRecord(ref storage.KeyRef, add func(Failure)) (ex
 	}
 	data, err := k.tx.stx.Entry(k.ctx, k.chain, ref.Seq)
 	switch {
+	case errors.Is(err, storage.ErrNotFound) && ref.Seq > k.endSeq:
+		add(Failure{Chain: k.chain, Seq: ref.Seq, Reason: ReasonKeyIndexMismatch,
+			Detail: fmt.Sprintf("the key index names seq %d for the key of digest %x, past the chain's end at seq %d: newer entries were removed, or the record was added",
+				ref.Seq, ref.Digest, k.endSeq)})
+		return false, nil
 	case errors.Is(err, storage.ErrNotFound):
 		return true, nil
 	case err != nil:

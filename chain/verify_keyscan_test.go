@@ -268,13 +268,16 @@ func TestVerifyKeyRecordRepeated(t *testing.T) {
 }
 
 // TestVerifyKeyRecordPastTheEnd: a record naming a seq past the chain's end
-// is what a chain truncated together with its stored head leaves behind;
-// like that truncation it is not reported (a saved head is), and it is not
-// mistaken for a repeated record either.
+// is what a chain truncated together with its stored head leaves behind; it
+// is reported at that seq, not mistaken for a repeated record.
 func TestVerifyKeyRecordPastTheEnd(t *testing.T) {
 	l := newKeyedLedger(t)
 	l.tamper(t, func(btx *bbolt.Tx) error { return bolt.AddKeyRecord(btx, keyedLedgerBig, "later", l.last+1) })
-	assertFailures(t, l.verify(t).Failures)
+	report := l.verify(t)
+	assertFailures(t, report.Failures, failureKey{keyedLedgerBig, l.last + 1, chain.ReasonKeyIndexMismatch})
+	if !strings.Contains(report.Failures[0].Detail, "past the chain's end") {
+		t.Errorf("detail %q", report.Failures[0].Detail)
+	}
 }
 
 // TestVerifyManyKeysOnEveryBackend: keys written by large and small

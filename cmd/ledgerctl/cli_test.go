@@ -217,7 +217,19 @@ func flipPayloadByte(t *testing.T, path, chainName string, seq uint64) {
 // only a head saved elsewhere can tell.
 func truncateChain(t *testing.T, path, chainName string, previous chain.Head) {
 	tamperFile(t, path, chainName, func(tx *bbolt.Tx, id uint64) error {
-		if err := tx.Bucket(bolt.BucketEntries).Delete(bolt.EntryKey(id, previous.Seq+1)); err != nil {
+		// A thorough truncation: the newest entry, its key's index record
+		// (which verify would report as naming a seq past the end) and the head.
+		entries := tx.Bucket(bolt.BucketEntries)
+		removed, err := chain.DecodeRecord(chainName, previous.Seq+1, entries.Get(bolt.EntryKey(id, previous.Seq+1)))
+		if err != nil {
+			return err
+		}
+		if removed.IdempotencyKey != "" {
+			if err := bolt.DeleteKeyRecord(tx, chainName, removed.IdempotencyKey); err != nil {
+				return err
+			}
+		}
+		if err := entries.Delete(bolt.EntryKey(id, previous.Seq+1)); err != nil {
 			return err
 		}
 		v := make([]byte, 8+8+chain.HashSize+8)
