@@ -11,7 +11,10 @@
 //     package;
 //   - an index from (chain, idempotency key) to seq, which the backend keeps
 //     unique: appending a second entry with a key that the chain already holds
-//     fails with ErrDuplicate;
+//     fails with ErrDuplicate. LookupKey answers one key; ScanKeys streams a
+//     chain's whole index as (KeyDigest(key), seq) pairs, digests because a
+//     store may keep digests rather than keys, so that verify can compare
+//     the index with the entries in one sequential pass;
 //   - the head: the seq, hash and time of the newest entry.
 //
 // Beside the chains, a backend keeps a state keyspace: an ordered map of byte
