@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -236,4 +237,56 @@ func TestKeyFilterOldFile(t *testing.T) {
 			t.Fatalf("second append of old key %q: %v", key, err)
 		}
 	}
+}
+
+// TestKeyFilterReadersDuringCommits looks keys up from read transactions
+// while a writer commits: a reader that begins after a commit returned must
+// find every key of it, whether the filter it consults has taken that
+// commit's keys yet or not.
+func TestKeyFilterReadersDuringCommits(t *testing.T) {
+	l := newFilterLedger(t)
+	ctx := context.Background()
+	const transactions = 120
+	var committed atomic.Int64 // transactions whose Commit returned
+	done := make(chan error, 2)
+	for reader := range 2 {
+		go func() {
+			for n := committed.Load(); n < transactions; n = committed.Load() {
+				if n == 0 {
+					continue
+				}
+				stx, err := l.b.Begin(ctx, false)
+				if err != nil {
+					done <- err
+					return
+				}
+				for _, i := range []int64{n - 1, (n - 1) / 2, int64(reader)} {
+					if i >= n {
+						continue
+					}
+					if _, err := stx.LookupKey(ctx, "a", fmt.Sprintf("t%d-0", i)); err != nil {
+						done <- fmt.Errorf("reader %d: key of transaction %d after %d commits: %w", reader, i, n, err)
+						stx.Rollback()
+						return
+					}
+				}
+				stx.Rollback()
+			}
+			done <- nil
+		}()
+	}
+	for i := range transactions {
+		size := 3 // the recent keys
+		if i%2 == 1 {
+			size = KeyRunDirectMin + i // a run, merged now and then
+		}
+		l.appendKeys([]string{"a"}, size, fmt.Sprintf("t%d", i), true)
+		committed.Add(1)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.checkFilterCovers()
 }
