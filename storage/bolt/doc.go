@@ -68,17 +68,18 @@
 // writable open of an existing file first walks it read-only, because bbolt
 // rebuilds its freelist (the file keeps none) on a goroutine of its own where
 // a panic cannot be recovered; the walk costs about 50 ms per million
-// entries.
+// entries. After a recovered panic the damaged file's memory map stays
+// mapped until the process ends.
 //
 // The first write transaction of a handle that looks a key up builds the
 // in-memory filter of every key: it reads every record of the index once.
 // Measured with the page cache warm on the 2-core machine of
-// docs/PERFORMANCE.md (files of the benchmark, one keyed entry each): 35 to
-// 50 ms at 1,000,000 keys (the open itself took 320 ms) and 1.2 to 1.4 s at
-// 10,000,000 (the open took 3.1 to 3.3 s). The filter is sized for twice the
-// keys it holds, 1.25 to 2.5 bytes per key (12.5 to 25 MiB at 10,000,000),
-// and rebuilt the same way by the first write transaction after it has
-// filled, so that transaction pays the read of the index again: at each
-// doubling of the keys, about once per key over the life of a file. After a recovered panic the damaged file's memory map stays
-// mapped until the process ends.
+// docs/PERFORMANCE.md while other work ran (files of the benchmark, one
+// keyed entry each): 35 to 50 ms at 1,000,000 keys (the open, with its walk,
+// took 320 ms) and 1.2 to 1.4 s at 10,000,000 (the open took 3.1 to 3.3 s).
+// The filter is sized for twice the keys it holds, 1.25 to 2.5 bytes per key
+// (12.5 to 25 MiB at 10,000,000), and rebuilt the same way by the first
+// write transaction after it has filled, so that transaction pays the read
+// of the index again: at each doubling of the keys, about once per key over
+// the life of a file.
 package bolt
