@@ -69,7 +69,11 @@ func TestIdempotencyAtScale(t *testing.T) {
 		// bbolt tiers its key index (recent keys up to bolt.KeyRecentMax,
 		// then sorted runs merged bolt.KeyRunFanout at a time): enough keys
 		// to fill every tier there; other stores get a tenth.
-		large, small := 12, 24
+		// Small transactions hold fewer new keys than bolt.KeyRunDirectMin, so
+		// their keys go through the recent keys; enough of them to write the
+		// recent keys out as a run once.
+		smallSize := bolt.KeyRunDirectMin - 1
+		large, small := 12, bolt.KeyRecentMax/smallSize+24
 		if _, tiered := db.Backend().(*bolt.Backend); !tiered {
 			large, small = 2, 3
 		}
@@ -77,7 +81,7 @@ func TestIdempotencyAtScale(t *testing.T) {
 			appendBatch(400) // large transactions
 		}
 		for range small {
-			appendBatch(200) // small transactions, through the recent keys
+			appendBatch(smallSize) // small transactions, through the recent keys
 		}
 		for range 5 {
 			appendBatch(1) // single appends
