@@ -2,7 +2,10 @@ package workload
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +44,36 @@ func RawOpen(path string) (*bbolt.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// RawOpenReadOnly opens a raw baseline file for reading only. A scan that
+// must start cold opens the file this way: a writable open of a file
+// without a stored freelist (the engine's options) reads every page's header
+// to rebuild it, which would warm the page cache before the scan begins.
+func RawOpenReadOnly(path string) (*bbolt.DB, error) {
+	return bbolt.Open(path, bolt.FileMode, bolt.BboltOptions(bolt.Options{ReadOnly: true}))
+}
+
+// ReadFile reads the file from start to end in 1 MiB reads and returns the
+// time taken: for a file just evicted from the page cache, the disk's own
+// ceiling for any scan of it.
+func ReadFile(path string) (time.Duration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	for {
+		_, err := f.Read(buf)
+		if errors.Is(err, io.EOF) {
+			return time.Since(start), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
 }
 
 func rawKey(seq uint64) []byte {
