@@ -14,60 +14,143 @@ import (
 // an open bbolt transaction, wherever the key is (the recent keys or a run);
 // tools and tamper tests use it with SetKeySeq.
 func KeySeq(btx *bbolt.Tx, chain, key string) (uint64, error) {
-	seq, _, err := locateKey(btx, chain, key)
-	return seq, err
+	at, err := locateKey(btx, chain, key)
+	return at.seq, err
 }
 
 // SetKeySeq rewrites the seq the index holds for an existing key, in place:
 // it damages the index on purpose, for tests of what a damaged file does.
 func SetKeySeq(btx *bbolt.Tx, chain, key string, seq uint64) error {
-	_, put, err := locateKey(btx, chain, key)
+	at, err := locateKey(btx, chain, key)
 	if err != nil {
 		return err
 	}
-	return put(seq)
+	return at.set(seq)
 }
 
-// locateKey finds a key in the index and returns its seq and a function
-// that rewrites it.
-func locateKey(btx *bbolt.Tx, chain, key string) (uint64, func(uint64) error, error) {
+// DeleteKeyRecord removes the record of a chain's key from the index in an
+// open bbolt transaction, wherever it is (the recent keys or a run): it
+// damages the index on purpose, for tests of what verify reports about an
+// entry whose key the index has lost.
+func DeleteKeyRecord(btx *bbolt.Tx, chain, key string) error {
+	at, err := locateKey(btx, chain, key)
+	if err != nil {
+		return err
+	}
+	return at.remove()
+}
+
+// keyLocation is where the index holds a key: its seq, and how to rewrite
+// or remove its record there.
+type keyLocation struct {
+	seq    uint64
+	set    func(seq uint64) error
+	remove func() error
+}
+
+// locateKey finds a key in the index: in the recent keys, else in a run.
+func locateKey(btx *bbolt.Tx, chain, key string) (keyLocation, error) {
 	id, err := ChainID(btx, chain)
 	if err != nil {
-		return 0, nil, err
+		return keyLocation{}, err
 	}
 	recent := btx.Bucket(BucketKeys)
 	k := keyIndexKey(id, key)
 	if v := recent.Get(k); len(v) == 8 {
-		return binary.BigEndian.Uint64(v), func(seq uint64) error {
-			return recent.Put(k, binary.BigEndian.AppendUint64(nil, seq))
+		return keyLocation{
+			seq:    binary.BigEndian.Uint64(v),
+			set:    func(seq uint64) error { return recent.Put(k, binary.BigEndian.AppendUint64(nil, seq)) },
+			remove: func() error { return recent.Delete(k) },
 		}, nil
 	}
-	runs := btx.Bucket(BucketKeyRuns)
-	if runs == nil {
-		return 0, nil, storage.ErrNotFound
-	}
-	digest := KeyDigest(key)
-	target := append(binary.BigEndian.AppendUint64(nil, id), digest[:]...)
-	cur := runs.Cursor()
-	for name, v := cur.First(); name != nil; name, v = cur.Next() {
-		if v != nil {
-			continue
-		}
-		run := runs.Bucket(name)
-		chunkKey, chunk := run.Cursor().Seek(target)
-		if len(chunkKey) != keyRecordPrefix {
-			continue
-		}
-		for o := 0; o+keyRecordSize <= len(chunk); o += keyRecordSize {
-			if bytes.Equal(chunk[o:o+keyRecordPrefix], target) {
-				offset, chunkKey := o, append([]byte(nil), chunkKey...)
-				updated := append([]byte(nil), chunk...)
-				return binary.BigEndian.Uint64(chunk[o+keyRecordPrefix:]), func(seq uint64) error {
-					binary.BigEndian.PutUint64(updated[offset+keyRecordPrefix:], seq)
-					return run.Put(chunkKey, updated)
-				}, nil
+	if runs := btx.Bucket(BucketKeyRuns); runs != nil {
+		digest := KeyDigest(key)
+		target := append(binary.BigEndian.AppendUint64(nil, id), digest[:]...)
+		cur := runs.Cursor()
+		for name, v := cur.First(); name != nil; name, v = cur.Next() {
+			if v != nil {
+				continue
+			}
+			if at, ok := locateInRun(runs.Bucket(name), target); ok {
+				return at, nil
 			}
 		}
 	}
-	return 0, nil, fmt.Errorf("key %q of chain %q: %w", key, chain, storage.ErrNotFound)
+	return keyLocation{}, fmt.Errorf("key %q of chain %q: %w", key, chain, storage.ErrNotFound)
+}
+
+// locateInRun finds the record of target (chain id | digest) in one run.
+func locateInRun(run *bbolt.Bucket, target []byte) (keyLocation, bool) {
+	chunkKey, chunk := run.Cursor().Seek(target)
+	if len(chunkKey) != keyRecordPrefix {
+		return keyLocation{}, false
+	}
+	for o := 0; o+keyRecordSize <= len(chunk); o += keyRecordSize {
+		if !bytes.Equal(chunk[o:o+keyRecordPrefix], target) {
+			continue
+		}
+		chunkKey, chunk := append([]byte(nil), chunkKey...), append([]byte(nil), chunk...)
+		return keyLocation{
+			seq: binary.BigEndian.Uint64(chunk[o+keyRecordPrefix:]),
+			set: func(seq uint64) error {
+				binary.BigEndian.PutUint64(chunk[o+keyRecordPrefix:], seq)
+				return run.Put(chunkKey, chunk)
+			},
+			remove: func() error {
+				updated := append(append([]byte(nil), chunk[:o]...), chunk[o+keyRecordSize:]...)
+				if len(updated) == 0 {
+					return run.Delete(chunkKey)
+				}
+				key := chunkKey
+				if o+keyRecordSize == len(chunk) { // the chunk's key is its last record
+					if err := run.Delete(chunkKey); err != nil {
+						return err
+					}
+					key = updated[len(updated)-keyRecordSize : len(updated)-keyRecordSize+keyRecordPrefix]
+				}
+				return run.Put(key, updated)
+			},
+		}, true
+	}
+	return keyLocation{}, false
+}
+
+// AddKeyRecord adds a record mapping the digest of key to seq to the
+// chain's index in an open bbolt transaction, beside any record the key
+// already has: in the recent keys bucket when the key is not there (the
+// exact key is stored), else in the first run, whose count it leaves as it
+// was. It damages the index on purpose, for tests of what verify reports
+// about records that name no entry or repeat another.
+func AddKeyRecord(btx *bbolt.Tx, chain, key string, seq uint64) error {
+	id, err := ChainID(btx, chain)
+	if err != nil {
+		return err
+	}
+	recent := btx.Bucket(BucketKeys)
+	k := keyIndexKey(id, key)
+	if recent.Get(k) == nil {
+		return recent.Put(k, binary.BigEndian.AppendUint64(nil, seq))
+	}
+	runs := btx.Bucket(BucketKeyRuns)
+	if runs == nil {
+		return fmt.Errorf("add key record: %w: no key runs", storage.ErrNotFound)
+	}
+	name, _ := runs.Cursor().First()
+	if name == nil {
+		return fmt.Errorf("add key record: %w: no key runs", storage.ErrNotFound)
+	}
+	run := runs.Bucket(name)
+	digest := KeyDigest(key)
+	record := binary.BigEndian.AppendUint64(append(binary.BigEndian.AppendUint64(nil, id), digest[:]...), seq)
+	chunkKey, chunk := run.Cursor().Seek(record[:keyRecordPrefix])
+	if len(chunkKey) != keyRecordPrefix {
+		// Beyond every chunk: a chunk of its own, keyed by its record.
+		return run.Put(record[:keyRecordPrefix], record)
+	}
+	o := 0
+	for o < len(chunk) && bytes.Compare(chunk[o:o+keyRecordPrefix], record[:keyRecordPrefix]) < 0 {
+		o += keyRecordSize
+	}
+	updated := append(append(append([]byte(nil), chunk[:o]...), record...), chunk[o:]...)
+	return run.Put(append([]byte(nil), chunkKey...), updated)
 }

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"iter"
 
-	bbolt "go.etcd.io/bbolt"
-
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -142,94 +140,4 @@ func yieldChunk(chunk []byte, chainID uint64, yield func(storage.KeyRef, error) 
 
 func (g *guardedTx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
 	return guardedSeq(g, g.t.ScanKeys(ctx, chain))
-}
-
-// AddKeyRecord adds a record mapping the digest of key to seq to the
-// chain's index in an open bbolt transaction, beside any record the key
-// already has: in the recent keys bucket when the key is not there (the
-// exact key is stored), else in the first run, whose count it leaves as it
-// was. It damages the index on purpose, for tests of what verify reports
-// about records that name no entry or repeat another.
-func AddKeyRecord(btx *bbolt.Tx, chain, key string, seq uint64) error {
-	id, err := ChainID(btx, chain)
-	if err != nil {
-		return err
-	}
-	recent := btx.Bucket(BucketKeys)
-	k := keyIndexKey(id, key)
-	if recent.Get(k) == nil {
-		return recent.Put(k, binary.BigEndian.AppendUint64(nil, seq))
-	}
-	runs := btx.Bucket(BucketKeyRuns)
-	if runs == nil {
-		return fmt.Errorf("add key record: %w: no key runs", storage.ErrNotFound)
-	}
-	name, _ := runs.Cursor().First()
-	if name == nil {
-		return fmt.Errorf("add key record: %w: no key runs", storage.ErrNotFound)
-	}
-	run := runs.Bucket(name)
-	digest := KeyDigest(key)
-	record := binary.BigEndian.AppendUint64(append(binary.BigEndian.AppendUint64(nil, id), digest[:]...), seq)
-	chunkKey, chunk := run.Cursor().Seek(record[:keyRecordPrefix])
-	if len(chunkKey) != keyRecordPrefix {
-		// Beyond every chunk: a chunk of its own, keyed by its record.
-		return run.Put(record[:keyRecordPrefix], record)
-	}
-	o := 0
-	for o < len(chunk) && bytes.Compare(chunk[o:o+keyRecordPrefix], record[:keyRecordPrefix]) < 0 {
-		o += keyRecordSize
-	}
-	updated := append(append(append([]byte(nil), chunk[:o]...), record...), chunk[o:]...)
-	return run.Put(append([]byte(nil), chunkKey...), updated)
-}
-
-// DeleteKeyRecord removes the record of a chain's key from the index in an
-// open bbolt transaction, wherever it is (the recent keys or a run): it
-// damages the index on purpose, for tests of what verify reports about an
-// entry whose key the index has lost.
-func DeleteKeyRecord(btx *bbolt.Tx, chain, key string) error {
-	id, err := ChainID(btx, chain)
-	if err != nil {
-		return err
-	}
-	recent := btx.Bucket(BucketKeys)
-	if k := keyIndexKey(id, key); recent.Get(k) != nil {
-		return recent.Delete(k)
-	}
-	runs := btx.Bucket(BucketKeyRuns)
-	if runs == nil {
-		return fmt.Errorf("key %q of chain %q: %w", key, chain, storage.ErrNotFound)
-	}
-	digest := KeyDigest(key)
-	target := append(binary.BigEndian.AppendUint64(nil, id), digest[:]...)
-	cur := runs.Cursor()
-	for name, v := cur.First(); name != nil; name, v = cur.Next() {
-		if v != nil {
-			continue
-		}
-		run := runs.Bucket(name)
-		chunkKey, chunk := run.Cursor().Seek(target)
-		if len(chunkKey) != keyRecordPrefix {
-			continue
-		}
-		for o := 0; o+keyRecordSize <= len(chunk); o += keyRecordSize {
-			if !bytes.Equal(chunk[o:o+keyRecordPrefix], target) {
-				continue
-			}
-			chunkKey = append([]byte(nil), chunkKey...)
-			updated := append(append([]byte(nil), chunk[:o]...), chunk[o+keyRecordSize:]...)
-			if len(updated) == 0 {
-				return run.Delete(chunkKey)
-			}
-			if o+keyRecordSize == len(chunk) { // the chunk's key is its last record
-				if err := run.Delete(chunkKey); err != nil {
-					return err
-				}
-				chunkKey = updated[len(updated)-keyRecordSize : len(updated)-keyRecordSize+keyRecordPrefix]
-			}
-			return run.Put(chunkKey, updated)
-		}
-	}
-	return fmt.Errorf("key %q of chain %q: %w", key, chain, storage.ErrNotFound)
 }
