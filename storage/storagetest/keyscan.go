@@ -10,25 +10,19 @@ import (
 	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
-// RunKeyScan checks Tx.ScanKeys on the backends returned by open: one
-// KeyRef per keyed entry with the key's digest and the entry's seq, none for
-// unkeyed entries or other chains, the transaction's own writes included,
-// and a snapshot like every read. Each subtest gets a fresh store.
-func RunKeyScan(t *testing.T, open func(t testing.TB) storage.Backend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b storage.Backend)
-	}{
-		{"UnknownChain", testScanKeysUnknownChain},
-		{"KeyedOnly", testScanKeysKeyedOnly},
-		{"OwnWrites", testScanKeysOwnWrites},
-		{"Snapshot", testScanKeysSnapshot},
-		{"ManyKeys", testScanKeysManyKeys},
-		{"StopEarly", testScanKeysStopEarly},
-	}
-	for _, test := range tests {
-		t.Run(test.name, func(t *testing.T) { test.fn(t, open(t)) })
-	}
+// The ScanKeys tests, run by Run: one KeyRef per keyed entry with the key's
+// digest and the entry's seq, none for unkeyed entries or other chains, the
+// transaction's own writes included, and a snapshot like every read.
+var keyScanTests = []struct {
+	name string
+	fn   func(t *testing.T, b storage.Backend)
+}{
+	{"ScanKeysUnknownChain", testScanKeysUnknownChain},
+	{"ScanKeysKeyedOnly", testScanKeysKeyedOnly},
+	{"ScanKeysOwnWrites", testScanKeysOwnWrites},
+	{"ScanKeysSnapshot", testScanKeysSnapshot},
+	{"ScanKeysManyKeys", testScanKeysManyKeys},
+	{"ScanKeysStopEarly", testScanKeysStopEarly},
 }
 
 // keyedChain is what a test appended to one chain: key digest -> seq, and

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t testing.TB) storage.Backend) {
 		{"TxDone", testTxDone},
 		{"Stats", testStats},
 	}
+	tests = append(tests, keyScanTests...)
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) { test.fn(t, open(t)) })
 	}
