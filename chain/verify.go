@@ -31,7 +31,9 @@ const (
 	ReasonStateMismatch Reason = "state_mismatch"
 	// ReasonKeyIndexMismatch: the idempotency key index does not map an
 	// entry's key to that entry's seq, so a retry with the key would not be
-	// answered from it.
+	// answered from it (Seq is the entry's); or an index record names an
+	// entry without that key, seq 0 or a seq past the chain's end (Seq is
+	// the one named); or a record is repeated (Seq is 0).
 	ReasonKeyIndexMismatch Reason = "key_index_mismatch"
 )
 
