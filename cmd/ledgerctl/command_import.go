@@ -50,10 +50,11 @@ type importJSON struct {
 func newImportCommand(a *app) *cobra.Command {
 	opts := importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --file EXPORT.jsonl",
+		Use:   "import --file EXPORT.jsonl|-",
 		Short: "Append an export's entries to the ledger, keeping their times and hashes",
-		Long: "import reads a Format v1 export and appends its entries to the ledger unchanged (same\n" +
-			"times, prev_hash and hash), creating the ledger and missing chains. Before writing anything\n" +
+		Long: "import reads a Format v1 export (a file, or standard input with --file -) and appends its\n" +
+			"entries to the ledger unchanged (same times, prev_hash and hash), creating the ledger and\n" +
+			"missing chains. Before writing anything\n" +
 			"it verifies every line of the file (exit 1 with the failures when it does not verify) and\n" +
 			"checks that every entry the file shares with the ledger is identical (exit 2 when one\n" +
 			"differs); then it appends the entries the ledger lacks. A refused import writes nothing.\n" +
@@ -64,18 +65,29 @@ func newImportCommand(a *app) *cobra.Command {
 			return runImport(cmd, a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.file, "file", "", "the export to import (read several times, so it must be a file)")
+	cmd.Flags().StringVar(&opts.file, "file", "", "the export to import, or - for standard input (kept in a private temporary file while the import runs)")
 	return cmd
 }
 
 func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
-	if opts.file == "" || opts.file == "-" {
-		return usageErrorf("import: --file names the export to import (a file: it is read several times)")
+	if opts.file == "" {
+		return usageErrorf("import: --file names the export to import (or - for standard input)")
+	}
+	path := opts.file
+	if path == "-" {
+		// The import reads its file more than once (verify, check, write):
+		// standard input is kept in a file of mode 0600, removed afterwards.
+		spooled, remove, err := spoolInput(cmd.InOrStdin())
+		if err != nil {
+			return err
+		}
+		defer remove()
+		path = spooled
 	}
 	ctx := cmd.Context()
 
 	// 1. The file proves itself: hashes, links, seqs from 1, contiguous chains.
-	report, err := verifyFile(cmd, opts.file, nil)
+	report, err := verifyFile(cmd, path, nil)
 	if err != nil {
 		return err
 	}
@@ -97,7 +109,7 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 		defer db.Close()
 	}
 	plan := newImportPlan()
-	if err := planImport(ctx, db, opts.file, plan); err != nil {
+	if err := planImport(ctx, db, path, plan); err != nil {
 		return err
 	}
 	if missing {
@@ -109,7 +121,7 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 	// 3. Append the rest.
 	bar := newProgress(cmd, "importing", plan.out.Entries-plan.out.Present)
 	defer bar.finish()
-	appended, err := writeImport(ctx, db, opts.file, plan, bar.set)
+	appended, err := writeImport(ctx, db, path, plan, bar.set)
 	plan.out.Appended = appended
 	if err != nil {
 		return fmt.Errorf("import %s stopped after appending %d entries (run it again to append the rest): %w", opts.file, appended, err)
@@ -124,6 +136,25 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 			plural(out.Chains, "chain", "chains"), out.CreatedChains, plural(out.Entries, "entry", "entries"), out.Appended, out.Present)
 		return err
 	})
+}
+
+// spoolInput copies r into a new temporary file (mode 0600, as os.CreateTemp
+// makes it) and returns its name and a function that removes it.
+func spoolInput(r io.Reader) (name string, remove func(), err error) {
+	f, err := os.CreateTemp("", "ledgerctl-import-*.jsonl")
+	if err != nil {
+		return "", nil, fmt.Errorf("import: keeping standard input: %w", err)
+	}
+	remove = func() { os.Remove(f.Name()) }
+	_, err = io.Copy(f, r)
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		remove()
+		return "", nil, fmt.Errorf("import: keeping standard input: %w", err)
+	}
+	return f.Name(), remove, nil
 }
 
 // forEachExportLine calls fn with every entry of the export file in order.

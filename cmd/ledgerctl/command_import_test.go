@@ -146,7 +146,6 @@ func TestImportRefusalsWriteNothing(t *testing.T) {
 	t.Run("usage", func(t *testing.T) {
 		l := newFileLedger(t)
 		l.run("import").expect(t, exitUsage, "--file")
-		l.run("import", "--file", "-").expect(t, exitUsage, "it is read several times")
 	})
 }
 
@@ -201,5 +200,41 @@ func TestImportReadsTheFileAgainWhenItsEntriesDoNotFitInMemory(t *testing.T) {
 		if l.must("export", "--all") != source.must("export", "--all") {
 			t.Fatal("ledgers differ after an import that read the file again")
 		}
+	}
+}
+
+// TestImportFromStandardInput: `--file -` imports what standard input
+// holds, refuses a tampered stream without writing, and leaves no copy of
+// the stream behind.
+func TestImportFromStandardInput(t *testing.T) {
+	spool := t.TempDir()
+	t.Setenv("TMPDIR", spool) // os.CreateTemp's folder, to see it emptied
+	source, export := exportOf(t)
+	stream, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newFileLedger(t)
+	var out importJSON
+	if err := json.Unmarshal([]byte(l.mustWithInput(string(stream), "-o", "json", "import", "--file", "-")), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.File != "-" || out.Appended != 8 || out.Chains != 3 {
+		t.Fatalf("import from standard input %+v", out)
+	}
+	if got, want := l.must("export", "--all"), source.must("export", "--all"); got != want {
+		t.Fatalf("the import's export differs from the source's:\n%s\n%s", got, want)
+	}
+	// A tampered stream is refused and writes nothing.
+	lines := readLines(t, export)
+	tampered := strings.Join(replaceLine(lines, 2, `"payload":"eyJldmVudCI6ImUzIn0="`, `"payload":"eyJldmVudCI6ImU0In0="`), "\n") + "\n"
+	fresh := newFileLedger(t)
+	fresh.runWithInput(tampered, "import", "--file", "-").expect(t, exitVerification, "does not verify")
+	if _, err := os.Stat(fresh.name); !os.IsNotExist(err) {
+		t.Fatalf("a refused import created the ledger: %v", err)
+	}
+	left, err := filepath.Glob(filepath.Join(spool, "ledgerctl-import-*"))
+	if err != nil || len(left) != 0 {
+		t.Fatalf("copies of standard input left behind: %v %v", left, err)
 	}
 }
