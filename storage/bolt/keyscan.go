@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"iter"
 
@@ -21,16 +20,11 @@ import (
 // index.
 func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
 	return func(yield func(storage.KeyRef, error) bool) {
-		if err := t.usable(false); err != nil {
-			yield(storage.KeyRef{}, err)
-			return
-		}
-		c, err := t.chain(chain)
-		if errors.Is(err, storage.ErrNotFound) {
-			return
-		}
+		c, found, err := t.scannedChain(chain)
 		if err != nil {
 			yield(storage.KeyRef{}, err)
+		}
+		if !found {
 			return
 		}
 		if !t.scanPendingKeys(c.id, yield) || !t.scanRecentKeys(chain, c.id, yield) {

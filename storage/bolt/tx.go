@@ -82,6 +82,23 @@ func (t *tx) usable(write bool) error {
 	return nil
 }
 
+// scannedChain is the record of a chain a scan (Entries, ScanKeys) walks:
+// found is false, with no error, for a chain with no entries, which a scan
+// yields nothing for.
+func (t *tx) scannedChain(name string) (c chainRecord, found bool, err error) {
+	if err := t.usable(false); err != nil {
+		return chainRecord{}, false, err
+	}
+	c, err = t.chain(name)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return chainRecord{}, false, nil
+	case err != nil:
+		return chainRecord{}, false, err
+	}
+	return c, true, nil
+}
+
 func (t *tx) chain(name string) (chainRecord, error) {
 	if c, ok := t.heads[name]; ok {
 		return *c, nil
@@ -242,16 +259,11 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 
 func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq2[storage.Record, error] {
 	return func(yield func(storage.Record, error) bool) {
-		if err := t.usable(false); err != nil {
-			yield(storage.Record{}, err)
-			return
-		}
-		c, err := t.chain(chain)
-		if errors.Is(err, storage.ErrNotFound) {
-			return
-		}
+		c, found, err := t.scannedChain(chain)
 		if err != nil {
 			yield(storage.Record{}, err)
+		}
+		if !found {
 			return
 		}
 		prefix := binary.BigEndian.AppendUint64(nil, c.id)
