@@ -395,6 +395,22 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 	return lh, nil
 }
 
+// queueOptionalRow queues a query that returns at most one row: the row is
+// scanned into dest and *found set; no row leaves *found false and is not an
+// error. found is reset when the query is queued, because run may send the
+// batch again after reconnecting.
+func queueOptionalRow(b *pgx.Batch, found *bool, dest []any, query string, args ...any) {
+	*found = false
+	b.Queue(query, args...).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(dest...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		*found = err == nil
+		return err
+	})
+}
+
 // scanHeadRow scans a head row, reporting whether there was one.
 func scanHeadRow(row pgx.Row) (storage.Head, bool, error) {
 	var (
@@ -500,15 +516,7 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 		found bool
 	)
 	err := t.run(ctx, "entry", false, func(b *pgx.Batch) {
-		found = false
-		b.Queue(sqlEntry, chain, int64(seq)).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&data)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			found = err == nil
-			return err
-		})
+		queueOptionalRow(b, &found, []any{&data}, sqlEntry, chain, int64(seq))
 	})
 	if err != nil {
 		return nil, err
@@ -552,15 +560,7 @@ func (t *tx) lookupKey(ctx context.Context, chain, key string) (uint64, bool, er
 		found bool
 	)
 	queue := func(b *pgx.Batch) {
-		found = false
-		b.Queue(sqlLookupKey, chain, key).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&seq)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			found = err == nil
-			return err
-		})
+		queueOptionalRow(b, &found, []any{&seq}, sqlLookupKey, chain, key)
 	}
 	var err error
 	lh, locked := t.heads[chain]
@@ -706,19 +706,11 @@ func (t *tx) StateGet(ctx context.Context, key []byte) ([]byte, error) {
 		found bool
 	)
 	err := t.run(ctx, "state get", false, func(b *pgx.Batch) {
-		found = false
 		query := sqlStateGet
 		if t.writable {
 			query = sqlStateGetLock
 		}
-		b.Queue(query, nonNil(key)).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&value)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			found = err == nil
-			return err
-		})
+		queueOptionalRow(b, &found, []any{&value}, query, nonNil(key))
 	})
 	if err != nil {
 		return nil, err
