@@ -1,0 +1,86 @@
+// Package wal is the write-ahead log in front of the bolt backend: a commit
+// becomes one record appended to a preallocated file and one fdatasync,
+// instead of a bbolt commit (page writes and two syncs). The backend keeps
+// what the log holds in memory until a checkpoint has written it to bbolt,
+// then releases the log up to there.
+//
+// # Basics
+//
+// A log is a directory of segment files, each named by the LSN (log
+// sequence number) of its first record as 16 lowercase hex digits and
+// ".wal" (0000000000000001.wal). A segment is created by writing
+// SegmentSizeBytes of zeros (Options; SegmentSizeDefault, 64 MiB) and
+// fdatasync-ing it, and enters the log by a rename and a sync of the
+// directory; appends then overwrite blocks that are already allocated, so
+// the file size never changes and an fdatasync flushes data only. Each
+// record is
+//
+//	u32be payload length | u64be LSN | u32be CRC-32C | payload | zero padding to a multiple of 8
+//
+// with the CRC-32C (Castagnoli) over the length, the LSN and the payload.
+// The records of a segment have consecutive LSNs starting at the file's
+// name; the first record of a segment continues the previous segment. The
+// log ends at the first record, in the last segment, whose length is over
+// RecordSizeMax or past the file's end, whose LSN is not the previous one
+// plus 1 (zeros have LSN 0, never used), or whose CRC fails: a record being
+// written when the process or the machine stopped was never acknowledged,
+// and the next Append overwrites it. The same in a segment that is not the
+// last, a gap between segments or an unreadable file is damage: Open returns
+// an error wrapping storage.ErrCorrupt that names the file and the offset.
+//
+// Append(lsn, payload) writes the record with one pwritev and one
+// fdatasync. LSNs are given by the caller, who continues the numbering it
+// persisted elsewhere: LastLSN()+1, or any LSN from 1 when the log is empty.
+// A record that does not fit in what is left of the segment starts a new
+// one; a record larger than a segment gets a segment of its own, exactly as
+// large as it needs. Rotate makes the next Append start a new segment.
+// Release(lsn) removes the segments that hold only records up to lsn (never
+// the one being appended to); Records(afterLSN) reads the records after an
+// LSN back from disk, one at a time, to rebuild the caller's memory at
+// start. After a clean shutdown (everything released, Close), Remove deletes
+// the directory.
+//
+// A rotation costs a rename and a directory sync (about one fdatasync) when
+// a spare segment is ready. The log keeps up to SparesMax spares: released
+// segments of the normal size are renamed to "%016x.spare" instead of being
+// removed, and when none is left a goroutine fills a new one with zeros in
+// the background while the current segment fills. Only a rotation that finds
+// no spare and none being prepared writes a whole segment of zeros itself
+// (about 64 MiB of writes and a sync), and a record larger than a segment
+// always does, for its own file. A recycled spare keeps its old records:
+// their LSNs are older than any the caller appends, so they end the log.
+//
+// # Caveats
+//
+// The CRC detects torn and partial writes, not tampering: a record rewritten
+// with a fresh CRC is accepted. The entries inside the records carry the
+// chain's BLAKE3 links and are verified like any others once they are in
+// bbolt. For the same reason the end of the log is found by content, so
+// LSNs must only grow over the life of a directory: a caller that started
+// its numbering again below LSNs written earlier could meet a stale record
+// that matches, at an offset where the new numbering put a record of the
+// same size. Bytes left behind (a torn record that a shorter one
+// overwrote, the stale records of a recycled segment) are read as the next
+// header only at the end of the last valid record; a payload crafted to
+// hold a well-formed record with the next LSN at exactly that offset would
+// be taken for one, which is tampering with the caller's input and the
+// chain's verification, not the CRC's, to catch.
+//
+// One process writes a log at a time; the package takes no lock on the
+// directory (the bolt backend holds the lock on its file). Append is not
+// safe for concurrent use with itself or Close; Rotate, Release, LastLSN,
+// FirstLSN and SizeBytes are safe alongside Append. Records reads the files
+// as they are when it reaches them, so a Release during the iteration makes
+// it fail: read the records at start, before releasing.
+//
+// An error of a write or a sync poisons the log: every later Append returns
+// an error wrapping storage.ErrIO and the caller must reopen it. After a
+// failed fdatasync the kernel may have dropped the dirty pages, so retrying
+// on the same file could report success for data that is not on disk.
+//
+// Release removes one segment at a time and syncs the directory after each,
+// oldest first, so that a crash in the middle leaves a log that still
+// starts with a whole segment; a segment whose removal did not reach the
+// disk comes back at Open with records the caller already has, which it
+// skips with Records(afterLSN).
+package wal

@@ -1,0 +1,582 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+const (
+	// SegmentSizeDefault is the size a segment is preallocated to when
+	// Options.SegmentSizeBytes is zero.
+	SegmentSizeDefault = 64 << 20
+
+	// SegmentSizeMin and SegmentSizeMax bound Options.SegmentSizeBytes,
+	// which must also be a multiple of RecordAlignmentBytes.
+	SegmentSizeMin = 4 << 10
+	SegmentSizeMax = 4 << 30
+
+	// RecordSizeMax is the largest payload of one record in bytes; a larger
+	// Append is a programmer error (the caller bounds its commits).
+	RecordSizeMax = 1 << 30
+)
+
+// Options configure Open.
+type Options struct {
+	// SegmentSizeBytes is the size a segment is preallocated to;
+	// SegmentSizeDefault (64 MiB) when zero. A record larger than what is
+	// left starts a new segment; a record larger than a whole segment gets a
+	// segment of its own, as large as it needs.
+	SegmentSizeBytes int64
+	// ReadOnly opens the log for reading its records only: nothing is
+	// created, truncated or removed.
+	ReadOnly bool
+}
+
+// Log is a write-ahead log: a directory of segment files holding records
+// numbered by consecutive LSNs. One goroutine appends; Release, Rotate and
+// the accessors may be called from others at the same time.
+type Log struct {
+	dir              string
+	segmentSizeBytes int64
+	readOnly         bool
+	spares           *spares // nil when read-only
+
+	lastLSN atomic.Uint64
+
+	mu              sync.Mutex
+	segments        []segment // in LSN order; the last one is appended to
+	sizeBytes       int64     // of segments
+	rotatePending   bool
+	releasedThrough uint64
+	closed          bool
+
+	// Owned by the appending goroutine.
+	current        *os.File // the last segment, open for writing; nil when there is none or read-only
+	currentRecords uint64
+	offset         int64
+	capacity       int64
+	poisoned       error
+	header         [RecordHeaderSizeBytes]byte
+}
+
+var zeroPadding [RecordAlignmentBytes]byte
+
+// Open opens the log in dir, creating dir (0700) when it is missing unless
+// opts.ReadOnly. It scans every segment: a torn record at the end of the
+// last one is the end of the log, damage anywhere else is an error wrapping
+// storage.ErrCorrupt that names the file and the offset.
+func Open(dir string, opts Options) (*Log, error) {
+	segmentSizeBytes := opts.SegmentSizeBytes
+	if segmentSizeBytes == 0 {
+		segmentSizeBytes = SegmentSizeDefault
+	}
+	if segmentSizeBytes < SegmentSizeMin || segmentSizeBytes > SegmentSizeMax || segmentSizeBytes%RecordAlignmentBytes != 0 {
+		return nil, fmt.Errorf("wal: segment size %d bytes, want a multiple of %d in [%d, %d]: %w",
+			segmentSizeBytes, RecordAlignmentBytes, SegmentSizeMin, SegmentSizeMax, ErrOptions)
+	}
+	l := &Log{dir: dir, segmentSizeBytes: segmentSizeBytes, readOnly: opts.ReadOnly}
+	if opts.ReadOnly {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return l, nil
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("wal: create %s: %w: %w", dir, storage.ErrIO, err)
+	}
+	listing, err := l.list()
+	if err != nil {
+		return nil, err
+	}
+	if !opts.ReadOnly {
+		l.spares = &spares{dir: dir, sizeBytes: segmentSizeBytes, number: listing.numberNext}
+		if err := l.tidy(listing); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.recover(listing.segments); err != nil {
+		return nil, err
+	}
+	if l.spares != nil {
+		if len(l.segments) == 0 {
+			// No numbering to continue: a spare's stale records could carry
+			// the LSNs the caller starts from.
+			for _, path := range l.spares.ready {
+				if err := os.Remove(path); err != nil {
+					return nil, fmt.Errorf("wal: remove %s: %w: %w", path, storage.ErrIO, err)
+				}
+			}
+			l.spares.ready = nil
+		}
+		l.spares.refill()
+	}
+	return l, nil
+}
+
+// listing is what Open finds in the directory.
+type listing struct {
+	segments   []segment
+	spares     []segment // firstLSN unused
+	temps      []string
+	numberNext uint64 // above every spare and temporary file number
+}
+
+func (l *Log) list() (listing, error) {
+	found := listing{}
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return found, fmt.Errorf("wal: read %s: %w: %w", l.dir, storage.ErrIO, err)
+	}
+	for _, entry := range entries {
+		name := entry.Name()
+		path := filepath.Join(l.dir, name)
+		if firstLSN, ok := parseNumbered(name, segmentSuffix); ok {
+			found.segments = append(found.segments, segment{firstLSN: firstLSN, path: path})
+		} else if number, ok := parseNumbered(name, spareSuffix); ok {
+			info, err := entry.Info()
+			if err != nil {
+				return found, fmt.Errorf("wal: stat %s: %w: %w", path, storage.ErrIO, err)
+			}
+			found.spares = append(found.spares, segment{path: path, sizeBytes: info.Size()})
+			found.numberNext = max(found.numberNext, number+1)
+		} else if number, ok := parseNumbered(name, tempSuffix); ok {
+			found.temps = append(found.temps, path)
+			found.numberNext = max(found.numberNext, number+1)
+		}
+	}
+	slices.SortFunc(found.segments, func(a, b segment) int {
+		if a.firstLSN < b.firstLSN {
+			return -1
+		}
+		return 1
+	})
+	return found, nil
+}
+
+// tidy removes the temporary files of interrupted preparations and keeps the
+// spares that can serve as segments.
+func (l *Log) tidy(found listing) error {
+	for _, path := range found.temps {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("wal: remove %s: %w: %w", path, storage.ErrIO, err)
+		}
+	}
+	for _, spare := range found.spares {
+		keep := spare.sizeBytes == l.segmentSizeBytes && len(l.spares.ready) < SparesMax
+		if keep {
+			l.spares.ready = append(l.spares.ready, spare.path)
+		} else if err := os.Remove(spare.path); err != nil {
+			return fmt.Errorf("wal: remove %s: %w: %w", spare.path, storage.ErrIO, err)
+		}
+	}
+	return nil
+}
+
+// recover scans the segments, checks that each continues the previous one
+// and positions the appender after the last valid record.
+func (l *Log) recover(segments []segment) error {
+	lastLSN := uint64(0)
+	for i := range segments {
+		last := i == len(segments)-1
+		segment := &segments[i]
+		if segment.firstLSN == 0 {
+			return fmt.Errorf("wal: segment %s: LSN 0 is never used: %w", segment.path, storage.ErrCorrupt)
+		}
+		flag := os.O_RDONLY
+		if last && !l.readOnly {
+			flag = os.O_RDWR
+		}
+		f, scan, err := openAndScan(segment, flag)
+		if err != nil {
+			return err
+		}
+		if !last {
+			f.Close()
+			next := segments[i+1]
+			if scan.records == 0 || scan.lastLSN+1 != next.firstLSN {
+				return fmt.Errorf("wal: segment %s: its records end at offset %d after %d records (last LSN %d), but the next segment %s starts at LSN %d: %w",
+					segment.path, scan.endOffset, scan.records, scan.lastLSN, filepath.Base(next.path), next.firstLSN, storage.ErrCorrupt)
+			}
+			lastLSN = scan.lastLSN
+			continue
+		}
+		if scan.records > 0 {
+			lastLSN = scan.lastLSN
+		}
+		if l.readOnly {
+			f.Close()
+		} else if scan.records == 0 && len(segments) == 1 {
+			// The only segment holds no record: the log is empty, and the
+			// first Append may start from any LSN.
+			f.Close()
+			if err := os.Remove(segment.path); err != nil {
+				return fmt.Errorf("wal: remove %s: %w: %w", segment.path, storage.ErrIO, err)
+			}
+			segments = nil
+			break
+		} else {
+			l.current = f
+			l.currentRecords = scan.records
+			l.offset = scan.endOffset
+			l.capacity = segment.sizeBytes
+		}
+	}
+	l.segments = segments
+	for _, segment := range segments {
+		l.sizeBytes += segment.sizeBytes
+	}
+	l.lastLSN.Store(lastLSN)
+	return nil
+}
+
+// openAndScan opens a segment, records its size and scans it.
+func openAndScan(segment *segment, flag int) (*os.File, segmentScan, error) {
+	f, err := os.OpenFile(segment.path, flag, 0)
+	if err != nil {
+		return nil, segmentScan{}, fmt.Errorf("wal: open %s: %w: %w", segment.path, storage.ErrIO, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, segmentScan{}, fmt.Errorf("wal: stat %s: %w: %w", segment.path, storage.ErrIO, err)
+	}
+	segment.sizeBytes = info.Size()
+	scan, err := scanSegment(f, segment.sizeBytes, segment.firstLSN, func(Record) bool { return true })
+	if err != nil {
+		f.Close()
+		return nil, segmentScan{}, err
+	}
+	return f, scan, nil
+}
+
+// LastLSN returns the LSN of the last record, 0 for an empty log.
+func (l *Log) LastLSN() uint64 {
+	return l.lastLSN.Load()
+}
+
+// FirstLSN returns the LSN of the first record still held, 0 for an empty log.
+func (l *Log) FirstLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lastLSN.Load() == 0 || len(l.segments) == 0 {
+		return 0
+	}
+	return l.segments[0].firstLSN
+}
+
+// SizeBytes returns the bytes of the segments on disk (spares not counted).
+func (l *Log) SizeBytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sizeBytes
+}
+
+// Append writes one record and makes it durable before returning: one
+// write and one fdatasync of a preallocated segment. lsn must be
+// LastLSN()+1, or any LSN >= 1 when the log is empty; anything else, and a
+// payload over RecordSizeMax, is a programmer error (panic). An I/O error
+// poisons the log: this and every later Append return an error wrapping
+// storage.ErrIO, and the caller must reopen the log.
+func (l *Log) Append(lsn uint64, payload []byte) error {
+	if len(payload) > RecordSizeMax {
+		panic(fmt.Sprintf("wal: payload of %d bytes over RecordSizeMax", len(payload)))
+	}
+	if l.readOnly {
+		return fmt.Errorf("wal: append to %s: %w", l.dir, storage.ErrReadOnly)
+	}
+	l.mu.Lock()
+	closed := l.closed
+	rotate := l.rotatePending
+	l.rotatePending = false
+	l.mu.Unlock()
+	if closed {
+		return fmt.Errorf("wal: append to %s: %w", l.dir, storage.ErrClosed)
+	}
+	if l.poisoned != nil {
+		return l.poisoned
+	}
+	last := l.lastLSN.Load()
+	if lsn == 0 || (last != 0 && (last == math.MaxUint64 || lsn != last+1)) {
+		panic(fmt.Sprintf("wal: append of LSN %d after LSN %d", lsn, last))
+	}
+	size := recordSizeBytes(len(payload))
+	if l.current == nil || (rotate && l.currentRecords > 0) || l.offset+size > l.capacity {
+		if err := l.startSegment(lsn, size); err != nil {
+			return l.poison(err)
+		}
+	}
+	encodeHeader(l.header[:], lsn, payload)
+	buffers := [][]byte{l.header[:], payload}
+	if padding := size - RecordHeaderSizeBytes - int64(len(payload)); padding > 0 {
+		buffers = append(buffers, zeroPadding[:padding])
+	}
+	if err := writeAt(l.current, l.offset, buffers); err != nil {
+		return l.poison(err)
+	}
+	if err := syncData(l.current); err != nil {
+		return l.poison(err)
+	}
+	l.offset += size
+	l.currentRecords++
+	l.lastLSN.Store(lsn)
+	return nil
+}
+
+func (l *Log) poison(err error) error {
+	l.poisoned = fmt.Errorf("wal: %s is unusable after a failed write, reopen it: %w: %w", l.dir, storage.ErrIO, err)
+	return l.poisoned
+}
+
+// startSegment makes the segment whose first record is lsn, sizeBytes long
+// at least, the one appended to. A segment-sized one is a spare renamed; a
+// larger one is created here. Either way the directory is synced before the
+// first record is written into it, so the record cannot outlive its name.
+func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
+	sizeBytes := max(recordSizeBytes, l.segmentSizeBytes)
+	target := segmentPath(l.dir, lsn)
+	replacing := l.current != nil && l.currentRecords == 0
+	if replacing && l.segments[len(l.segments)-1].firstLSN != lsn {
+		panic(fmt.Sprintf("wal: empty segment %s does not start at LSN %d", l.segments[len(l.segments)-1].path, lsn))
+	}
+	var source string
+	if sizeBytes == l.segmentSizeBytes && !replacing {
+		spare, err := l.spares.take()
+		if err != nil {
+			return err
+		}
+		source = spare
+	} else {
+		// A record larger than a segment, or one that does not fit the empty
+		// current segment (left smaller by an earlier size): a file of its own.
+		source = filepath.Join(l.dir, tempName(l.spares.nextNumber()))
+		if err := createZeroed(source, sizeBytes, nil); err != nil {
+			return err
+		}
+	}
+	if replacing {
+		l.current.Close()
+		l.current = nil
+	}
+	if err := os.Rename(source, target); err != nil {
+		os.Remove(source)
+		return err
+	}
+	if err := syncDirectory(l.dir); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if l.current != nil {
+		l.current.Close()
+	}
+	l.current = f
+	l.currentRecords = 0
+	l.offset = 0
+	l.capacity = sizeBytes
+	l.mu.Lock()
+	if replacing {
+		l.sizeBytes -= l.segments[len(l.segments)-1].sizeBytes
+		l.segments = l.segments[:len(l.segments)-1]
+	}
+	l.segments = append(l.segments, segment{firstLSN: lsn, path: target, sizeBytes: sizeBytes})
+	l.sizeBytes += sizeBytes
+	l.mu.Unlock()
+	l.spares.refill()
+	return nil
+}
+
+// Rotate makes the next Append start a new segment (the caller rotates when
+// it freezes a memory table, so that a checkpoint releases whole segments).
+// A log whose current segment holds no record does not rotate.
+func (l *Log) Rotate() error {
+	if l.readOnly {
+		return fmt.Errorf("wal: rotate %s: %w", l.dir, storage.ErrReadOnly)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("wal: rotate %s: %w", l.dir, storage.ErrClosed)
+	}
+	l.rotatePending = true
+	return nil
+}
+
+// Release tells the log that every record with LSN <= throughLSN is durable
+// elsewhere: the segments holding only such records are recycled as spares
+// or removed, oldest first, each removal synced before the next so that a
+// crash leaves a log that still starts with a whole segment. The segment
+// being appended to is never removed.
+func (l *Log) Release(throughLSN uint64) error {
+	if l.readOnly {
+		return fmt.Errorf("wal: release %s: %w", l.dir, storage.ErrReadOnly)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return fmt.Errorf("wal: release %s: %w", l.dir, storage.ErrClosed)
+	}
+	l.releasedThrough = max(l.releasedThrough, throughLSN)
+	var released []segment
+	for len(l.segments) > 1 && l.segments[1].firstLSN-1 <= throughLSN {
+		released = append(released, l.segments[0])
+		l.sizeBytes -= l.segments[0].sizeBytes
+		l.segments = l.segments[1:]
+	}
+	l.mu.Unlock()
+	for _, segment := range released {
+		recycled, err := l.spares.recycle(segment.path, segment.sizeBytes)
+		if err == nil && !recycled {
+			err = os.Remove(segment.path)
+		}
+		if err == nil {
+			err = syncDirectory(l.dir)
+		}
+		if err != nil {
+			return fmt.Errorf("wal: release %s: %w: %w", segment.path, storage.ErrIO, err)
+		}
+	}
+	return nil
+}
+
+// Records yields the records with LSN > afterLSN, up to LastLSN at the
+// time of the call, in LSN order, reading the segments from disk one record
+// at a time. A segment that ends before the next one starts, or that
+// changed since Open, ends the sequence with an error wrapping
+// storage.ErrCorrupt. Records is meant for the start, before Release runs:
+// a segment released during the iteration makes it fail.
+func (l *Log) Records(afterLSN uint64) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		l.mu.Lock()
+		closed := l.closed
+		segments := slices.Clone(l.segments)
+		l.mu.Unlock()
+		lastLSN := l.lastLSN.Load()
+		if closed {
+			yield(Record{}, fmt.Errorf("wal: records of %s: %w", l.dir, storage.ErrClosed))
+			return
+		}
+		for i, segment := range segments {
+			endLSN := lastLSN // the last LSN this segment must hold
+			if i+1 < len(segments) {
+				endLSN = segments[i+1].firstLSN - 1
+			}
+			if endLSN <= afterLSN || segment.firstLSN > lastLSN {
+				continue
+			}
+			if !l.yieldSegment(segment, afterLSN, endLSN, yield) {
+				return
+			}
+		}
+	}
+}
+
+// yieldSegment yields the records of one segment in (afterLSN, endLSN] and
+// reports whether the iteration goes on.
+func (l *Log) yieldSegment(segment segment, afterLSN uint64, endLSN uint64, yield func(Record, error) bool) bool {
+	f, err := os.Open(segment.path)
+	if err != nil {
+		return yield(Record{}, fmt.Errorf("wal: open %s: %w: %w", segment.path, storage.ErrIO, err))
+	}
+	defer f.Close()
+	stopped := false
+	scan, err := scanSegment(f, segment.sizeBytes, segment.firstLSN, func(record Record) bool {
+		if record.LSN > afterLSN && !yield(record, nil) {
+			stopped = true
+			return false
+		}
+		return record.LSN < endLSN
+	})
+	if stopped {
+		return false
+	}
+	if err != nil {
+		return yield(Record{}, err)
+	}
+	if scan.lastLSN != endLSN {
+		return yield(Record{}, fmt.Errorf("wal: segment %s: records end at offset %d (last LSN %d), want LSN %d: %w",
+			segment.path, scan.endOffset, scan.lastLSN, endLSN, storage.ErrCorrupt))
+	}
+	return true
+}
+
+// Close stops the spare preparation and closes the segment being appended
+// to. It must not run at the same time as Append.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	if l.spares != nil {
+		l.spares.close()
+	}
+	if l.current == nil {
+		return nil
+	}
+	err := l.current.Close()
+	l.current = nil
+	if err != nil {
+		return fmt.Errorf("wal: close %s: %w: %w", l.dir, storage.ErrIO, err)
+	}
+	return nil
+}
+
+// Remove deletes the log's directory after Close, when it holds no record
+// past what Release was told: a clean shutdown leaves no log behind. With
+// an unreleased record it returns an error wrapping ErrNotReleased and
+// deletes nothing. Files that are not the log's stay, and so does the
+// directory then (an error).
+func (l *Log) Remove() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		panic("wal: Remove before Close")
+	}
+	if l.readOnly {
+		return fmt.Errorf("wal: remove %s: %w", l.dir, storage.ErrReadOnly)
+	}
+	if last := l.lastLSN.Load(); last > l.releasedThrough {
+		return fmt.Errorf("wal: remove %s: LSN %d is past the released LSN %d: %w", l.dir, last, l.releasedThrough, ErrNotReleased)
+	}
+	found, err := l.list()
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for _, spare := range found.spares {
+		paths = append(paths, spare.path)
+	}
+	paths = append(paths, found.temps...)
+	for _, segment := range found.segments {
+		paths = append(paths, segment.path)
+	}
+	// Oldest segment first, each removal synced: a crash in between leaves
+	// the newest segments, so a reopened log still ends at LastLSN.
+	for _, path := range paths {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("wal: remove %s: %w: %w", path, storage.ErrIO, err)
+		}
+		if err := syncDirectory(l.dir); err != nil {
+			return fmt.Errorf("wal: remove %s: %w: %w", path, storage.ErrIO, err)
+		}
+	}
+	if err := os.Remove(l.dir); err != nil {
+		return fmt.Errorf("wal: remove %s: %w: %w", l.dir, storage.ErrIO, err)
+	}
+	if err := syncDirectory(filepath.Dir(l.dir)); err != nil {
+		return fmt.Errorf("wal: remove %s: %w: %w", l.dir, storage.ErrIO, err)
+	}
+	return nil
+}

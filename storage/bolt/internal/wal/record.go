@@ -1,0 +1,123 @@
+package wal
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+const (
+	// RecordHeaderSizeBytes is the fixed header in front of each payload:
+	// u32be payload length, u64be LSN, u32be CRC-32C.
+	RecordHeaderSizeBytes = 16
+
+	// RecordAlignmentBytes: each record starts at a multiple of it (the
+	// payload is padded), so every header is aligned in the file.
+	RecordAlignmentBytes = 8
+
+	// readBufferSizeBytes is the read-ahead of a segment scan: small records
+	// are read in one system call per 64 KiB rather than two per record.
+	readBufferSizeBytes = 64 << 10
+)
+
+// Record is one record read back.
+type Record struct {
+	LSN uint64
+	// Payload is valid until the next iteration step.
+	Payload []byte
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recordSizeBytes is the space a record with a payload of payloadSize bytes
+// takes in a segment, padding included.
+func recordSizeBytes(payloadSize int) int64 {
+	size := int64(RecordHeaderSizeBytes) + int64(payloadSize)
+	return (size + RecordAlignmentBytes - 1) &^ (RecordAlignmentBytes - 1)
+}
+
+// recordChecksum is the CRC-32C over the length and LSN fields of header
+// and the payload.
+func recordChecksum(header []byte, payload []byte) uint32 {
+	sum := crc32.Update(0, castagnoli, header[:12])
+	return crc32.Update(sum, castagnoli, payload)
+}
+
+// encodeHeader fills header (RecordHeaderSizeBytes long) for payload.
+func encodeHeader(header []byte, lsn uint64, payload []byte) {
+	binary.BigEndian.PutUint32(header[0:4], uint32(len(payload)))
+	binary.BigEndian.PutUint64(header[4:12], lsn)
+	binary.BigEndian.PutUint32(header[12:16], recordChecksum(header, payload))
+}
+
+// segmentScan is the result of reading one segment from its start.
+type segmentScan struct {
+	records   uint64 // valid records found
+	lastLSN   uint64 // LSN of the last valid record; 0 when records == 0
+	endOffset int64  // where the next record goes
+}
+
+// scanSegment reads the records of the segment f (sizeBytes long) whose
+// first record must have LSN firstLSN, up to the first record that is not
+// valid (the end of the segment's log). Each valid record is passed to fn;
+// fn returning false stops the scan early. An error is returned only when
+// the file cannot be read; an invalid record is not an error here: the
+// caller decides whether an early end is damage.
+func scanSegment(f *os.File, sizeBytes int64, firstLSN uint64, fn func(Record) bool) (segmentScan, error) {
+	reader := bufio.NewReaderSize(io.NewSectionReader(f, 0, sizeBytes), readBufferSizeBytes)
+	var header [RecordHeaderSizeBytes]byte
+	var payload []byte
+	scan := segmentScan{}
+	expected := firstLSN
+	for {
+		if scan.endOffset+RecordHeaderSizeBytes > sizeBytes {
+			return scan, nil
+		}
+		if _, err := io.ReadFull(reader, header[:]); err != nil {
+			return scan, readError(f, scan.endOffset, err)
+		}
+		length := binary.BigEndian.Uint32(header[0:4])
+		lsn := binary.BigEndian.Uint64(header[4:12])
+		if length > RecordSizeMax || lsn != expected || expected == 0 {
+			return scan, nil
+		}
+		size := recordSizeBytes(int(length))
+		if scan.endOffset+size > sizeBytes {
+			return scan, nil
+		}
+		if cap(payload) < int(length) {
+			payload = make([]byte, length)
+		}
+		payload = payload[:length]
+		if _, err := io.ReadFull(reader, payload); err != nil {
+			return scan, readError(f, scan.endOffset, err)
+		}
+		if recordChecksum(header[:], payload) != binary.BigEndian.Uint32(header[12:16]) {
+			return scan, nil
+		}
+		if _, err := reader.Discard(int(size - RecordHeaderSizeBytes - int64(length))); err != nil {
+			return scan, readError(f, scan.endOffset, err)
+		}
+		scan.records++
+		scan.lastLSN = lsn
+		scan.endOffset += size
+		expected = lsn + 1
+		if !fn(Record{LSN: lsn, Payload: payload}) {
+			return scan, nil
+		}
+	}
+}
+
+func readError(f *os.File, offset int64, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// The file is shorter than its size when opened: it changed under us.
+		return fmt.Errorf("wal: segment %s: short read at offset %d: %w", f.Name(), offset, storage.ErrCorrupt)
+	}
+	return fmt.Errorf("wal: segment %s: read at offset %d: %w: %w", f.Name(), offset, storage.ErrIO, err)
+}
