@@ -27,28 +27,36 @@ import (
 // entries. Chains of other domains are skipped without being read.
 func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 	c := &checker{ctx: ctx, db: db, visited: map[string]bool{}}
+	err := c.walk(true, true)
+	if err == nil {
+		err = c.checkOrphans()
+	}
+	return c.sortedFailures(), err
+}
+
+// walk visits every chain of this package in name order, one item (all its
+// location chains) or one catalog at a time.
+func (c *checker) walk(catalogs, items bool) error {
 	cursor := ""
 	for {
 		name, found, err := c.firstChain(cursor)
 		if err != nil || !found {
-			if err == nil {
-				err = c.checkOrphans()
-			}
-			slices.SortStableFunc(c.failures, func(a, b chain.Failure) int {
-				return cmp.Or(strings.Compare(a.Chain, b.Chain), cmp.Compare(a.Seq, b.Seq))
-			})
-			return c.failures, err
+			return err
 		}
 		parts := chain.SplitScopedName(name)
 		tenant := parts[0]
 		stockPrefix := tenant + "/" + Domain + "/"
 		switch {
 		case len(parts) == 3 && parts[1] == Domain && parts[2] == catalogPart && validateID(tenant) == nil:
-			err = c.checkCatalog(tenant, name)
+			if catalogs {
+				err = c.checkCatalog(tenant, name)
+			}
 			cursor = name + "\x00"
 		case len(parts) == 4 && parts[1] == Domain && validateIDs(tenant, parts[2]) == nil:
 			prefix := stockPrefix + parts[2] + "/"
-			err = c.checkItem(tenant, parts[2], prefix)
+			if items {
+				err = c.checkItem(tenant, parts[2], prefix)
+			}
 			cursor = string(prefixEnd([]byte(prefix)))
 		case strings.HasPrefix(name, stockPrefix):
 			cursor = name + "\x00" // not a name this package writes
@@ -58,17 +66,29 @@ func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 			cursor = string(prefixEnd([]byte(tenant + "/")))
 		}
 		if err != nil {
-			return c.failures, err
+			return err
 		}
 	}
 }
 
-// checker collects failures and remembers which items had chains.
+func (c *checker) sortedFailures() []chain.Failure {
+	slices.SortStableFunc(c.failures, func(a, b chain.Failure) int {
+		return cmp.Or(strings.Compare(a.Chain, b.Chain), cmp.Compare(a.Seq, b.Seq))
+	})
+	return c.failures
+}
+
+// checker collects failures and remembers which items had chains. With
+// rebuild set it is Rebuild: every unit runs in a write transaction and the
+// state the chains imply is written instead of compared (rebuild.go); the
+// failures it still collects are the entries that break a rule, which no
+// rebuild can remove.
 type checker struct {
 	ctx      context.Context
 	db       *chain.DB
 	failures []chain.Failure
 	visited  map[string]bool // tenant + "/" + item
+	rebuild  *RebuildStats
 }
 
 func (c *checker) fail(chainName string, seq uint64, format string, args ...any) {
@@ -96,21 +116,27 @@ func (c *checker) firstChain(from string) (string, bool, error) {
 	return name, found, err
 }
 
+// definition is the newest definition of an item or location in a catalog.
+type definition struct {
+	seq   uint64
+	value []byte
+	scale int // items only; -1 for locations
+}
+
 // checkCatalog replays a tenant's catalog chain and compares the last
 // definition of every item and location with the stored one.
 func (c *checker) checkCatalog(tenant, name string) error {
-	type definition struct {
-		seq   uint64
-		value []byte
-		scale int // items only; -1 for locations
-	}
 	c.visited[tenant+"/"+catalogPart+"/"] = true // ids contain no "/": no item collides
-	return c.db.View(c.ctx, func(tx *chain.Tx) error {
+	return c.unit(func(tx *chain.Tx) error {
+		if err := c.lock(tx, name); err != nil {
+			return err
+		}
 		items, locations := map[string]definition{}, map[string]definition{}
 		for e, err := range tx.Entries(name, 1) {
 			if err != nil {
 				return err
 			}
+			c.counted()
 			switch e.Type {
 			case ItemType:
 				it, err := DecodeItem(e.Payload)
@@ -139,6 +165,12 @@ func (c *checker) checkCatalog(tenant, name string) error {
 				rebuilt = locations
 			}
 			start, end := statePrefix(tenant, kind)
+			if c.rebuild != nil {
+				if err := c.writeDefinitions(tx, start, end, rebuilt); err != nil {
+					return err
+				}
+				continue
+			}
 			for kv, err := range tx.StateScan(start, end, false) {
 				if err != nil {
 					return err
@@ -165,8 +197,17 @@ func (c *checker) checkCatalog(tenant, name string) error {
 // compares balances, total and reversal markers with the stored state.
 func (c *checker) checkItem(tenant, itemID, prefix string) error {
 	c.visited[tenant+"/"+itemID] = true
-	return c.db.View(c.ctx, func(tx *chain.Tx) error {
+	return c.unit(func(tx *chain.Tx) error {
+		if c.rebuild != nil {
+			if err := c.clearItem(tx, tenant, itemID); err != nil {
+				return err
+			}
+		}
 		item, err := GetItemTx(tx, tenant, itemID)
+		if errors.Is(err, ErrMalformed) {
+			c.fail(strings.TrimSuffix(prefix, "/"), 0, "stored definition of item %q: %v", itemID, err)
+			return nil // its balances cannot be read at a scale; checkCatalog reports the definition
+		}
 		if err != nil && !errors.Is(err, ErrItemNotFound) {
 			return err
 		}
@@ -199,8 +240,13 @@ func (c *checker) checkItem(tenant, itemID, prefix string) error {
 				totalOK = false
 			}
 		}
-		if !defined {
+		switch {
+		case !defined && c.rebuild != nil:
+			return nil // clearItem removed its state; an undefined item keeps none
+		case !defined:
 			return c.checkUndefined(tx, tenant, itemID, prefix)
+		case c.rebuild != nil:
+			return c.writeTotal(tx, tenant, item, prefix, total, totalOK)
 		}
 		c.checkTotal(tx, tenant, item, prefix, total, totalOK)
 		return c.checkStaleBalances(tx, tenant, itemID, prefix, seen)
@@ -237,6 +283,7 @@ func (c *checker) checkChain(tx *chain.Tx, tenant string, item DefinedItem, loca
 		if err != nil {
 			return decimal.Decimal{}, err
 		}
+		c.counted()
 		last = balanceState{units: running.Units(), seq: e.Seq, timeUnixNano: e.TimeUnixNano}
 		if e.Type != MovementType {
 			c.fail(name, e.Seq, "entry of type %q in a movement chain", e.Type)
@@ -258,8 +305,13 @@ func (c *checker) checkChain(tx *chain.Tx, tenant string, item DefinedItem, loca
 		running = next
 		last.units = running.Units()
 		if m.Kind == KindReversal {
-			c.checkMarker(tx, tenant, item.ID, location, name, e.Seq, m)
+			if err := c.checkMarker(tx, tenant, item.ID, location, name, e.Seq, m); err != nil {
+				return decimal.Decimal{}, err
+			}
 		}
+	}
+	if c.rebuild != nil {
+		return running, c.put(tx, stateKey(tenant, stateBalance, item.ID, location), last.encode())
 	}
 	stored, err := tx.StateGet(stateKey(tenant, stateBalance, item.ID, location))
 	switch {
@@ -276,16 +328,21 @@ func (c *checker) checkChain(tx *chain.Tx, tenant string, item DefinedItem, loca
 }
 
 // checkMarker checks that a reversal entry holds its original's marker and
-// reverses an earlier entry of the same chain.
-func (c *checker) checkMarker(tx *chain.Tx, tenant, item, location, name string, seq uint64, m Movement) {
+// reverses an earlier entry of the same chain (Rebuild writes the marker).
+func (c *checker) checkMarker(tx *chain.Tx, tenant, item, location, name string, seq uint64, m Movement) error {
 	if m.OriginalChain != name || m.OriginalSeq >= seq {
 		c.fail(name, seq, "reversal names chain %q seq %d", m.OriginalChain, m.OriginalSeq)
-		return
+		return nil
 	}
-	v, err := tx.StateGet(reversedKey(tenant, item, location, m.OriginalSeq))
+	marker := reversedKey(tenant, item, location, m.OriginalSeq)
+	if c.rebuild != nil {
+		return c.put(tx, marker, binary.BigEndian.AppendUint64(nil, seq))
+	}
+	v, err := tx.StateGet(marker)
 	if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != seq {
 		c.fail(name, seq, "reversal of seq %d has no marker pointing at it", m.OriginalSeq)
 	}
+	return nil
 }
 
 func (c *checker) checkTotal(tx *chain.Tx, tenant string, item DefinedItem, prefix string, total decimal.Decimal, ok bool) {
@@ -346,14 +403,16 @@ func (c *checker) checkStaleBalances(tx *chain.Tx, tenant, itemID, prefix string
 const orphanPageSize = 1024
 
 // checkOrphans reports balance, total and marker state of items that have
-// no chains at all (the item passes saw every item that has one).
+// no chains at all (the item passes saw every item that has one); Rebuild
+// deletes it (rebuild.go).
 func (c *checker) checkOrphans() error {
 	cursor := []byte(Domain + "/")
 	end := prefixEnd(cursor)
 	for cursor != nil {
 		page := cursor
-		cursor = nil
-		err := c.db.View(c.ctx, func(tx *chain.Tx) error {
+		err := c.unit(func(tx *chain.Tx) error {
+			cursor = nil
+			var orphans [][]byte
 			count := 0
 			for kv, err := range tx.StateScan(page, end, false) {
 				if err != nil {
@@ -363,30 +422,42 @@ func (c *checker) checkOrphans() error {
 					cursor = append([]byte(nil), kv.Key...)
 					break
 				}
-				tenant, kind, parts, ok := parseStateKey(kv.Key)
-				if !ok {
-					c.fail(Domain, 0, "unknown state key %q", kv.Key)
-					continue
-				}
-				switch kind {
-				case stateBalance, stateTotal, stateReversed:
-					if len(parts) == 0 || !c.visited[tenant+"/"+parts[0]] {
-						c.fail(tenant+"/"+Domain+"/"+strings.Join(parts[:min(len(parts), 1)], "/"), 0,
-							"state %q of an item without movement chains", kv.Key)
-					}
-				case stateItem, stateLocation:
-					if !c.visited[tenant+"/"+catalogPart+"/"] {
-						c.fail(tenant+"/"+Domain+"/"+catalogPart, 0, "state %q without a catalog chain", kv.Key)
-					}
-				default:
-					c.fail(Domain, 0, "unknown state key %q", kv.Key)
+				if c.orphan(kv.Key) {
+					orphans = append(orphans, append([]byte(nil), kv.Key...))
 				}
 			}
-			return nil
+			return c.deleteOrphans(tx, orphans)
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// orphan reports a state key that belongs to no chain the item and catalog
+// passes visited.
+func (c *checker) orphan(key []byte) bool {
+	tenant, kind, parts, ok := parseStateKey(key)
+	if !ok {
+		c.stray(Domain, 0, "unknown state key %q", key)
+		return true
+	}
+	switch kind {
+	case stateBalance, stateTotal, stateReversed:
+		if len(parts) == 0 || !c.visited[tenant+"/"+parts[0]] {
+			c.stray(tenant+"/"+Domain+"/"+strings.Join(parts[:min(len(parts), 1)], "/"), 0,
+				"state %q of an item without movement chains", key)
+			return true
+		}
+	case stateItem, stateLocation:
+		if !c.visited[tenant+"/"+catalogPart+"/"] {
+			c.stray(tenant+"/"+Domain+"/"+catalogPart, 0, "state %q without a catalog chain", key)
+			return true
+		}
+	default:
+		c.stray(Domain, 0, "unknown state key %q", key)
+		return true
+	}
+	return false
 }

@@ -1,0 +1,226 @@
+package stockmovement_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/stockmovement"
+	"github.com/ledgerworks/ledger/storage/storagetest"
+)
+
+// corruptState damages the state under prefix in one of the ways Rebuild
+// repairs, and says how: a stray key (an existing key with a byte more,
+// which names an item, location or marker without chain), a changed value,
+// a deleted key, or all of it deleted.
+func corruptState(t *rapid.T, db *chain.DB, prefix string) string {
+	var keys [][]byte
+	err := db.View(context.Background(), func(tx *chain.Tx) error {
+		for kv, err := range tx.StateScan([]byte(prefix), []byte(prefix+"\xff"), false) {
+			if err != nil {
+				return err
+			}
+			keys = append(keys, append([]byte(nil), kv.Key...))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	how := rapid.SampledFrom([]string{"stray", "value", "longer", "delete", "wipe"}).Draw(t, "corruption")
+	if len(keys) == 0 {
+		how = "stray"
+		keys = [][]byte{[]byte(prefix + "ghost/total/x")}
+	}
+	key := keys[rapid.IntRange(0, len(keys)-1).Draw(t, "key")]
+	err = db.Update(context.Background(), func(tx *chain.Tx) error {
+		switch how {
+		case "stray":
+			return tx.StatePut(append(slices.Clone(key), 'x'), []byte{1})
+		case "value", "longer":
+			v, err := tx.StateGet(key)
+			if err != nil {
+				return err
+			}
+			v = slices.Clone(v)
+			if how == "longer" || len(v) == 0 {
+				v = append(v, 0)
+			} else {
+				v[len(v)-1] ^= 1
+			}
+			return tx.StatePut(key, v)
+		case "delete":
+			return tx.StateDelete(key)
+		}
+		for _, k := range keys {
+			if err := tx.StateDelete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s %q", how, key)
+}
+
+// fataler is what the helpers below need of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// stateSnapshot lists every state pair, to compare state byte for byte.
+func stateSnapshot(t fataler, db *chain.DB) []string {
+	t.Helper()
+	var lines []string
+	err := db.View(context.Background(), func(tx *chain.Tx) error {
+		for kv, err := range tx.StateScan(nil, nil, false) {
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%q %x", kv.Key, kv.Value))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return lines
+}
+
+func sameState(t fataler, before, after []string) {
+	t.Helper()
+	if !slices.Equal(before, after) {
+		t.Fatalf("state differs:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
+// rebuildAndCompare damages the state three times, checking each time that
+// Check sees it and that Rebuild restores the state byte for byte as the
+// operations wrote it; a second Rebuild changes nothing.
+func rebuildAndCompare(t *rapid.T, db *chain.DB) {
+	before := stateSnapshot(t, db)
+	for range 3 {
+		how := corruptState(t, db, stockmovement.Domain+"/")
+		if failures, err := stockmovement.Check(context.Background(), db); err == nil && len(failures) == 0 {
+			t.Fatalf("%s: check found nothing", how)
+		}
+		stats, err := stockmovement.Rebuild(context.Background(), db)
+		if err != nil || len(stats.Failures) > 0 || stats.Written == 0 {
+			t.Fatalf("%s: rebuild %+v %v", how, stats, err)
+		}
+		if failures, err := stockmovement.Check(context.Background(), db); err != nil || len(failures) > 0 {
+			t.Fatalf("%s: check after rebuild: %v %v", how, failures, err)
+		}
+		sameState(t, before, stateSnapshot(t, db))
+		again, err := stockmovement.Rebuild(context.Background(), db)
+		if err != nil || again.Written != stats.Written || again.Entries != stats.Entries {
+			t.Fatalf("second rebuild %+v %v, first %+v", again, err, stats)
+		}
+		sameState(t, before, stateSnapshot(t, db))
+	}
+}
+
+// TestRebuildStateMachine runs the model's operations, then damages the
+// state and rebuilds it: the state is the one the operations wrote, so the
+// model's balances and totals hold again.
+func TestRebuildStateMachine(t *testing.T) {
+	for _, f := range storagetest.Factories(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			if !checksExplicit {
+				setFlag(t, "rapid.checks", stateMachineChecksShared)
+			}
+			rapid.Check(t, func(rt *rapid.T) {
+				db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: steppingClock()})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				defer db.Close()
+				m := &stockModel{db: db, balances: map[place]int64{}, heads: map[place]uint64{},
+					tenants: [2]string{"a", "b"}}
+				for _, tenant := range m.tenants {
+					setup(t, db, tenant)
+				}
+				rt.Repeat(map[string]func(*rapid.T){
+					"receive":  func(t *rapid.T) { m.single(t, "receive") },
+					"issue":    func(t *rapid.T) { m.single(t, "issue") },
+					"transfer": m.transfer,
+					"reverse":  m.reverse,
+					"batch":    m.batch,
+				})
+				rebuildAndCompare(rt, db)
+				m.invariants(rt)
+			})
+		})
+	}
+}
+
+// TestRebuildWritesWhatOperationsWrite wipes every state key of a ledger
+// with a little of everything (including a chain of another domain, left
+// alone) and rebuilds it byte for byte; the balances answer as before.
+func TestRebuildWritesWhatOperationsWrite(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *chain.DB) {
+		buildCheckLedger(t, db)
+		before := snapshot(t, db)
+		balances := balance(t, db, "acme", "pcs", "A") + " " + balance(t, db, "beta", "pcs", "B")
+		err := db.Update(context.Background(), func(tx *chain.Tx) error {
+			var keys [][]byte
+			for kv, err := range tx.StateScan(nil, nil, false) {
+				if err != nil {
+					return err
+				}
+				keys = append(keys, slices.Clone(kv.Key))
+			}
+			for _, k := range keys {
+				if err := tx.StateDelete(k); err != nil {
+					return err
+				}
+			}
+			return tx.StatePut([]byte("stock/acme/unknown"), []byte("x"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := stockmovement.Rebuild(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 2 tenants: 3 items and 3 locations defined, the balances of pcs
+		// at A and B, its total and the markers of the reversed transfer's
+		// two halves; one stray key.
+		if stats.Written != 2*(6+2+1+2) || stats.Deleted != 1 || len(stats.Failures) != 0 {
+			t.Fatalf("stats %+v", stats)
+		}
+		mustCheck(t, db)
+		sameSnapshot(t, before, snapshot(t, db))
+		if got := balance(t, db, "acme", "pcs", "A") + " " + balance(t, db, "beta", "pcs", "B"); got != balances {
+			t.Fatalf("balances %s, before %s", got, balances)
+		}
+	})
+}
+
+// TestRebuildKeepsRuleFailures rebuilds a ledger whose chain holds an entry
+// the package would never write: Rebuild reports it, as Check does, and
+// writes the rest.
+func TestRebuildKeepsRuleFailures(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *chain.DB) {
+		buildCheckLedger(t, db)
+		if _, err := db.Append(context.Background(), chain.Request{Chain: "acme/stock/pcs/C", Type: "other/v1", Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		stats, err := stockmovement.Rebuild(context.Background(), db)
+		if err != nil || len(stats.Failures) != 1 || stats.Failures[0].Chain != "acme/stock/pcs/C" {
+			t.Fatalf("stats %+v %v", stats, err)
+		}
+		failures, err := stockmovement.Check(context.Background(), db)
+		if err != nil || !slices.Equal(failures, stats.Failures) {
+			t.Fatalf("check %v %v, rebuild %v", failures, err, stats.Failures)
+		}
+	})
+}
