@@ -48,7 +48,7 @@ func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 			return failures, err
 		}
 	}
-	if err := checkOrphans(ctx, db, books, add); err != nil {
+	if err := checkOrphans(ctx, db, books, add, nil); err != nil {
 		return failures, err
 	}
 	return failures, nil
@@ -68,38 +68,52 @@ func (b *Book) Check(ctx context.Context) ([]chain.Failure, error) {
 }
 
 // checkOrphans reports state under fin/ of books without a journal. It
-// visits one key per book and skips the rest of the book's keys.
-func checkOrphans(ctx context.Context, db *chain.DB, books map[string]bool, add func(chain.Failure)) error {
+// visits one key per book and skips the rest of the book's keys. With r set
+// it is Rebuild's: the stray state it finds is deleted, each book's or key's
+// in a write transaction of its own.
+func checkOrphans(ctx context.Context, db *chain.DB, books map[string]bool, add func(chain.Failure), r *rebuilder) error {
 	start, end := []byte(Domain+"/"), prefixEnd([]byte(Domain+"/"))
 	for start != nil {
-		var next []byte
+		var next, stray []byte
+		var book string
 		err := db.View(ctx, func(tx *chain.Tx) error {
+			next, stray = nil, nil
 			for kv, err := range tx.StateScan(start, end, false) {
 				if err != nil {
 					return err
 				}
-				prefix := bookPrefixOf(kv.Key)
-				if prefix == "" {
-					add(chain.Failure{Reason: chain.ReasonStateMismatch, Detail: fmt.Sprintf("state key %q belongs to no book", kv.Key)})
-					next = prefixEnd(kv.Key)
-					return nil
+				if book = bookPrefixOf(kv.Key); book == "" {
+					stray, next = bytes.Clone(kv.Key), prefixEnd(kv.Key)
+				} else {
+					next = prefixEnd([]byte(book))
 				}
-				if !books[prefix] {
-					parts := strings.Split(prefix, "/")
-					add(chain.Failure{Chain: strings.Join([]string{parts[1], Domain, parts[2], journalName}, chain.NameSeparator),
-						Reason: chain.ReasonStateMismatch, Detail: "derived state of a book that has no journal"})
-				}
-				next = prefixEnd([]byte(prefix))
-				return nil
+				break
 			}
 			return nil
 		})
+		switch {
+		case err != nil:
+			return err
+		case next == nil || book != "" && books[book]:
+		case r != nil:
+			err = r.unit(ctx, db, func(tx *chain.Tx) error { return r.deleteStray(tx, stray, book) })
+		case book == "":
+			add(chain.Failure{Reason: chain.ReasonStateMismatch, Detail: fmt.Sprintf("state key %q belongs to no book", stray)})
+		default:
+			add(chain.Failure{Chain: journalOf(book), Reason: chain.ReasonStateMismatch, Detail: "derived state of a book that has no journal"})
+		}
 		if err != nil {
 			return err
 		}
 		start = next
 	}
 	return nil
+}
+
+// journalOf names the journal of a fin/tenant/book/ state prefix.
+func journalOf(book string) string {
+	parts := strings.Split(book, "/")
+	return strings.Join([]string{parts[1], Domain, parts[2], journalName}, chain.NameSeparator)
 }
 
 // bookPrefixOf returns the fin/tenant/book/ prefix of a state key, or "".
@@ -120,6 +134,9 @@ type checker struct {
 	currencies map[string]*Currency
 	pairs      map[string]*pairCheck // by account/currency
 	seen       map[string]bool       // account and currency state keys found
+	// rebuild is set when the checker is Rebuild (rebuild.go): the state
+	// the journal implies is written instead of compared.
+	rebuild *rebuilder
 }
 
 // pairCheck is the rebuilt state of one account in one currency and what
@@ -141,15 +158,27 @@ func (c *checker) fail(seq uint64, format string, args ...any) {
 }
 
 func (c *checker) run() error {
+	if err := c.replay(); err != nil {
+		return err
+	}
+	return c.scanState()
+}
+
+// replay replays the journal: definitions, rules, balances, and the seq and
+// day index entries of every posting.
+func (c *checker) replay() error {
 	for e, err := range c.tx.Entries(c.b.journal, 1) {
 		if err != nil {
 			return err
+		}
+		if c.rebuild != nil {
+			c.rebuild.stats.Entries++
 		}
 		if err := c.entry(&e); err != nil {
 			return err
 		}
 	}
-	return c.scanState()
+	return nil
 }
 
 // entry replays one journal entry.
@@ -304,8 +333,12 @@ func (c *checker) pair(account, currency string) *pairCheck {
 	return p
 }
 
-// expectState compares one stored value with the rebuilt one.
+// expectState compares one stored value with the rebuilt one; Rebuild
+// writes the rebuilt one.
 func (c *checker) expectState(seq uint64, key, want []byte) error {
+	if c.rebuild != nil {
+		return c.rebuild.put(c.tx, key, want)
+	}
 	got, found, err := getState(c.tx, key)
 	if err != nil {
 		return err
