@@ -105,6 +105,22 @@ type Tx interface {
 	Rollback() error
 }
 
+// Forker is implemented by a Tx that can open another read-only
+// transaction on its own snapshot, so that one long read (a verify of a long
+// chain) can be split among goroutines, each reading its part through its
+// own transaction: a Tx is not safe for concurrent use, its forks are.
+type Forker interface {
+	// Fork begins a read-only transaction that sees exactly the committed
+	// data the receiver sees: the same snapshot, not a newer one. It does
+	// not see the receiver's uncommitted writes, so a writable receiver
+	// returns an error wrapping errors.ErrUnsupported. When the snapshot
+	// cannot be had now (a commit landed since the receiver began, or the
+	// store is busy), the error wraps ErrRetry and the caller reads through
+	// the receiver alone. The caller rolls the fork back, before the
+	// receiver ends; the fork's reads are valid until then.
+	Fork(ctx context.Context) (Tx, error)
+}
+
 // KeyDigestSize is the size of a KeyDigest.
 const KeyDigestSize = 16
 
