@@ -41,7 +41,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add(encodeSegment(1, [][]byte{[]byte("a"), []byte("b")}, 0), encodeSegment(3, [][]byte{[]byte("c")}, 0)[:10], uint64(3))
 	f.Add(make([]byte, 64), []byte(nil), uint64(0))
 	f.Fuzz(func(t *testing.T, first []byte, second []byte, secondLSN uint64) {
-		dir := t.TempDir()
+		dir := fuzzDirectory(t)
 		files := map[uint64][]byte{1: first}
 		if secondLSN > 1 && len(second) > 0 {
 			files[secondLSN] = second
@@ -118,4 +118,23 @@ func checkFuzzRecords(t *testing.T, l *Log, files map[uint64][]byte) int {
 		count++
 	}
 	return count
+}
+
+// fuzzDirectory is a temporary directory in memory (/dev/shm) when there is
+// one: the target checks parsing, not durability, and syncs on a disk would
+// bound it to a few hundred executions a second.
+func fuzzDirectory(t *testing.T) string {
+	t.Helper()
+	return memoryDirectory(t, t.TempDir)
+}
+
+// memoryDirectory makes a directory under /dev/shm removed at cleanup, or
+// returns fallback() where there is no /dev/shm.
+func memoryDirectory(t interface{ Cleanup(func()) }, fallback func() string) string {
+	dir, err := os.MkdirTemp("/dev/shm", "wal-test-")
+	if err != nil {
+		return fallback()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -413,7 +413,8 @@ func (l *Log) Rotate() error {
 
 // Release tells the log that every record with LSN <= throughLSN is durable
 // elsewhere: the segments holding only such records are recycled as spares
-// or removed, oldest first, each removal synced before the next so that a
+// or removed, oldest first, as long as a segment holding a record remains
+// (so LastLSN survives a reopen), each removal synced before the next so that a
 // crash leaves a log that still starts with a whole segment. The segment
 // being appended to is never removed.
 func (l *Log) Release(throughLSN uint64) error {
@@ -426,8 +427,12 @@ func (l *Log) Release(throughLSN uint64) error {
 		return fmt.Errorf("wal: release %s: %w", l.dir, storage.ErrClosed)
 	}
 	l.releasedThrough = max(l.releasedThrough, throughLSN)
+	// A segment goes when the next one starts at or before throughLSN+1 and
+	// holds a record: an empty last segment (its first record was torn)
+	// does not keep LastLSN across a reopen, the one before it does.
+	lastLSN := l.lastLSN.Load()
 	var released []segment
-	for len(l.segments) > 1 && l.segments[1].firstLSN-1 <= throughLSN {
+	for len(l.segments) > 1 && l.segments[1].firstLSN-1 <= throughLSN && l.segments[1].firstLSN <= lastLSN {
 		released = append(released, l.segments[0])
 		l.sizeBytes -= l.segments[0].sizeBytes
 		l.segments = l.segments[1:]

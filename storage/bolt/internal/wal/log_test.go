@@ -420,9 +420,16 @@ func waitSpares(t testing.TB, l *Log, want int) {
 	t.Fatalf("the spare pool never held %d spares", want)
 }
 
-// lastRecordOffset returns the offset of the last record of a segment file
-// written with payloads of the given sizes from firstLSN.
-func recordOffsets(t testing.TB, path string, firstLSN uint64) []int64 {
+// failer is what the helpers need of a *testing.T or a *rapid.T.
+type failer interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// recordOffsets returns the offset of each valid record of the segment
+// file at path whose first LSN is firstLSN.
+func recordOffsets(t failer, path string, firstLSN uint64) []int64 {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -502,7 +509,7 @@ func TestTornLastRecordEndsTheLog(t *testing.T) {
 	}
 }
 
-func flipByte(t testing.TB, path string, offset int64) {
+func flipByte(t failer, path string, offset int64) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
