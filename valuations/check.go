@@ -23,9 +23,16 @@ import (
 // are held in memory at a time. The error is for operating failures only.
 func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 	c := &checker{ctx: ctx, db: db}
-	for h, err := range db.Chains(ctx, "") {
+	err := c.walk()
+	return c.failures, err
+}
+
+// walk visits every item and location of every tenant, then the state that
+// belongs to none.
+func (c *checker) walk() error {
+	for h, err := range c.db.Chains(c.ctx, "") {
 		if err != nil {
-			return c.failures, err
+			return err
 		}
 		parts := chain.SplitScopedName(h.Chain)
 		if len(parts) < 3 || parts[1] != Domain {
@@ -38,21 +45,26 @@ func Check(ctx context.Context, db *chain.DB) ([]chain.Failure, error) {
 			err = c.location(parts[0], parts[2], parts[3])
 		case len(parts) == 5 && parts[4] == "qty":
 			valueChain, _ := ValueChain(parts[0], parts[2], parts[3])
-			if _, headErr := db.Head(ctx, valueChain); isNotFound(headErr) {
+			if _, headErr := c.db.Head(c.ctx, valueChain); isNotFound(headErr) {
 				err = c.location(parts[0], parts[2], parts[3])
 			}
 		}
 		if err != nil {
-			return c.failures, err
+			return err
 		}
 	}
-	return c.failures, c.orphanState()
+	return c.orphanState()
 }
 
+// checker collects failures. With rebuild set it is Rebuild (rebuild.go):
+// each unit runs in a write transaction and the state the chains imply is
+// written instead of compared; the failures it still collects are entries
+// that break a rule, which no rebuild can remove.
 type checker struct {
 	ctx      context.Context
 	db       *chain.DB
 	failures []chain.Failure
+	rebuild  *RebuildStats
 }
 
 func (c *checker) fail(name string, seq uint64, format string, args ...any) {
@@ -62,12 +74,21 @@ func (c *checker) fail(name string, seq uint64, format string, args ...any) {
 	}
 }
 
-// item compares the newest definition entry with the stored definition.
-func (c *checker) item(tenant, id string, h chain.Head) error {
-	return c.db.View(c.ctx, func(tx *chain.Tx) error {
+// item compares the newest definition entry with the stored definition;
+// Rebuild writes it.
+func (c *checker) item(tenant, id string, listed chain.Head) error {
+	return c.unit(func(tx *chain.Tx) error {
+		h, err := tx.Head(listed.Chain) // in a write transaction, locks the item as its writers do
+		if err != nil {
+			return err
+		}
 		e, err := tx.Get(h.Chain, h.Seq)
 		if err != nil {
 			return err
+		}
+		c.counted()
+		if c.rebuild != nil {
+			return c.put(tx, itemKey(tenant, id), append(binary.BigEndian.AppendUint64(nil, h.Seq), e.Payload...))
 		}
 		stored, err := tx.StateGet(itemKey(tenant, id))
 		switch {
@@ -91,6 +112,8 @@ type rebuilt struct {
 	scales        scales
 	scalesKnown   bool
 	quantityCount uint64
+	location      string
+	markers       map[string]string // reversal markers: reversed operation → reversing operation
 }
 
 func (c *checker) location(tenant, item, loc string) error {
@@ -99,20 +122,35 @@ func (c *checker) location(tenant, item, loc string) error {
 		return nil // not a name this package writes
 	}
 	valueChain, _ := ValueChain(tenant, item, loc)
-	r := &rebuilt{pos: newPosition()}
-	for e, err := range c.db.Entries(c.ctx, valueChain, 1) {
-		if err != nil {
-			return err
+	itemChain, _ := ItemChain(tenant, item)
+	return c.unit(func(tx *chain.Tx) error {
+		if c.rebuild != nil { // lock as an operation does: the item, then both chains in name order
+			for _, name := range []string{itemChain, quantityChain, valueChain} {
+				if _, err := headSeq(tx, name); err != nil {
+					return err
+				}
+			}
 		}
-		c.valueEntry(r, &e)
-	}
-	for e, err := range c.db.Entries(c.ctx, quantityChain, 1) {
-		if err != nil {
-			return err
+		r := &rebuilt{pos: newPosition(), location: loc, markers: map[string]string{}}
+		for e, err := range tx.Entries(valueChain, 1) {
+			if err != nil {
+				return err
+			}
+			c.counted()
+			c.valueEntry(r, &e)
 		}
-		c.quantityEntry(r, &e)
-	}
-	return c.compare(tenant, item, loc, quantityChain, valueChain, r)
+		for e, err := range tx.Entries(quantityChain, 1) {
+			if err != nil {
+				return err
+			}
+			c.counted()
+			c.quantityEntry(r, &e)
+		}
+		if c.rebuild != nil {
+			return c.writeLocation(tx, tenant, item, r)
+		}
+		return c.compare(tx, tenant, item, loc, quantityChain, valueChain, r)
+	})
 }
 
 // valueEntry re-applies one value entry and compares what it records.
@@ -121,6 +159,9 @@ func (c *checker) valueEntry(r *rebuilt, e *chain.Entry) {
 	if err != nil || e.Type != TypeValue {
 		c.fail(e.Chain, e.Seq, "not a valuation value entry: %v", err)
 		return
+	}
+	if req := d.payload.Request; req.Kind == kindReversal && req.Location == r.location {
+		r.markers[req.Reverses] = req.Operation // written with the reversal, at its own location
 	}
 	if !r.scalesKnown {
 		r.scales, r.scalesKnown = d.scales, true
@@ -181,9 +222,13 @@ func (c *checker) quantityEntry(r *rebuilt, e *chain.Entry) {
 
 func p(units int64, scale uint8) string { return scales{quantity: scale}.formatQuantity(units) }
 
-// compare checks the stored position and layers against the rebuild.
-func (c *checker) compare(tenant, item, loc, quantityChain, valueChain string, r *rebuilt) error {
-	return c.db.View(c.ctx, func(tx *chain.Tx) error {
+// compare checks the stored position, layers and reversal markers against
+// the rebuild.
+func (c *checker) compare(tx *chain.Tx, tenant, item, loc, quantityChain, valueChain string, r *rebuilt) error {
+	if err := c.compareMarkers(tx, tenant, item, loc, valueChain, r.markers); err != nil {
+		return err
+	}
+	return func() error {
 		l := location{name: loc, quantity: quantityChain, value: valueChain,
 			positionAt: positionKey(tenant, item, loc), layers: layerPrefix(tenant, item, loc)}
 		raw, err := tx.StateGet(l.positionAt)
@@ -238,21 +283,57 @@ func (c *checker) compare(tenant, item, loc, quantityChain, valueChain string, r
 			c.fail(valueChain, want.ValueSeq, "rebuilt layer %+v is not stored", r.layers.open[i])
 		}
 		return nil
-	})
+	}()
+}
+
+// compareMarkers checks the reversal markers of one location.
+func (c *checker) compareMarkers(tx *chain.Tx, tenant, item, loc, valueChain string, markers map[string]string) error {
+	prefix := reversalKey(tenant, item, loc, "")
+	seen := 0
+	for kv, err := range tx.StateScan(prefix, prefixEnd(prefix), false) {
+		if err != nil {
+			return err
+		}
+		reversed := string(kv.Key[len(prefix):])
+		by, ok := markers[reversed]
+		switch {
+		case !ok:
+			c.fail(valueChain, 0, "stored marker says %q was reversed by %q, no reversal of it is recorded", reversed, kv.Value)
+		case by != string(kv.Value):
+			c.fail(valueChain, 0, "stored marker says %q was reversed by %q, recorded by %q", reversed, kv.Value, by)
+		default:
+			seen++
+		}
+	}
+	if seen < len(markers) {
+		for _, reversed := range sortedKeys(markers) {
+			if _, err := tx.StateGet(reversalKey(tenant, item, loc, reversed)); isNotFound(err) {
+				c.fail(valueChain, 0, "the marker of %q reversed by %q is missing", reversed, markers[reversed])
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // stateScanPage is how many state keys one read transaction of
 // orphanState visits.
 const stateScanPage = 1024
 
-// orphanState reports stored items and positions whose chains do not exist.
+// orphanState reports stored state that belongs to no chain: items whose
+// chain does not exist, positions, layers and markers of locations without
+// chains, and keys this package does not write. Rebuild deletes them.
 func (c *checker) orphanState() error {
 	start := []byte(statePrefix)
 	end := prefixEnd(start)
 	for {
 		var last []byte
 		count := 0
-		err := c.db.View(c.ctx, func(tx *chain.Tx) error {
+		err := c.unit(func(tx *chain.Tx) error {
+			last, count = nil, 0
+			var strays [][]byte
+			heads := map[string]bool{} // chain → exists, for the layers of one location
 			for kv, err := range tx.StateScan(start, end, false) {
 				if err != nil {
 					return err
@@ -261,32 +342,65 @@ func (c *checker) orphanState() error {
 					break
 				}
 				last = append(last[:0], kv.Key...)
-				parts := strings.Split(string(kv.Key), "/")
-				var name string
-				switch {
-				case len(parts) == 4 && parts[2] == "item":
-					name, _ = ItemChain(parts[1], parts[3])
-				case len(parts) == 5 && parts[2] == "pos":
-					name, _ = ValueChain(parts[1], parts[3], parts[4])
-				default:
-					continue
-				}
-				if _, err := tx.Head(name); isNotFound(err) {
-					if q, _ := QuantityChain(parts[1], parts[3], parts[len(parts)-1]); parts[2] == "pos" {
-						if _, err := tx.Head(q); err == nil {
-							continue
-						}
-					}
-					c.fail(name, 0, "state key %q has no chain", kv.Key)
-				} else if err != nil {
+				name, stray, err := strayKey(tx, kv.Key, heads)
+				if err != nil {
 					return err
 				}
+				if stray {
+					c.stray(name, "state key %q has no chain", kv.Key)
+					strays = append(strays, bytes.Clone(kv.Key))
+				}
 			}
-			return nil
+			return c.deleteStrays(tx, strays)
 		})
 		if err != nil || count <= stateScanPage {
 			return err
 		}
 		start = append(last, 0)
 	}
+}
+
+// strayKey reports whether a state key belongs to no chain, and the chain
+// it would belong to.
+func strayKey(tx *chain.Tx, key []byte, heads map[string]bool) (string, bool, error) {
+	parts := strings.SplitN(string(key), "/", 4)
+	if len(parts) != 4 {
+		return statePrefix, true, nil
+	}
+	tenant, kind, rest := parts[1], parts[2], parts[3]
+	item, rest, _ := strings.Cut(rest, "/")
+	var names []string
+	switch kind {
+	case "item":
+		name, err := ItemChain(tenant, item)
+		if err != nil || strings.Contains(rest, "/") || len(key) != len(itemKey(tenant, item)) {
+			return statePrefix, true, nil
+		}
+		names = []string{name}
+	case "pos", "layer", "rev":
+		loc, tail, found := strings.Cut(rest, "/")
+		value, err := ValueChain(tenant, item, loc)
+		if err != nil || (kind == "pos") == found || kind == "layer" && len(tail) != 8 {
+			return statePrefix, true, nil
+		}
+		quantity, _ := QuantityChain(tenant, item, loc)
+		names = []string{quantity, value}
+	default:
+		return statePrefix, true, nil
+	}
+	for _, name := range names {
+		exists, ok := heads[name]
+		if !ok {
+			_, err := tx.Head(name)
+			if err != nil && !isNotFound(err) {
+				return name, false, err
+			}
+			exists = err == nil
+			heads[name] = exists
+		}
+		if exists {
+			return name, false, nil
+		}
+	}
+	return names[len(names)-1], true, nil
 }

@@ -1,0 +1,233 @@
+package valuations
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/storagetest"
+)
+
+// corruptState damages the state under prefix in one of the ways Rebuild
+// repairs, and says how: a stray key (an existing key with a byte more,
+// which names an item, location, layer or marker without chains), a changed
+// value, a longer value, a deleted key, or all of it deleted.
+func corruptState(t *rapid.T, db *chain.DB, prefix string) string {
+	ctx := context.Background()
+	var keys [][]byte
+	err := db.View(ctx, func(tx *chain.Tx) error {
+		for kv, err := range tx.StateScan([]byte(prefix), prefixEnd([]byte(prefix)), false) {
+			if err != nil {
+				return err
+			}
+			keys = append(keys, bytes.Clone(kv.Key))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	how := rapid.SampledFrom([]string{"stray", "value", "longer", "delete", "wipe"}).Draw(t, "corruption")
+	if len(keys) == 0 {
+		how = "stray"
+		keys = [][]byte{[]byte(prefix + "ghost/x")}
+	}
+	key := keys[rapid.IntRange(0, len(keys)-1).Draw(t, "key")]
+	err = db.Update(ctx, func(tx *chain.Tx) error {
+		switch how {
+		case "stray":
+			return tx.StatePut(append(bytes.Clone(key), 'x'), []byte{1})
+		case "value", "longer":
+			v, err := tx.StateGet(key)
+			if err != nil {
+				return err
+			}
+			v = bytes.Clone(v)
+			if how == "longer" || len(v) == 0 {
+				v = append(v, 0)
+			} else {
+				v[len(v)-1] ^= 1
+			}
+			return tx.StatePut(key, v)
+		case "delete":
+			return tx.StateDelete(key)
+		}
+		for _, k := range keys {
+			if err := tx.StateDelete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s %q", how, key)
+}
+
+// TestRebuildRestoresModelState runs the valuation model (half-written
+// operations and their completion included), then damages the tenant's
+// state three times: each time Check sees the damage, and Rebuild restores
+// the state byte for byte as the operations wrote it, so positions, rates
+// and FIFO layers match the model again. A second Rebuild changes nothing.
+func TestRebuildRestoresModelState(t *testing.T) {
+	for _, f := range storagetest.Factories(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			setChecks(t, stateMachineChecksServer)
+			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: testClock()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			runs := 0
+			rapid.Check(t, func(rt *rapid.T) {
+				runs++
+				ctx := context.Background()
+				it := Item{Tenant: fmt.Sprintf("rebuild-%d", runs), ID: "SKU-R",
+					Method:        rapid.SampledFrom([]Method{MovingAverage, FIFO}).Draw(rt, "method"),
+					QuantityScale: rapid.Uint8Range(0, 3).Draw(rt, "quantity scale"),
+					Currency:      "EUR", MinorUnit: rapid.Uint8Range(0, 3).Draw(rt, "minor unit"),
+					AllowNegative: rapid.Bool().Draw(rt, "allow negative")}
+				if _, err := DefineItem(ctx, db, it); err != nil {
+					rt.Fatal(err)
+				}
+				m := &machine{ctx: ctx, db: db, it: it,
+					model: &model{method: it.Method, s: it.scales(), allowNegative: it.AllowNegative, locations: map[string]*modelLocation{}}}
+				rt.Repeat(map[string]func(*rapid.T){
+					"receive":  m.receive,
+					"issue":    m.issue,
+					"transfer": m.transfer,
+					"adjust":   m.adjust,
+					"half":     m.halfWritten,
+				})
+				before := snapshot(rt, db)
+				for range 3 {
+					how := corruptState(rt, db, statePrefix+it.Tenant+"/")
+					if failures, err := Check(ctx, db); err == nil && len(failures) == 0 {
+						rt.Fatalf("%s: check found nothing", how)
+					}
+					stats, err := Rebuild(ctx, db)
+					if err != nil || len(stats.Failures) > 0 {
+						rt.Fatalf("%s: rebuild %+v %v", how, stats, err)
+					}
+					if failures, err := Check(ctx, db); err != nil || len(failures) > 0 {
+						rt.Fatalf("%s: check after rebuild: %v %v", how, failures, err)
+					}
+					if after := snapshot(rt, db); after != before {
+						rt.Fatalf("%s: after rebuild\n%s\nwant\n%s", how, after, before)
+					}
+					again, err := Rebuild(ctx, db)
+					if err != nil || again.Written != stats.Written || again.Entries != stats.Entries {
+						rt.Fatalf("second rebuild %+v %v, first %+v", again, err, stats)
+					}
+					if after := snapshot(rt, db); after != before {
+						rt.Fatalf("%s: a second rebuild changed the state", how)
+					}
+				}
+				m.invariants(rt)
+			})
+		})
+	}
+}
+
+// TestRebuildWritesReversalMarkers rebuilds a wiped ledger whose operations
+// include reversals of a receipt and of a transfer: the markers are back,
+// so reversing either again is refused as before.
+func TestRebuildWritesReversalMarkers(t *testing.T) {
+	ctx := context.Background()
+	eachMethod(t, func(t *testing.T, db *chain.DB, it Item) {
+		for _, op := range []struct{ loc, id, quantity, cost string }{{"WH-1", "r1", "10", "10.00"}, {"WH-1", "r2", "4", "12.00"}} {
+			if _, err := Receive(ctx, db, receipt(t, it, op.loc, op.id, op.quantity, op.cost)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Transfer(ctx, db, TransferRequest{Tenant: it.Tenant, Item: it.ID, From: "WH-1", To: "WH-2",
+			OperationID: "t1", Quantity: dec(t, "3", it.QuantityScale)}); err != nil {
+			t.Fatal(err)
+		}
+		reversals := []ReverseRequest{
+			{Tenant: it.Tenant, Item: it.ID, Location: "WH-1", OperationID: "x1", Reverses: "t1"},
+			{Tenant: it.Tenant, Item: it.ID, Location: "WH-1", OperationID: "x2", Reverses: "r2"},
+		}
+		for _, r := range reversals {
+			if _, err := Reverse(ctx, db, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := snapshot(t, db)
+		err := db.Update(ctx, func(tx *chain.Tx) error {
+			var keys [][]byte
+			for kv, err := range tx.StateScan(nil, nil, false) {
+				if err != nil {
+					return err
+				}
+				keys = append(keys, bytes.Clone(kv.Key))
+			}
+			for _, k := range keys {
+				if err := tx.StateDelete(k); err != nil {
+					return err
+				}
+			}
+			// A marker of a location without chains.
+			return tx.StatePut(reversalKey(it.Tenant, it.ID, "WH-9", "r1"), []byte("x9"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stateMismatches(t, db) == 0 {
+			t.Fatal("Check misses a wiped ledger")
+		}
+		stats, err := Rebuild(ctx, db)
+		if err != nil || len(stats.Failures) > 0 || stats.Deleted != 1 {
+			t.Fatalf("stats %+v %v", stats, err)
+		}
+		mustCheck(t, db)
+		if after := snapshot(t, db); after != before {
+			t.Fatalf("after rebuild\n%s\nwant\n%s", after, before)
+		}
+		for _, r := range reversals {
+			r.OperationID += "-again"
+			if _, err := Reverse(ctx, db, r); Code(err) != "already_reversed" {
+				t.Fatalf("reversing %s again: %v", r.Reverses, err)
+			}
+		}
+	})
+}
+
+// TestCheckReportsMarkers changes, removes and invents reversal markers.
+func TestCheckReportsMarkers(t *testing.T) {
+	ctx := context.Background()
+	eachMethod(t, func(t *testing.T, db *chain.DB, it Item) {
+		if _, err := Receive(ctx, db, receipt(t, it, "WH-1", "r1", "10", "10.00")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Reverse(ctx, db, ReverseRequest{Tenant: it.Tenant, Item: it.ID, Location: "WH-1", OperationID: "x1", Reverses: "r1"}); err != nil {
+			t.Fatal(err)
+		}
+		mustCheck(t, db)
+		for _, edit := range []func(tx *chain.Tx) error{
+			func(tx *chain.Tx) error {
+				return tx.StatePut(reversalKey(it.Tenant, it.ID, "WH-1", "r1"), []byte("x2"))
+			},
+			func(tx *chain.Tx) error { return tx.StateDelete(reversalKey(it.Tenant, it.ID, "WH-1", "r1")) },
+			func(tx *chain.Tx) error {
+				return tx.StatePut(reversalKey(it.Tenant, it.ID, "WH-1", "r0"), []byte("x1"))
+			},
+		} {
+			if err := db.Update(ctx, edit); err != nil {
+				t.Fatal(err)
+			}
+			if stateMismatches(t, db) == 0 {
+				t.Fatal("Check misses a marker")
+			}
+			if _, err := Rebuild(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			mustCheck(t, db)
+		}
+	})
+}
