@@ -66,6 +66,11 @@
 // be taken for one, which is tampering with the caller's input and the
 // chain's verification, not the CRC's, to catch.
 //
+// On disk a log takes its segments plus up to SparesMax spares of
+// SegmentSizeBytes each, 192 MiB with one segment at the default size, even
+// when it holds few records: the space is what keeps appends from changing
+// a file's size.
+//
 // One process writes a log at a time; the package takes no lock on the
 // directory (the bolt backend holds the lock on its file). Append is not
 // safe for concurrent use with itself or Close; Rotate, Release, LastLSN,

@@ -111,6 +111,7 @@ func Open(dir string, opts Options) (*Log, error) {
 			// the LSNs the caller starts from.
 			for _, path := range l.spares.ready {
 				if err := os.Remove(path); err != nil {
+					// recover left no file open: the log has no segment.
 					return nil, fmt.Errorf("wal: remove %s: %w: %w", path, storage.ErrIO, err)
 				}
 			}
