@@ -45,6 +45,9 @@ type importJSON struct {
 	Present  int64 `json:"present"`
 	// CreatedChains counts the chains the ledger did not hold before.
 	CreatedChains int64 `json:"created_chains"`
+	// Rebuilt is the derived-state rebuild of each domain (stock, fin,
+	// val) that has chains in the file.
+	Rebuilt []rebuildJSON `json:"rebuilt"`
 }
 
 func newImportCommand(a *app) *cobra.Command {
@@ -59,7 +62,9 @@ func newImportCommand(a *app) *cobra.Command {
 			"checks that every entry the file shares with the ledger is identical (exit 2 when one\n" +
 			"differs); then it appends the entries the ledger lacks. A refused import writes nothing.\n" +
 			"An import that stopped partway can be run again: the entries already written are shared\n" +
-			"and identical, so it appends the rest.",
+			"and identical, so it appends the rest.\n\n" +
+			"Then it rebuilds the derived state (balances, indexes, layers) of every domain that has\n" +
+			"chains in the file (stock, fin, val), as rebuild-state does: an export does not carry it.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runImport(cmd, a, opts)
@@ -126,16 +131,30 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 	if err != nil {
 		return fmt.Errorf("import %s stopped after appending %d entries (run it again to append the rest): %w", opts.file, appended, err)
 	}
+	// 4. Rebuild the derived state of the file's domains, even when nothing
+	// was appended: an earlier run may have stopped before this step.
+	rebuilt, err := rebuildDomains(ctx, db, func(domain string) bool { return plan.domains[domain] })
+	if err != nil {
+		return fmt.Errorf("import %s appended %d entries, then stopped (run `ledgerctl rebuild-state`): %w", opts.file, appended, err)
+	}
 	if err := db.Close(); err != nil {
 		return err
 	}
 	out := plan.out
 	out.File = opts.file
-	return a.print(cmd, out, func(w io.Writer) error {
+	out.Rebuilt = rebuilt.Domains
+	err = a.print(cmd, out, func(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "imported %s: %s (%d new), %s: %d appended, %d already present\n", opts.file,
 			plural(out.Chains, "chain", "chains"), out.CreatedChains, plural(out.Entries, "entry", "entries"), out.Appended, out.Present)
-		return err
+		if err != nil {
+			return err
+		}
+		return writeRebuildText(w, out.Rebuilt)
 	})
+	if err != nil {
+		return err
+	}
+	return rebuildFailed(rebuilt)
 }
 
 // spoolInput copies r into a new temporary file (mode 0600, as os.CreateTemp
@@ -188,6 +207,9 @@ type importPlan struct {
 	// up to each are present, the ones after are to be appended.
 	heads map[string]uint64
 	out   importJSON
+	// domains are the domains with derived state (stock, fin, val) that
+	// the file has chains of.
+	domains map[string]bool
 	// pending holds the entries to append, in file order, unless there are
 	// more than fit the bounds (overflow): then the file is read again.
 	pending      []chain.Entry
@@ -198,7 +220,7 @@ type importPlan struct {
 }
 
 func newImportPlan() *importPlan {
-	return &importPlan{heads: map[string]uint64{}, heldEntriesMax: importHeldEntriesMax, heldBytesMax: importHeldBytesMax}
+	return &importPlan{heads: map[string]uint64{}, domains: map[string]bool{}, heldEntriesMax: importHeldEntriesMax, heldBytesMax: importHeldBytesMax}
 }
 
 // hold keeps an entry to append, within the memory bounds.
@@ -257,6 +279,9 @@ func planImport(ctx context.Context, db *chain.DB, name string, plan *importPlan
 			}
 			plan.heads[e.Chain] = head
 			plan.out.Chains++
+			if parts := chain.SplitScopedName(e.Chain); len(parts) > 1 {
+				plan.domains[parts[1]] = true // only the names of stateRebuilders select anything
+			}
 			if head == 0 {
 				plan.out.CreatedChains++
 			}
