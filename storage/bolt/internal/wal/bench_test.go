@@ -108,24 +108,24 @@ func benchmarkAppend(b *testing.B, sizeBytes int) {
 	b.StopTimer()
 	walMean, rawMean := mean(walDurations), mean(rawDurations)
 	walMedian, rawMedian := median(walDurations), median(rawDurations)
-	b.ReportMetric(walMean, "wal-ns/op")
-	b.ReportMetric(rawMean, "raw-ns/op")
-	b.ReportMetric(walMean/rawMean, "wal/raw")
-	b.ReportMetric(walMedian, "p50-wal-ns")
-	b.ReportMetric(rawMedian, "p50-raw-ns")
-	b.ReportMetric(walMedian/rawMedian, "p50-wal/raw")
+	b.ReportMetric(walMean.Seconds()*1e9, "wal-ns/op")
+	b.ReportMetric(rawMean.Seconds()*1e9, "raw-ns/op")
+	b.ReportMetric(walMean.Seconds()/rawMean.Seconds(), "wal/raw")
+	b.ReportMetric(walMedian.Seconds()*1e9, "p50-wal-ns")
+	b.ReportMetric(rawMedian.Seconds()*1e9, "p50-raw-ns")
+	b.ReportMetric(walMedian.Seconds()/rawMedian.Seconds(), "p50-wal/raw")
 }
 
-func mean(durations []time.Duration) float64 {
+func mean(durations []time.Duration) time.Duration {
 	var total time.Duration
 	for _, d := range durations {
 		total += d
 	}
-	return float64(total.Nanoseconds()) / float64(len(durations))
+	return total / time.Duration(len(durations))
 }
 
-func median(durations []time.Duration) float64 {
+func median(durations []time.Duration) time.Duration {
 	sorted := slices.Clone(durations)
 	slices.Sort(sorted)
-	return float64(sorted[len(sorted)/2].Nanoseconds())
+	return sorted[len(sorted)/2]
 }

@@ -35,7 +35,8 @@
 // one; a record larger than a segment gets a segment of its own, exactly as
 // large as it needs. Rotate makes the next Append start a new segment.
 // Release(lsn) removes the segments that hold only records up to lsn (never
-// the one being appended to); Records(afterLSN) reads the records after an
+// the one being appended to, nor the last one holding a record, so LastLSN
+// survives a reopen); Records(afterLSN) reads the records after an
 // LSN back from disk, one at a time, to rebuild the caller's memory at
 // start. After a clean shutdown (everything released, Close), Remove deletes
 // the directory.
@@ -44,10 +45,11 @@
 // a spare segment is ready. The log keeps up to SparesMax spares: released
 // segments of the normal size are renamed to "%016x.spare" instead of being
 // removed, and when none is left a goroutine fills a new one with zeros in
-// the background while the current segment fills. Only a rotation that finds
-// no spare and none being prepared writes a whole segment of zeros itself
-// (about 64 MiB of writes and a sync), and a record larger than a segment
-// always does, for its own file. A recycled spare keeps its old records:
+// the background while the current segment fills. A rotation that finds no
+// spare waits for the one being prepared, or writes a whole segment of zeros
+// itself when none is (about 64 MiB of writes and a sync, the cost the spares
+// keep off the append path); a record larger than a segment always does, for
+// its own file. A recycled spare keeps its old records:
 // their LSNs are older than any the caller appends, so they end the log.
 //
 // # Caveats

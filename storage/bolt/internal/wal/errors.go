@@ -3,8 +3,8 @@ package wal
 import "errors"
 
 var (
-	// ErrOptions is returned by Open when Options hold a value outside the
-	// limits below; nothing has been created.
+	// ErrOptions is returned by Open when Options hold a value outside its
+	// limits (SegmentSizeMin, SegmentSizeMax); nothing has been created.
 	ErrOptions = errors.New("wal: invalid options")
 
 	// ErrNotReleased is returned by Remove when the log still holds a record
