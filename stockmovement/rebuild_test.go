@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/stockmovement"
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
@@ -223,4 +225,93 @@ func TestRebuildKeepsRuleFailures(t *testing.T) {
 			t.Fatalf("check %v %v, rebuild %v", failures, err, stats.Failures)
 		}
 	})
+}
+
+// TestRebuildWhileOthersWrite rebuilds over and over while 16 goroutines
+// record transfers between two locations of one item and receipts at a
+// third: each item's rebuild is one transaction that locks the item, so no
+// movement interleaves with it, and at the end the state is what the
+// movements wrote (Check is clean, the total is the sum of the balances).
+// On bbolt the writers share the file with the rebuild; on PostgreSQL the
+// rebuild runs through a second ledger on the same schema, as another
+// process would.
+func TestRebuildWhileOthersWrite(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) {
+		db, err := chain.Open(t.TempDir()+"/ledger.db", chain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		rebuildWhileWriting(t, db, db)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		writer, rebuilder := openShared(t)
+		rebuildWhileWriting(t, writer, rebuilder)
+	})
+}
+
+func rebuildWhileWriting(t *testing.T, writer, rebuilder *chain.DB) {
+	setup(t, writer, "acme")
+	if _, err := stockmovement.Receive(ctx, writer, stockmovement.ReceiveRequest{Tenant: "acme", Item: "pcs",
+		Location: "A", Quantity: decimal.MustNew(1000, 0), IdempotencyKey: "seed"}); err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, rounds = 16, 8
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				key := fmt.Sprintf("g%d-r%d", g, r)
+				var err error
+				if g%2 == 0 {
+					_, err = stockmovement.Transfer(ctx, writer, stockmovement.TransferRequest{Tenant: "acme", Item: "pcs",
+						From: "A", To: "B", Quantity: decimal.MustNew(1, 0), IdempotencyKey: key})
+				} else {
+					_, err = stockmovement.Receive(ctx, writer, stockmovement.ReceiveRequest{Tenant: "acme", Item: "pcs",
+						Location: "C", Quantity: decimal.MustNew(2, 0), IdempotencyKey: key})
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	done, finished := make(chan struct{}), stop(&wg)
+	rebuilds := 0
+	go func() {
+		defer close(done)
+		for {
+			if _, err := stockmovement.Rebuild(ctx, rebuilder); err != nil {
+				t.Error(err)
+				return
+			}
+			rebuilds++
+			select {
+			case <-finished:
+				return
+			default:
+			}
+		}
+	}()
+	<-done
+	mustCheck(t, writer)
+	half := goroutines / 2 * rounds
+	want := fmt.Sprintf("%d %d %d", 1000-half, half, 2*half)
+	if got := balance(t, rebuilder, "acme", "pcs", "A") + " " + balance(t, rebuilder, "acme", "pcs", "B") + " " +
+		balance(t, rebuilder, "acme", "pcs", "C"); got != want {
+		t.Fatalf("balances %s after %d rebuilds, want %s", got, rebuilds, want)
+	}
+	total, err := stockmovement.ItemTotal(ctx, rebuilder, "acme", "pcs")
+	if err != nil || total.Units() != 1000+2*int64(half) {
+		t.Fatalf("total %s %v", total, err)
+	}
+}
+
+// stop returns a channel that is closed once wg's goroutines are done.
+func stop(wg *sync.WaitGroup) <-chan struct{} {
+	c := make(chan struct{})
+	go func() { wg.Wait(); close(c) }()
+	return c
 }
