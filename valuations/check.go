@@ -88,7 +88,11 @@ func (c *checker) item(tenant, id string, listed chain.Head) error {
 		}
 		c.counted()
 		if c.rebuild != nil {
-			return c.put(tx, itemKey(tenant, id), append(binary.BigEndian.AppendUint64(nil, h.Seq), e.Payload...))
+			key := itemKey(tenant, id)
+			if err := c.deleteRange(tx, key, append(bytes.Clone(key), 0)); err != nil {
+				return err
+			}
+			return c.put(tx, key, append(binary.BigEndian.AppendUint64(nil, h.Seq), e.Payload...))
 		}
 		stored, err := tx.StateGet(itemKey(tenant, id))
 		switch {
