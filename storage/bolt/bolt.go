@@ -64,6 +64,18 @@ type Options struct {
 	// InitialMmapSize is passed to bbolt; a larger map avoids remapping
 	// (which waits for every read transaction) as the file grows.
 	InitialMmapSize int
+	// Log selects how commits reach the file: through the write-ahead log
+	// (LogOn) or straight to the bbolt file, a bbolt commit with its two
+	// fdatasyncs each (LogOff); LogDefault is LogModeDefault. A log left
+	// by a crash is replayed at Open whatever the mode.
+	Log LogMode
+	// MemtableBytesMax bounds the memory of the active memory table;
+	// MemtableBytesMaxDefault when zero. When it is full the next writable
+	// transaction freezes it and a checkpoint writes it to the file.
+	MemtableBytesMax int64
+	// LogSegmentSizeBytes is the size of a log segment;
+	// LogSegmentSizeDefault when zero.
+	LogSegmentSizeBytes int64
 }
 
 // Backend is a ledger stored in one bbolt file.
@@ -77,6 +89,10 @@ type Backend struct {
 	// slice from nothing. Swapped atomically: a transaction hands it back
 	// after bbolt let the next writer begin.
 	scratch atomic.Pointer[writeScratch]
+	// overlay is set when transactions read through memory tables: the log
+	// is on, or a read-only handle replayed a log a crash left behind.
+	overlay bool
+	logState
 }
 
 // writeScratch is what a write transaction's index keeps in memory.
@@ -116,6 +132,10 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	b := &Backend{db: db, path: path, cache: newRunCache()}
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := b.openLog(opts); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -245,10 +265,14 @@ func (b *Backend) Close() error {
 	if b.closed.Swap(true) {
 		return nil
 	}
+	var logErr error
+	if b.log != nil {
+		logErr = b.closeLog()
+	}
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("close %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	return nil
+	return logErr
 }
 
 // Stats reports the file size.
@@ -257,7 +281,11 @@ func (b *Backend) Stats(ctx context.Context) (storage.Stats, error) {
 	if err != nil {
 		return storage.Stats{}, fmt.Errorf("stat %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	return storage.Stats{SizeBytes: info.Size()}, nil
+	size := info.Size()
+	if b.log != nil {
+		size += b.log.SizeBytes()
+	}
+	return storage.Stats{SizeBytes: size}, nil
 }
 
 // Check runs bbolt's consistency check of the file's pages and returns the
@@ -279,11 +307,32 @@ func (b *Backend) Check() error {
 	})
 }
 
-// Begin starts a bbolt transaction.
+// Begin starts a transaction: with the log on, one that reads through the
+// memory tables and commits to the log (logTx); without, a bbolt
+// transaction.
 func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if b.overlay {
+		return b.beginLogged(ctx, writable)
+	}
+	btx, err := b.beginBolt(writable)
+	if err != nil {
+		return nil, err
+	}
+	t := &tx{tx: btx, path: b.path, cache: b.cache}
+	if writable {
+		t.scratch = &b.scratch
+		if s := b.scratch.Swap(nil); s != nil {
+			t.index.pending, t.index.records = s.pending, s.records[:0]
+		}
+	}
+	return &guardedTx{t: t}, nil
+}
+
+// beginBolt begins a bbolt transaction.
+func (b *Backend) beginBolt(writable bool) (*bbolt.Tx, error) {
 	btx, err := b.db.Begin(writable)
 	if err != nil {
 		switch {
@@ -294,14 +343,7 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 		}
 		return nil, fmt.Errorf("begin %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	t := &tx{tx: btx, path: b.path, cache: b.cache}
-	if writable {
-		t.scratch = &b.scratch
-		if s := b.scratch.Swap(nil); s != nil {
-			t.index.pending, t.index.records = s.pending, s.records[:0]
-		}
-	}
-	return &guardedTx{t: t}, nil
+	return btx, nil
 }
 
 // EntryKey is the key of (chain id, seq) in the entries bucket.

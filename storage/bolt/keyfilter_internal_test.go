@@ -42,7 +42,7 @@ func (l *filterLedger) reopen() {
 			l.t.Fatal(err)
 		}
 	}
-	b, err := Open(l.path, Options{})
+	b, err := Open(l.path, Options{Log: LogOff})
 	if err != nil {
 		l.t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func countRuns(t *testing.T, path string, b *bolt.Backend) map[uint8]int {
 // with its seq, every other key not, and a second append of a key must fail.
 func TestKeyIndexRunsAndMerges(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	b, err := bolt.Open(path, bolt.Options{})
+	b, err := bolt.Open(path, bolt.Options{Log: bolt.LogOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestKeyIndexRunsAndMerges(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if b, err = bolt.Open(path, bolt.Options{}); err != nil {
+	if b, err = bolt.Open(path, bolt.Options{Log: bolt.LogOff}); err != nil {
 		t.Fatal(err)
 	}
 	checkIndex(t, b, m, chains)
@@ -199,7 +199,7 @@ func TestKeyIndexRunsAndMerges(t *testing.T) {
 // it is; for writing it is upgraded, and its keys stay unique.
 func TestUpgradeFromFormatV1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	b, err := bolt.Open(path, bolt.Options{})
+	b, err := bolt.Open(path, bolt.Options{Log: bolt.LogOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 	checkIndex(t, ro, m, chains)
 	ro.Close()
 
-	if b, err = bolt.Open(path, bolt.Options{}); err != nil {
+	if b, err = bolt.Open(path, bolt.Options{Log: bolt.LogOff}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
@@ -260,7 +260,7 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 // helpers tamper tests use, and the backend then answers with the new seq.
 func TestSetKeySeq(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	b, err := bolt.Open(path, bolt.Options{})
+	b, err := bolt.Open(path, bolt.Options{Log: bolt.LogOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestSetKeySeq(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err = bolt.Open(path, bolt.Options{}); err != nil {
+	if b, err = bolt.Open(path, bolt.Options{Log: bolt.LogOff}); err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()

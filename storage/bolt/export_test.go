@@ -1,0 +1,13 @@
+package bolt
+
+// Abandon drops a backend as a crash would: the log is closed without a
+// checkpoint and the file without a commit, so that tests can reopen what
+// a killed process leaves behind.
+func Abandon(b *Backend) { b.abandon() }
+
+// DecodeCommitForTest decodes a commit record and reports how many
+// operations it holds.
+func DecodeCommitForTest(record []byte) (int, error) {
+	operations, err := decodeCommit(record)
+	return len(operations), err
+}

@@ -1,0 +1,523 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/wal"
+)
+
+const (
+	// MemtableBytesMaxDefault is Options.MemtableBytesMax when zero.
+	MemtableBytesMaxDefault = 32 << 20
+	// LogSegmentSizeDefault is Options.LogSegmentSizeBytes when zero: a
+	// segment is zero-filled before its first record, so a small one keeps
+	// the first commit of a new handle quick; released segments are
+	// recycled.
+	LogSegmentSizeDefault = 8 << 20
+	// LogDirectorySuffix is appended to the file's path to name its log
+	// directory.
+	LogDirectorySuffix = "-wal"
+)
+
+// LogMode selects how commits reach the file (Options.Log).
+type LogMode uint8
+
+const (
+	// LogDefault is LogModeDefault.
+	LogDefault LogMode = iota
+	// LogOn commits through the write-ahead log, memory tables and
+	// checkpoints.
+	LogOn
+	// LogOff commits every transaction straight to the bbolt file.
+	LogOff
+)
+
+// LogModeDefault is the mode of Options.Log when it is LogDefault. It stays
+// LogOff until every test of the file's layout and of a full disk runs
+// with the log (see docs/GUARANTEES.md).
+const LogModeDefault = LogOff
+
+func (o Options) logOff() bool {
+	mode := o.Log
+	if mode == LogDefault {
+		mode = LogModeDefault
+	}
+	return mode == LogOff
+}
+
+// metaCheckpointLSN is the key, in the meta bucket, of the LSN of the last
+// log record the file holds (u64be); missing means 0.
+var metaCheckpointLSN = []byte("checkpoint_lsn")
+
+// memView is what a transaction sees of the memory tables: the tables
+// (newest first) and the LSN of the last commit it sees.
+type memView struct {
+	tables []*memtable
+	asOf   uint64
+}
+
+// logState is the part of Backend that runs the log.
+type logState struct {
+	log              *wal.Log
+	memtableBytesMax int64
+
+	// writer is the writer slot: one writable transaction at a time.
+	writer chan struct{}
+
+	published atomic.Pointer[memView]
+	publishMu sync.Mutex
+
+	// Owned by the holder of the writer slot.
+	active         *memtable
+	lastLSN        uint64
+	checkpointDone chan struct{} // closed when the running checkpoint ends; nil when none ran
+
+	// checkpointingLSN is the LSN of the newest table a checkpoint has begun
+	// to commit to the file, stored before the commit: a view newer than it
+	// cannot meet a file ahead of its memory tables.
+	checkpointingLSN atomic.Uint64
+
+	failureMu sync.Mutex
+	failure   error
+}
+
+// LogDirectory returns the log directory of the ledger file at path.
+func LogDirectory(path string) string { return path + LogDirectorySuffix }
+
+// openLog opens the log, replays what the file does not hold yet and, on a
+// writable handle, checkpoints it right away, so that a recovered ledger is
+// a plain file again before Open returns.
+func (b *Backend) openLog(opts Options) error {
+	dir := LogDirectory(b.path)
+	if opts.logOff() && !opts.ReadOnly {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
+	segment := opts.LogSegmentSizeBytes
+	if segment == 0 {
+		segment = LogSegmentSizeDefault
+	}
+	lg, err := wal.Open(dir, wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", b.path, err)
+	}
+	b.memtableBytesMax = opts.MemtableBytesMax
+	if b.memtableBytesMax <= 0 {
+		b.memtableBytesMax = MemtableBytesMaxDefault
+	}
+	replayed, last, err := b.replay(lg)
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	b.writer = make(chan struct{}, 1)
+	b.lastLSN = last
+	if opts.ReadOnly {
+		lg.Close()
+		if !replayed.empty() {
+			b.overlay = true
+			b.published.Store(&memView{tables: []*memtable{replayed}, asOf: last})
+		}
+		return nil
+	}
+	if !replayed.empty() {
+		if err := b.checkpoint(replayed); err != nil {
+			lg.Close()
+			return err
+		}
+		if err := lg.Release(replayed.lastLSN); err != nil {
+			lg.Close()
+			return fmt.Errorf("open %s: %w", b.path, err)
+		}
+	}
+	if opts.logOff() {
+		if err := lg.Close(); err != nil {
+			return fmt.Errorf("open %s: %w", b.path, err)
+		}
+		if err := lg.Remove(); err != nil {
+			return fmt.Errorf("open %s: %w", b.path, err)
+		}
+		return nil
+	}
+	b.log = lg
+	b.overlay = true
+	b.active = newMemtable()
+	b.published.Store(&memView{tables: []*memtable{b.active}, asOf: last})
+	return nil
+}
+
+// replay reads the records past the file's checkpoint into a memory table.
+func (b *Backend) replay(lg *wal.Log) (*memtable, uint64, error) {
+	checkpoint, err := b.checkpointLSN()
+	if err != nil {
+		return nil, 0, err
+	}
+	m := newMemtable()
+	if lg.LastLSN() == 0 {
+		return m, checkpoint, nil
+	}
+	if lg.LastLSN() < checkpoint || lg.FirstLSN() > checkpoint+1 {
+		return nil, 0, fmt.Errorf("open %s: %w: the log holds LSNs %d to %d, the file is checkpointed through %d",
+			b.path, storage.ErrCorrupt, lg.FirstLSN(), lg.LastLSN(), checkpoint)
+	}
+	expected := checkpoint + 1
+	for rec, err := range lg.Records(checkpoint) {
+		if err != nil {
+			return nil, 0, fmt.Errorf("open %s: %w", b.path, err)
+		}
+		if rec.LSN != expected {
+			return nil, 0, fmt.Errorf("open %s: %w: log record %d where %d was expected", b.path, storage.ErrCorrupt, rec.LSN, expected)
+		}
+		expected++
+		payload := slices.Clone(rec.Payload)
+		operations, err := decodeCommit(payload)
+		if err != nil {
+			return nil, 0, fmt.Errorf("open %s: log record %d: %w", b.path, rec.LSN, err)
+		}
+		if err := m.check(operations); err != nil {
+			return nil, 0, fmt.Errorf("open %s: log record %d: %w", b.path, rec.LSN, err)
+		}
+		m.apply(rec.LSN, payload, operations)
+	}
+	return m, max(checkpoint, lg.LastLSN()), nil
+}
+
+// checkpointLSN reads meta/checkpoint_lsn.
+func (b *Backend) checkpointLSN() (lsn uint64, err error) {
+	defer func(fault bool) {
+		debug.SetPanicOnFault(fault)
+		if p := recover(); p != nil {
+			err = fmt.Errorf("open %w", damagedError(b.path, p))
+		}
+	}(debug.SetPanicOnFault(true))
+	err = b.db.View(func(btx *bbolt.Tx) error {
+		lsn, err = readCheckpointLSN(b.path, btx)
+		return err
+	})
+	return lsn, err
+}
+
+func readCheckpointLSN(path string, btx *bbolt.Tx) (uint64, error) {
+	v := btx.Bucket(BucketMeta).Get(metaCheckpointLSN)
+	switch len(v) {
+	case 0:
+		return 0, nil
+	case 8:
+		return binary.BigEndian.Uint64(v), nil
+	}
+	return 0, fmt.Errorf("%s: %w: checkpoint_lsn of %d bytes", path, storage.ErrCorrupt, len(v))
+}
+
+// acquireWriter takes the writer slot, or gives up when ctx ends.
+func (b *Backend) acquireWriter(ctx context.Context) error {
+	select {
+	case b.writer <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *Backend) releaseWriter() { <-b.writer }
+
+// failed returns the error that stopped the log, if any.
+func (b *Backend) failed() error {
+	b.failureMu.Lock()
+	defer b.failureMu.Unlock()
+	return b.failure
+}
+
+func (b *Backend) fail(err error) {
+	b.failureMu.Lock()
+	defer b.failureMu.Unlock()
+	if b.failure == nil {
+		b.failure = err
+	}
+}
+
+func (b *Backend) publish(update func(v *memView)) {
+	b.publishMu.Lock()
+	defer b.publishMu.Unlock()
+	v := *b.published.Load()
+	v.tables = slices.Clone(v.tables)
+	update(&v)
+	b.published.Store(&v)
+}
+
+// beginView takes the memory tables of the last published commit and a
+// bbolt read transaction that holds no commit past it. The tables are taken
+// first: a checkpoint commits the file before it drops a table, so the
+// file the view then opens may hold a table the view also holds (the reads
+// take each item once), never less. It may hold more only when a whole
+// checkpoint committed in between; then the view is taken again.
+func (b *Backend) beginView() (*memView, *bbolt.Tx, error) {
+	for {
+		v := b.published.Load()
+		btx, err := b.beginBolt(false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if b.checkpointingLSN.Load() <= v.asOf {
+			return v, btx, nil
+		}
+		checkpoint, err := b.guardedCheckpointLSN(btx)
+		if err != nil {
+			btx.Rollback()
+			return nil, nil, err
+		}
+		if checkpoint <= v.asOf {
+			return v, btx, nil
+		}
+		btx.Rollback()
+	}
+}
+
+func (b *Backend) guardedCheckpointLSN(btx *bbolt.Tx) (lsn uint64, err error) {
+	defer func(fault bool) {
+		debug.SetPanicOnFault(fault)
+		if p := recover(); p != nil {
+			err = damagedError(b.path, p)
+		}
+	}(debug.SetPanicOnFault(true))
+	return readCheckpointLSN(b.path, btx)
+}
+
+// beginLogged starts a transaction of a backend that runs the log.
+func (b *Backend) beginLogged(ctx context.Context, writable bool) (storage.Tx, error) {
+	if writable {
+		if b.log == nil {
+			return nil, fmt.Errorf("begin %s: %w", b.path, storage.ErrReadOnly)
+		}
+		if err := b.acquireWriter(ctx); err != nil {
+			return nil, err
+		}
+		if b.closed.Load() {
+			b.releaseWriter()
+			return nil, storage.ErrClosed
+		}
+		if err := b.freezeWhenFull(ctx); err != nil {
+			b.releaseWriter()
+			return nil, err
+		}
+	}
+	v, btx, err := b.beginView()
+	if err != nil {
+		if writable {
+			b.releaseWriter()
+		}
+		return nil, err
+	}
+	return &logTx{b: b, view: v, base: &guardedTx{t: &tx{tx: btx, path: b.path, cache: b.cache}}, writable: writable}, nil
+}
+
+// freezeWhenFull starts a checkpoint of the active table once it holds
+// MemtableBytesMax, after the previous checkpoint has ended (at most two
+// tables exist: the writer waits here for the older one, which is the
+// backpressure of a log that outruns the file). It runs while the writer
+// holds no bbolt transaction: a checkpoint's commit may wait for every read
+// transaction to end when bbolt grows its memory map.
+func (b *Backend) freezeWhenFull(ctx context.Context) error {
+	if err := b.failed(); err != nil {
+		return err
+	}
+	if b.active.size() < b.memtableBytesMax {
+		return nil
+	}
+	if err := b.waitCheckpoint(ctx); err != nil {
+		return err
+	}
+	if err := b.failed(); err != nil {
+		return err
+	}
+	if err := b.log.Rotate(); err != nil {
+		err = fmt.Errorf("rotate the log of %s: %w", b.path, err)
+		b.fail(err)
+		return err
+	}
+	frozen := b.active
+	b.active = newMemtable()
+	b.publish(func(v *memView) { v.tables = append([]*memtable{b.active}, v.tables...) })
+	done := make(chan struct{})
+	b.checkpointDone = done
+	go func() {
+		defer close(done)
+		b.checkpointAndRelease(frozen)
+	}()
+	return nil
+}
+
+// waitCheckpoint waits for the running checkpoint, if any.
+func (b *Backend) waitCheckpoint(ctx context.Context) error {
+	if b.checkpointDone == nil {
+		return nil
+	}
+	select {
+	case <-b.checkpointDone:
+		b.checkpointDone = nil
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// checkpointAndRelease applies a frozen table to the file, drops it from
+// the view and releases its log records. A failure stops the log: later
+// commits return it, and the next Open recovers from the log.
+func (b *Backend) checkpointAndRelease(m *memtable) {
+	if err := b.checkpoint(m); err != nil {
+		b.fail(err)
+		return
+	}
+	b.publish(func(v *memView) {
+		v.tables = slices.DeleteFunc(v.tables, func(t *memtable) bool { return t == m })
+	})
+	if err := b.log.Release(m.lastLSN); err != nil {
+		b.fail(fmt.Errorf("release the log of %s: %w", b.path, err))
+	}
+}
+
+// checkpoint applies a memory table to the file in one bbolt write
+// transaction, through the same writes a transaction without the log makes
+// (heads, the key index with its runs and filter, state), and records the
+// table's last LSN in meta/checkpoint_lsn in the same transaction.
+func (b *Backend) checkpoint(m *memtable) error {
+	btx, err := b.beginBolt(true)
+	if err != nil {
+		return err
+	}
+	t := &tx{tx: btx, path: b.path, cache: b.cache, scratch: &b.scratch}
+	if s := b.scratch.Swap(nil); s != nil {
+		t.index.pending, t.index.records = s.pending, s.records[:0]
+	}
+	g := &guardedTx{t: t}
+	if err := b.writeCheckpoint(g, m); err != nil {
+		g.Rollback()
+		return fmt.Errorf("checkpoint %s: %w", b.path, err)
+	}
+	if b.checkpointingLSN.Load() < m.lastLSN {
+		b.checkpointingLSN.Store(m.lastLSN)
+	}
+	if err := g.Commit(); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", b.path, err)
+	}
+	return nil
+}
+
+func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable) error {
+	ctx := context.Background()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	names := make([]string, 0, len(m.chains))
+	for name := range m.chains {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, e := range m.chains[name].entries {
+			rec := storage.Record{Seq: e.seq, IdempotencyKey: e.key, Data: e.data}
+			if err := g.Append(ctx, name, rec, e.head); err != nil {
+				return err
+			}
+		}
+	}
+	var err error
+	m.stateKeys.scan("", nil, false, func(key string) bool {
+		versions := m.state[key].versions
+		last := versions[len(versions)-1]
+		if last.deleted {
+			err = g.StateDelete(ctx, []byte(key))
+		} else {
+			err = g.StatePut(ctx, []byte(key), last.value)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	return g.putMeta(metaCheckpointLSN, binary.BigEndian.AppendUint64(nil, m.lastLSN))
+}
+
+// putMeta writes a key of the meta bucket under recover.
+func (g *guardedTx) putMeta(key, value []byte) (err error) {
+	defer g.guard(&err, debug.SetPanicOnFault(true))
+	if err := g.t.meta().Put(key, value); err != nil {
+		return g.t.writeError(err)
+	}
+	return nil
+}
+
+// commit appends one record of operations to the log (durable when it
+// returns), then applies it to the active table and publishes it. The
+// caller holds the writer slot.
+func (b *Backend) commit(operations []operation, size int) error {
+	if err := b.failed(); err != nil {
+		return err
+	}
+	record := encodeCommit(make([]byte, 0, size), operations)
+	lsn := b.lastLSN + 1
+	if err := b.log.Append(lsn, record); err != nil {
+		err = fmt.Errorf("commit %s: %w", b.path, err)
+		b.fail(err)
+		return err
+	}
+	b.lastLSN = lsn
+	decoded, err := decodeCommit(record)
+	if err != nil {
+		panic(fmt.Sprintf("bolt: a commit record does not decode: %v", err))
+	}
+	b.active.apply(lsn, record, decoded)
+	b.publish(func(v *memView) { v.asOf = lsn })
+	return nil
+}
+
+// closeLog checkpoints what the memory holds, closes the log and removes
+// it: a cleanly closed ledger is its bbolt file alone. The caller has
+// marked the backend closed.
+func (b *Backend) closeLog() error {
+	b.writer <- struct{}{}
+	defer b.releaseWriter()
+	_ = b.waitCheckpoint(context.Background())
+	err := b.failed()
+	if err == nil && !b.active.empty() {
+		err = b.checkpoint(b.active)
+		if err == nil {
+			err = b.log.Release(b.active.lastLSN)
+		}
+	}
+	if closeErr := b.log.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("close %s: %w", b.path, closeErr)
+	}
+	if err != nil {
+		return err // the log stays: the next Open recovers from it
+	}
+	if err := b.log.Remove(); err != nil {
+		return fmt.Errorf("close %s: %w", b.path, err)
+	}
+	return nil
+}
+
+// abandon closes the handle as a crash would leave it: the log is closed
+// without a checkpoint, and nothing more reaches the file.
+func (b *Backend) abandon() {
+	if b.closed.Swap(true) {
+		return
+	}
+	if b.log != nil {
+		b.writer <- struct{}{}
+		_ = b.waitCheckpoint(context.Background())
+		b.log.Close()
+	}
+	b.db.Close()
+}

@@ -1,0 +1,646 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+
+	bbolt "go.etcd.io/bbolt"
+	bbolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// logTx is a transaction of a backend whose commits go to the log. It reads
+// through three layers, newest first: its own writes, the memory tables of
+// its view, and a bbolt read transaction (base). A writable one holds the
+// backend's writer slot from Begin to Commit or Rollback and collects its
+// writes as operations; Commit turns them into one log record.
+type logTx struct {
+	b        *Backend
+	view     *memView
+	base     *guardedTx
+	writable bool
+	done     bool
+	// forked is set on a fork, whose bbolt transaction ends on its own
+	// goroutine (see forkBeginWaitMax).
+	forked bool
+
+	operations []operation
+	recordSize int
+	chains     map[string]*pendingChain
+	state      map[string]stateVersion
+}
+
+// pendingChain is what a writable logTx appended to one chain.
+type pendingChain struct {
+	entries []memEntry
+	keys    map[string]uint64
+}
+
+// scanChunkSize is how many items a scan copies out of a memory table at a
+// time, under the table's lock.
+const scanChunkSize = 256
+
+var _ storage.Tx = (*logTx)(nil)
+
+func (t *logTx) Writable() bool { return t.writable }
+
+func (t *logTx) usable(write bool) error {
+	if t.done {
+		return storage.ErrTxDone
+	}
+	if write && !t.writable {
+		return storage.ErrReadOnly
+	}
+	return nil
+}
+
+// tables lists the view's memory tables oldest first.
+func (t *logTx) tablesOldestFirst() iter.Seq[*memtable] {
+	return func(yield func(*memtable) bool) {
+		for i := len(t.view.tables) - 1; i >= 0; i-- {
+			if !yield(t.view.tables[i]) {
+				return
+			}
+		}
+	}
+}
+
+func (t *logTx) Head(ctx context.Context, chain string) (storage.Head, error) {
+	if err := t.usable(false); err != nil {
+		return storage.Head{}, err
+	}
+	return t.head(ctx, chain)
+}
+
+func (t *logTx) head(ctx context.Context, chain string) (storage.Head, error) {
+	if p := t.chains[chain]; p != nil {
+		return p.entries[len(p.entries)-1].head, nil
+	}
+	for _, m := range t.view.tables {
+		if h, ok := m.head(chain, t.view.asOf); ok {
+			return h, nil
+		}
+	}
+	return t.base.Head(ctx, chain)
+}
+
+// baseHeadSeq is the seq of the chain's last entry in the bbolt file of the
+// view (0 for none). Memory tables may still hold entries the file has
+// already taken (a checkpoint commits the file, then drops the table): the
+// scans take from memory only what comes after it.
+func (t *logTx) baseHeadSeq(ctx context.Context, chain string) (uint64, error) {
+	h, err := t.base.Head(ctx, chain)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	return h.Seq, err
+}
+
+func (t *logTx) writeError(err error) error {
+	return fmt.Errorf("write %s: %w: %v", t.b.path, storage.ErrIO, err)
+}
+
+func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, head storage.Head) error {
+	if err := t.usable(true); err != nil {
+		return err
+	}
+	switch {
+	case len(chain) == 0:
+		return t.writeError(bbolterrors.ErrKeyRequired)
+	case len(chain) > ChainNameSizeMax, len(rec.IdempotencyKey) > IdempotencyKeySizeMax:
+		return t.writeError(bbolterrors.ErrKeyTooLarge)
+	case len(rec.Data) > CommitRecordSizeMax:
+		return t.writeError(bbolterrors.ErrValueTooLarge)
+	}
+	if rec.Seq != head.Seq || rec.Seq == 0 {
+		return fmt.Errorf("append %q: record seq %d, head seq %d: %w", chain, rec.Seq, head.Seq, storage.ErrDuplicate)
+	}
+	current, err := t.head(ctx, chain)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		if rec.Seq != 1 {
+			return fmt.Errorf("append %q: first seq %d: %w", chain, rec.Seq, storage.ErrDuplicate)
+		}
+	case err != nil:
+		return err
+	case rec.Seq != current.Seq+1:
+		return fmt.Errorf("append %q: seq %d after head %d: %w", chain, rec.Seq, current.Seq, storage.ErrDuplicate)
+	}
+	if rec.IdempotencyKey != "" {
+		_, err := t.lookupKey(ctx, chain, rec.IdempotencyKey)
+		switch {
+		case err == nil:
+			return fmt.Errorf("append %q: key %q: %w", chain, rec.IdempotencyKey, storage.ErrDuplicate)
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+	}
+	o := operation{kind: operationAppend, chain: chain, seq: rec.Seq, key: rec.IdempotencyKey, head: head, data: rec.Data}
+	if err := t.add(o); err != nil {
+		return err
+	}
+	p := t.chains[chain]
+	if p == nil {
+		if t.chains == nil {
+			t.chains = map[string]*pendingChain{}
+		}
+		p = &pendingChain{}
+		t.chains[chain] = p
+	}
+	p.entries = append(p.entries, memEntry{seq: rec.Seq, key: rec.IdempotencyKey, data: rec.Data, head: head})
+	if rec.IdempotencyKey != "" {
+		if p.keys == nil {
+			p.keys = map[string]uint64{}
+		}
+		p.keys[rec.IdempotencyKey] = rec.Seq
+	}
+	return nil
+}
+
+// add records an operation when the commit record stays within
+// CommitRecordSizeMax.
+func (t *logTx) add(o operation) error {
+	size := o.encodedSize()
+	if t.recordSize == 0 {
+		t.recordSize = commitHeaderSize
+	}
+	if t.recordSize+size > CommitRecordSizeMax {
+		return fmt.Errorf("%s: %w: the transaction's writes exceed %d bytes", t.b.path, ErrCommitTooLarge, CommitRecordSizeMax)
+	}
+	t.recordSize += size
+	t.operations = append(t.operations, o)
+	return nil
+}
+
+func (t *logTx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error) {
+	if err := t.usable(false); err != nil {
+		return nil, err
+	}
+	if p := t.chains[chain]; p != nil && seq >= p.entries[0].seq {
+		if i := seq - p.entries[0].seq; i < uint64(len(p.entries)) {
+			return p.entries[i].data, nil
+		}
+		return nil, storage.ErrNotFound
+	}
+	for _, m := range t.view.tables {
+		if data, ok := m.entry(chain, seq, t.view.asOf); ok {
+			return data, nil
+		}
+	}
+	return t.base.Entry(ctx, chain, seq)
+}
+
+func (t *logTx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
+	if err := t.usable(false); err != nil {
+		return 0, err
+	}
+	return t.lookupKey(ctx, chain, key)
+}
+
+// lookupKey consults the transaction's keys and the memory tables before
+// the file: the file's key filter only knows checkpointed keys.
+func (t *logTx) lookupKey(ctx context.Context, chain, key string) (uint64, error) {
+	if p := t.chains[chain]; p != nil {
+		if seq, ok := p.keys[key]; ok {
+			return seq, nil
+		}
+	}
+	for _, m := range t.view.tables {
+		if seq, ok := m.lookupKey(chain, key, t.view.asOf); ok {
+			return seq, nil
+		}
+	}
+	return t.base.LookupKey(ctx, chain, key)
+}
+
+// memoryEntries yields the chain's entries with seq >= from held in memory
+// (the view's tables, oldest first, then the transaction's own), copying a
+// bounded chunk at a time.
+func (t *logTx) memoryEntries(chain string, from uint64, yield func(memEntry) bool) bool {
+	var chunk []memEntry
+	for m := range t.tablesOldestFirst() {
+		for {
+			chunk = m.entriesChunk(chain, from, t.view.asOf, scanChunkSize, chunk[:0])
+			if len(chunk) == 0 {
+				break
+			}
+			for _, e := range chunk {
+				if e.seq < from {
+					continue
+				}
+				if !yield(e) {
+					return false
+				}
+				from = e.seq + 1
+			}
+		}
+	}
+	if p := t.chains[chain]; p != nil {
+		for _, e := range p.entries {
+			if e.seq < from {
+				continue
+			}
+			if !yield(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (t *logTx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq2[storage.Record, error] {
+	return func(yield func(storage.Record, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.Record{}, err)
+			return
+		}
+		next := max(fromSeq, 1)
+		baseHead, err := t.baseHeadSeq(ctx, chain)
+		if err != nil {
+			yield(storage.Record{}, err)
+			return
+		}
+		if next <= baseHead {
+			for rec, err := range t.base.Entries(ctx, chain, next) {
+				if err != nil {
+					yield(rec, err)
+					return
+				}
+				if !yield(rec, nil) {
+					return
+				}
+			}
+		}
+		next = max(next, baseHead+1)
+		t.memoryEntries(chain, next, func(e memEntry) bool {
+			return yield(storage.Record{Seq: e.seq, Data: e.data}, nil)
+		})
+	}
+}
+
+func (t *logTx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
+	return func(yield func(storage.KeyRef, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.KeyRef{}, err)
+			return
+		}
+		baseHead, err := t.baseHeadSeq(ctx, chain)
+		if err != nil {
+			yield(storage.KeyRef{}, err)
+			return
+		}
+		for ref, err := range t.base.ScanKeys(ctx, chain) {
+			if !yield(ref, err) || err != nil {
+				return
+			}
+		}
+		t.memoryEntries(chain, baseHead+1, func(e memEntry) bool {
+			if e.key == "" {
+				return true
+			}
+			return yield(storage.KeyRef{Digest: storage.KeyDigest(e.key), Seq: e.seq}, nil)
+		})
+	}
+}
+
+func (t *logTx) Chains(ctx context.Context, from string) iter.Seq2[storage.ChainHead, error] {
+	return func(yield func(storage.ChainHead, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.ChainHead{}, err)
+			return
+		}
+		memory := map[string]storage.Head{}
+		for _, m := range t.view.tables {
+			m.chainHeads(from, t.view.asOf, memory)
+		}
+		for name, p := range t.chains {
+			if name >= from {
+				memory[name] = p.entries[len(p.entries)-1].head
+			}
+		}
+		names := make([]string, 0, len(memory))
+		for name := range memory {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		next, stop := iter.Pull2(t.base.Chains(ctx, from))
+		defer stop()
+		base, err, more := next()
+		for more || len(names) > 0 {
+			if more && err != nil {
+				yield(storage.ChainHead{}, err)
+				return
+			}
+			var item storage.ChainHead
+			switch {
+			case !more || (len(names) > 0 && names[0] < base.Chain):
+				item, names = storage.ChainHead{Chain: names[0], Head: memory[names[0]]}, names[1:]
+			case len(names) > 0 && names[0] == base.Chain:
+				item, names = storage.ChainHead{Chain: names[0], Head: memory[names[0]]}, names[1:]
+				base, err, more = next()
+			default:
+				item = base
+				base, err, more = next()
+			}
+			if !yield(item, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (t *logTx) StateGet(ctx context.Context, key []byte) ([]byte, error) {
+	if err := t.usable(false); err != nil {
+		return nil, err
+	}
+	if v, ok := t.state[string(key)]; ok {
+		if v.deleted {
+			return nil, storage.ErrNotFound
+		}
+		return v.value, nil
+	}
+	for _, m := range t.view.tables {
+		if v, ok := m.stateGet(key, t.view.asOf); ok {
+			if v.deleted {
+				return nil, storage.ErrNotFound
+			}
+			return v.value, nil
+		}
+	}
+	return t.base.StateGet(ctx, key)
+}
+
+func (t *logTx) checkStateKey(key []byte) error {
+	switch {
+	case len(key) == 0:
+		return t.writeError(bbolterrors.ErrKeyRequired)
+	case len(key) > StateKeySizeMax:
+		return t.writeError(bbolterrors.ErrKeyTooLarge)
+	}
+	return nil
+}
+
+func (t *logTx) StatePut(ctx context.Context, key, value []byte) error {
+	if err := t.usable(true); err != nil {
+		return err
+	}
+	if err := t.checkStateKey(key); err != nil {
+		return err
+	}
+	if int64(len(value)) > bbolt.MaxValueSize {
+		return t.writeError(bbolterrors.ErrValueTooLarge)
+	}
+	key, value = bytes.Clone(key), append([]byte{}, value...)
+	if err := t.add(operation{kind: operationStatePut, state: key, data: value}); err != nil {
+		return err
+	}
+	t.setState(key, stateVersion{value: value})
+	return nil
+}
+
+func (t *logTx) StateDelete(ctx context.Context, key []byte) error {
+	if err := t.usable(true); err != nil {
+		return err
+	}
+	if err := t.checkStateKey(key); err != nil {
+		return err
+	}
+	key = bytes.Clone(key)
+	if err := t.add(operation{kind: operationStateDelete, state: key}); err != nil {
+		return err
+	}
+	t.setState(key, stateVersion{deleted: true})
+	return nil
+}
+
+func (t *logTx) setState(key []byte, v stateVersion) {
+	if t.state == nil {
+		t.state = map[string]stateVersion{}
+	}
+	t.state[string(key)] = v
+}
+
+func (t *logTx) StateScan(ctx context.Context, start, end []byte, reverse bool) iter.Seq2[storage.KeyValue, error] {
+	return func(yield func(storage.KeyValue, error) bool) {
+		if err := t.usable(false); err != nil {
+			yield(storage.KeyValue{}, err)
+			return
+		}
+		inRange := func(k []byte) bool {
+			return bytes.Compare(k, start) >= 0 && (end == nil || bytes.Compare(k, end) < 0)
+		}
+		// Layers newest first: a key's newest layer decides it.
+		var layers []*stateLayer
+		if len(t.state) > 0 {
+			var own []stateItem
+			for k, v := range t.state {
+				if inRange([]byte(k)) {
+					own = append(own, stateItem{key: []byte(k), value: v.value, deleted: v.deleted})
+				}
+			}
+			slices.SortFunc(own, func(a, b stateItem) int { return bytes.Compare(a.key, b.key) })
+			if reverse {
+				slices.Reverse(own)
+			}
+			layers = append(layers, &stateLayer{items: own, exhausted: true})
+		}
+		for _, m := range t.view.tables {
+			layers = append(layers, &stateLayer{fetch: func(from, to []byte) []stateItem {
+				return m.stateChunk(from, to, reverse, t.view.asOf, scanChunkSize, nil)
+			}, start: start, end: end, reverse: reverse})
+		}
+		if len(layers) == 0 {
+			for kv, err := range t.base.StateScan(ctx, start, end, reverse) {
+				if !yield(kv, err) || err != nil {
+					return
+				}
+			}
+			return
+		}
+		next, stop := iter.Pull2(t.base.StateScan(ctx, start, end, reverse))
+		defer stop()
+		layers = append(layers, &stateLayer{pull: next})
+		mergeState(layers, reverse, yield)
+	}
+}
+
+// stateLayer is one layer of a merged state scan.
+type stateLayer struct {
+	items     []stateItem
+	exhausted bool
+	// fetch copies the next chunk of a memory table in [from, to).
+	fetch      func(from, to []byte) []stateItem
+	start, end []byte
+	reverse    bool
+	pull       func() (storage.KeyValue, error, bool)
+	err        error
+}
+
+// peek returns the layer's next item, fetching a chunk when it has none.
+func (l *stateLayer) peek() (stateItem, bool) {
+	if len(l.items) > 0 {
+		return l.items[0], true
+	}
+	if l.exhausted || l.err != nil {
+		return stateItem{}, false
+	}
+	switch {
+	case l.pull != nil:
+		kv, err, ok := l.pull()
+		if !ok {
+			l.exhausted = true
+			return stateItem{}, false
+		}
+		if err != nil {
+			l.err = err
+			return stateItem{}, false
+		}
+		l.items = append(l.items[:0], stateItem{key: kv.Key, value: kv.Value})
+	case l.fetch != nil:
+		l.items = l.fetch(l.start, l.end)
+		if len(l.items) < scanChunkSize {
+			l.exhausted = true
+		}
+		if len(l.items) > 0 {
+			last := l.items[len(l.items)-1].key
+			if l.reverse {
+				l.end = last // the next chunk ends before it
+			} else {
+				l.start = append(bytes.Clone(last), 0) // and starts after it
+			}
+		}
+		if len(l.items) == 0 {
+			return stateItem{}, false
+		}
+	default:
+		l.exhausted = true
+		return stateItem{}, false
+	}
+	return l.items[0], true
+}
+
+func (l *stateLayer) advance() { l.items = l.items[1:] }
+
+// mergeState yields the merged scan of layers (newest first): for each key
+// the newest layer's version, and nothing for a deleted key.
+func mergeState(layers []*stateLayer, reverse bool, yield func(storage.KeyValue, error) bool) {
+	for {
+		best := -1
+		var bestItem stateItem
+		for i, l := range layers {
+			item, ok := l.peek()
+			if l.err != nil {
+				yield(storage.KeyValue{}, l.err)
+				return
+			}
+			if !ok {
+				continue
+			}
+			c := 0
+			if best >= 0 {
+				c = bytes.Compare(item.key, bestItem.key)
+				if reverse {
+					c = -c
+				}
+			}
+			if best < 0 || c < 0 {
+				best, bestItem = i, item
+			}
+		}
+		if best < 0 {
+			return
+		}
+		for _, l := range layers {
+			if item, ok := l.peek(); ok && bytes.Equal(item.key, bestItem.key) {
+				l.advance()
+			}
+		}
+		if bestItem.deleted {
+			continue
+		}
+		if !yield(storage.KeyValue{Key: bestItem.key, Value: bestItem.value}, nil) {
+			return
+		}
+	}
+}
+
+// end releases the bbolt read transaction and, for a writable transaction,
+// the writer slot.
+func (t *logTx) end() {
+	t.done = true
+	if t.forked {
+		t.base.t.done = true
+		go t.base.t.tx.Rollback()
+		return
+	}
+	t.base.Rollback()
+	if t.writable {
+		t.b.releaseWriter()
+	}
+}
+
+func (t *logTx) Commit() error {
+	if t.done {
+		return storage.ErrTxDone
+	}
+	if !t.writable || len(t.operations) == 0 {
+		t.end()
+		return nil
+	}
+	// The view's bbolt read transaction ends before the commit: the writer
+	// must not hold one while it may wait for a checkpoint.
+	t.done = true
+	t.base.Rollback()
+	defer t.b.releaseWriter()
+	return t.b.commit(t.operations, t.recordSize)
+}
+
+func (t *logTx) Rollback() error {
+	if t.done {
+		return nil
+	}
+	t.end()
+	return nil
+}
+
+var _ storage.Forker = (*logTx)(nil)
+
+// Fork begins a read transaction on the receiver's snapshot: the same
+// memory view and a bbolt read transaction holding no commit past it. The
+// fork's file may hold a checkpoint the receiver's did not, of a table the
+// view still holds: the same data either way, since a view reads each item
+// once. When a checkpoint past the view has committed since, the snapshot
+// cannot be had and the error wraps storage.ErrRetry.
+func (t *logTx) Fork(ctx context.Context) (storage.Tx, error) {
+	if err := t.usable(false); err != nil {
+		return nil, err
+	}
+	if t.writable {
+		return nil, fmt.Errorf("fork %s: a write transaction's own writes: %w", t.b.path, errors.ErrUnsupported)
+	}
+	if t.base.broken != nil {
+		return nil, t.base.broken
+	}
+	btx, err := beginForkWithin(ctx, t.b.db, forkBeginWaitMax)
+	if err != nil {
+		return nil, fmt.Errorf("fork %s: %w", t.b.path, err)
+	}
+	if btx.ID() != t.base.t.tx.ID() {
+		checkpoint, err := t.b.guardedCheckpointLSN(btx)
+		if err == nil && checkpoint > t.view.asOf {
+			err = fmt.Errorf("fork %s: a checkpoint through LSN %d committed since the receiver's LSN %d: %w",
+				t.b.path, checkpoint, t.view.asOf, storage.ErrRetry)
+		}
+		if err != nil {
+			go btx.Rollback()
+			return nil, err
+		}
+	}
+	base := &guardedTx{t: &tx{tx: btx, path: t.b.path, cache: t.b.cache}}
+	return &logTx{b: t.b, view: t.view, base: base, forked: true}, nil
+}

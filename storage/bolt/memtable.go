@@ -1,0 +1,361 @@
+package bolt
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// memtable holds committed transactions that are in the log but not yet in
+// the bbolt file. Every item carries the LSN of the commit that wrote it,
+// and a reader sees only the items of commits up to the LSN of its view
+// (asOf): entries and keys are only ever added, so a visibility check on
+// each is a snapshot; heads and state keep one version per commit.
+//
+// One writer (the backend's committer) applies commits under mu; readers
+// take mu shared for the moment it takes to copy a bounded chunk, never
+// while they yield to a caller. A frozen table is no longer written.
+type memtable struct {
+	mu     sync.RWMutex
+	chains map[string]*memChain
+	state  map[string]*memState
+	// stateKeys orders the state keys for scans.
+	stateKeys orderedKeys
+	// firstLSN and lastLSN are the LSNs of the first and last commit the
+	// table holds (0 when empty).
+	firstLSN, lastLSN uint64
+	// sizeBytes approximates the memory the table holds (records plus the
+	// overhead of its items), compared against Options.MemtableBytesMax.
+	sizeBytes int64
+	// records keeps the commit records the items point into.
+	records [][]byte
+}
+
+// memChain is one chain's part of a memory table: consecutive entries.
+type memChain struct {
+	entries []memEntry
+	keys    map[string]memKey
+}
+
+type memEntry struct {
+	seq  uint64
+	lsn  uint64
+	key  string
+	data []byte
+	head storage.Head
+}
+
+type memKey struct {
+	seq, lsn uint64
+}
+
+// memState holds the versions of one state key, oldest first.
+type memState struct {
+	versions []stateVersion
+}
+
+type stateVersion struct {
+	lsn     uint64
+	value   []byte
+	deleted bool
+}
+
+// Per-item memory overhead counted against the bound (maps, slices and
+// headers), measured roughly: it keeps a table of tiny entries from
+// holding far more memory than MemtableBytesMax says.
+const (
+	memEntryOverheadBytes = 160
+	memStateOverheadBytes = 96
+)
+
+func newMemtable() *memtable {
+	return &memtable{chains: map[string]*memChain{}, state: map[string]*memState{}}
+}
+
+// apply adds one commit, decoded from record, which the table keeps.
+func (m *memtable) apply(lsn uint64, record []byte, operations []operation) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if lsn <= m.lastLSN {
+		panic("bolt: memory table applied out of order")
+	}
+	if m.firstLSN == 0 {
+		m.firstLSN = lsn
+	}
+	m.lastLSN = lsn
+	m.records = append(m.records, record)
+	m.sizeBytes += int64(len(record))
+	for i := range operations {
+		o := &operations[i]
+		switch o.kind {
+		case operationAppend:
+			c := m.chains[o.chain]
+			if c == nil {
+				c = &memChain{}
+				m.chains[o.chain] = c
+			}
+			if n := len(c.entries); n > 0 && c.entries[n-1].seq+1 != o.seq {
+				panic("bolt: memory table entries out of order")
+			}
+			c.entries = append(c.entries, memEntry{seq: o.seq, lsn: lsn, key: o.key, data: o.data, head: o.head})
+			if o.key != "" {
+				if c.keys == nil {
+					c.keys = map[string]memKey{}
+				}
+				c.keys[o.key] = memKey{seq: o.seq, lsn: lsn}
+			}
+			m.sizeBytes += memEntryOverheadBytes
+		case operationStatePut, operationStateDelete:
+			s := m.state[string(o.state)]
+			if s == nil {
+				s = &memState{}
+				key := string(o.state)
+				m.state[key] = s
+				m.stateKeys.insert(key)
+			}
+			s.versions = append(s.versions, stateVersion{lsn: lsn, value: o.data, deleted: o.kind == operationStateDelete})
+			m.sizeBytes += memStateOverheadBytes
+		}
+	}
+}
+
+func (m *memtable) size() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.sizeBytes
+}
+
+func (m *memtable) empty() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.lastLSN == 0
+}
+
+// visible is how many of c's entries a view as of asOf sees.
+func (c *memChain) visible(asOf uint64) int {
+	return sort.Search(len(c.entries), func(i int) bool { return c.entries[i].lsn > asOf })
+}
+
+// head returns the chain's newest entry as of asOf.
+func (m *memtable) head(chain string, asOf uint64) (storage.Head, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c := m.chains[chain]
+	if c == nil {
+		return storage.Head{}, false
+	}
+	n := c.visible(asOf)
+	if n == 0 {
+		return storage.Head{}, false
+	}
+	return c.entries[n-1].head, true
+}
+
+func (m *memtable) entry(chain string, seq, asOf uint64) ([]byte, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c := m.chains[chain]
+	if c == nil || len(c.entries) == 0 || seq < c.entries[0].seq {
+		return nil, false
+	}
+	i := seq - c.entries[0].seq
+	if i >= uint64(len(c.entries)) || c.entries[i].lsn > asOf {
+		return nil, false
+	}
+	return c.entries[i].data, true
+}
+
+func (m *memtable) lookupKey(chain, key string, asOf uint64) (uint64, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c := m.chains[chain]
+	if c == nil {
+		return 0, false
+	}
+	k, ok := c.keys[key]
+	if !ok || k.lsn > asOf {
+		return 0, false
+	}
+	return k.seq, true
+}
+
+// entriesChunk copies up to limit of the chain's entries with seq >= from
+// that a view as of asOf sees.
+func (m *memtable) entriesChunk(chain string, from, asOf uint64, limit int, out []memEntry) []memEntry {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c := m.chains[chain]
+	if c == nil || len(c.entries) == 0 {
+		return out
+	}
+	n := c.visible(asOf)
+	first := c.entries[0].seq
+	i := 0
+	if from > first {
+		i = int(min(from-first, uint64(n)))
+	}
+	end := min(n, i+limit)
+	return append(out, c.entries[i:end]...)
+}
+
+// chainNames returns the names >= from of the chains with an entry visible
+// as of asOf, with their heads.
+func (m *memtable) chainHeads(from string, asOf uint64, into map[string]storage.Head) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for name, c := range m.chains {
+		if name < from {
+			continue
+		}
+		if n := c.visible(asOf); n > 0 {
+			if h, ok := into[name]; !ok || h.Seq < c.entries[n-1].seq {
+				into[name] = c.entries[n-1].head
+			}
+		}
+	}
+}
+
+// stateGet returns the newest version of key as of asOf; found is false
+// when the table has none.
+func (m *memtable) stateGet(key []byte, asOf uint64) (stateVersion, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := m.state[string(key)]
+	if s == nil {
+		return stateVersion{}, false
+	}
+	return s.visible(asOf)
+}
+
+func (s *memState) visible(asOf uint64) (stateVersion, bool) {
+	for i := len(s.versions) - 1; i >= 0; i-- {
+		if s.versions[i].lsn <= asOf {
+			return s.versions[i], true
+		}
+	}
+	return stateVersion{}, false
+}
+
+// stateItem is a state key with the version a scan sees.
+type stateItem struct {
+	key     []byte
+	value   []byte
+	deleted bool
+}
+
+// stateChunk copies up to limit state items in [start, end) (end nil: no
+// bound) in key order, or descending when reverse, visible as of asOf.
+func (m *memtable) stateChunk(start, end []byte, reverse bool, asOf uint64, limit int, out []stateItem) []stateItem {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	m.stateKeys.scan(string(start), end, reverse, func(key string) bool {
+		v, ok := m.state[key].visible(asOf)
+		if ok {
+			out = append(out, stateItem{key: []byte(key), value: v.value, deleted: v.deleted})
+		}
+		return len(out) < limit
+	})
+	return out
+}
+
+// orderedKeys is an insert-only ordered set of strings: a large sorted
+// slice and a small sorted one that new keys go into, merged into the large
+// one when it fills, so that an insert moves at most freshKeysMax strings
+// and, amortized, len/freshKeysMax.
+type orderedKeys struct {
+	sorted []string
+	fresh  []string
+}
+
+const freshKeysMax = 256
+
+func (o *orderedKeys) insert(key string) {
+	i, _ := slices.BinarySearch(o.fresh, key)
+	o.fresh = slices.Insert(o.fresh, i, key)
+	if len(o.fresh) < freshKeysMax {
+		return
+	}
+	merged := make([]string, 0, len(o.sorted)+len(o.fresh))
+	a, b := o.sorted, o.fresh
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] < b[0] {
+			merged, a = append(merged, a[0]), a[1:]
+		} else {
+			merged, b = append(merged, b[0]), b[1:]
+		}
+	}
+	o.sorted = append(append(merged, a...), b...)
+	o.fresh = o.fresh[:0]
+}
+
+// scan calls fn with the keys in [start, end) in order (descending when
+// reverse) until fn returns false.
+func (o *orderedKeys) scan(start string, end []byte, reverse bool, fn func(string) bool) {
+	inEnd := func(k string) bool { return end == nil || strings.Compare(k, string(end)) < 0 }
+	if !reverse {
+		i, _ := slices.BinarySearch(o.sorted, start)
+		j, _ := slices.BinarySearch(o.fresh, start)
+		for {
+			var k string
+			switch {
+			case i < len(o.sorted) && (j >= len(o.fresh) || o.sorted[i] < o.fresh[j]):
+				k, i = o.sorted[i], i+1
+			case j < len(o.fresh):
+				k, j = o.fresh[j], j+1
+			default:
+				return
+			}
+			if !inEnd(k) || !fn(k) {
+				return
+			}
+		}
+	}
+	i, j := len(o.sorted), len(o.fresh)
+	if end != nil {
+		i, _ = slices.BinarySearch(o.sorted, string(end))
+		j, _ = slices.BinarySearch(o.fresh, string(end))
+	}
+	for {
+		var k string
+		switch {
+		case i > 0 && (j == 0 || o.sorted[i-1] > o.fresh[j-1]):
+			k, i = o.sorted[i-1], i-1
+		case j > 0:
+			k, j = o.fresh[j-1], j-1
+		default:
+			return
+		}
+		if k < start || !fn(k) {
+			return
+		}
+	}
+}
+
+// check verifies that a replayed commit's appends continue the chains the
+// table holds, so that a damaged log is an error, not a panic of apply.
+func (m *memtable) check(operations []operation) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	last := map[string]uint64{}
+	for i := range operations {
+		o := &operations[i]
+		if o.kind != operationAppend {
+			continue
+		}
+		previous, ok := last[o.chain]
+		if !ok {
+			if c := m.chains[o.chain]; c != nil && len(c.entries) > 0 {
+				previous, ok = c.entries[len(c.entries)-1].seq, true
+			}
+		}
+		if ok && o.seq != previous+1 {
+			return fmt.Errorf("%w: chain %q: seq %d after %d", storage.ErrCorrupt, o.chain, o.seq, previous)
+		}
+		last[o.chain] = o.seq
+	}
+	return nil
+}
