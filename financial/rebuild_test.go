@@ -11,6 +11,15 @@ import (
 	"github.com/ledgerworks/ledger/chain"
 )
 
+// rebuildChecks is how many rapid checks the rebuild test runs unless
+// -rapid.checks says otherwise, and rebuildRounds how often each check
+// damages and rebuilds the state: every round checks and rebuilds the
+// whole ledger twice, so they are fewer than the state machine's.
+const (
+	rebuildChecks = "5"
+	rebuildRounds = 2
+)
+
 // corruptState damages the state under prefix in one of the ways Rebuild
 // repairs, and says how: a stray key (an existing key with a byte more),
 // a changed value, a longer value, a deleted key, or all of it deleted.
@@ -67,7 +76,7 @@ func corruptState(t *rapid.T, db *chain.DB, prefix string) string {
 }
 
 // TestRebuildRestoresModelState runs the book model, then damages its
-// state three times: each time Check sees the damage, and Rebuild restores
+// state twice (rebuildRounds): each time Check sees the damage, and Rebuild restores
 // the state byte for byte as the operations wrote it, so every balance,
 // point-in-time balance and trial balance answers as before. A second
 // Rebuild changes nothing.
@@ -75,7 +84,7 @@ func TestRebuildRestoresModelState(t *testing.T) {
 	for _, f := range storagetestFactories(t) {
 		t.Run(f.name, func(t *testing.T) {
 			if !rapidChecksExplicit() {
-				setRapidChecks(t, sharedBackendChecks)
+				setRapidChecks(t, rebuildChecks)
 			}
 			db, err := chain.OpenBackend(f.open(t), chain.Options{Clock: testClock()})
 			if err != nil {
@@ -88,7 +97,7 @@ func TestRebuildRestoresModelState(t *testing.T) {
 				tenant := fmt.Sprintf("r%d", checks)
 				b := runModel(rt, db, tenant)
 				before := snapshot(t, db)
-				for range 3 {
+				for range rebuildRounds {
 					how := corruptState(rt, db, Domain+"/"+tenant+"/")
 					if failures, err := Check(ctx, db); err == nil && len(failures) == 0 {
 						rt.Fatalf("%s: check found nothing", how)

@@ -15,6 +15,15 @@ import (
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
+// rebuildChecks is how many rapid checks the rebuild test runs unless
+// -rapid.checks says otherwise, and rebuildRounds how often each check
+// damages and rebuilds the state: every round checks and rebuilds the
+// whole ledger twice, so they are fewer than the state machine's.
+const (
+	rebuildChecks = "5"
+	rebuildRounds = 2
+)
+
 // corruptState damages the state under prefix in one of the ways Rebuild
 // repairs, and says how: a stray key (an existing key with a byte more,
 // which names an item, location or marker without chain), a changed value,
@@ -103,12 +112,12 @@ func sameState(t fataler, before, after []string) {
 	}
 }
 
-// rebuildAndCompare damages the state three times, checking each time that
+// rebuildAndCompare damages the state twice, checking each time that
 // Check sees it and that Rebuild restores the state byte for byte as the
 // operations wrote it; a second Rebuild changes nothing.
 func rebuildAndCompare(t *rapid.T, db *chain.DB) {
 	before := stateSnapshot(t, db)
-	for range 3 {
+	for range rebuildRounds {
 		how := corruptState(t, db, stockmovement.Domain+"/")
 		if failures, err := stockmovement.Check(context.Background(), db); err == nil && len(failures) == 0 {
 			t.Fatalf("%s: check found nothing", how)
@@ -136,7 +145,7 @@ func TestRebuildStateMachine(t *testing.T) {
 	for _, f := range storagetest.Factories(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			if !checksExplicit {
-				setFlag(t, "rapid.checks", stateMachineChecksShared)
+				setFlag(t, "rapid.checks", rebuildChecks)
 			}
 			rapid.Check(t, func(rt *rapid.T) {
 				db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: steppingClock()})

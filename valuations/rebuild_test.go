@@ -12,6 +12,15 @@ import (
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
+// rebuildChecks is how many rapid checks the rebuild test runs unless
+// -rapid.checks says otherwise, and rebuildRounds how often each check
+// damages and rebuilds the state: every round checks and rebuilds the
+// whole ledger twice, so they are fewer than the state machine's.
+const (
+	rebuildChecks = "5"
+	rebuildRounds = 2
+)
+
 // corruptState damages the state under prefix in one of the ways Rebuild
 // repairs, and says how: a stray key (an existing key with a byte more,
 // which names an item, location, layer or marker without chains), a changed
@@ -71,13 +80,13 @@ func corruptState(t *rapid.T, db *chain.DB, prefix string) string {
 
 // TestRebuildRestoresModelState runs the valuation model (half-written
 // operations and their completion included), then damages the tenant's
-// state three times: each time Check sees the damage, and Rebuild restores
+// state twice (rebuildRounds): each time Check sees the damage, and Rebuild restores
 // the state byte for byte as the operations wrote it, so positions, rates
 // and FIFO layers match the model again. A second Rebuild changes nothing.
 func TestRebuildRestoresModelState(t *testing.T) {
 	for _, f := range storagetest.Factories(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			setChecks(t, stateMachineChecksServer)
+			setChecks(t, rebuildChecks)
 			db, err := chain.OpenBackend(f.Open(t), chain.Options{Clock: testClock()})
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +114,7 @@ func TestRebuildRestoresModelState(t *testing.T) {
 					"half":     m.halfWritten,
 				})
 				before := snapshot(rt, db)
-				for range 3 {
+				for range rebuildRounds {
 					how := corruptState(rt, db, statePrefix+it.Tenant+"/")
 					if failures, err := Check(ctx, db); err == nil && len(failures) == 0 {
 						rt.Fatalf("%s: check found nothing", how)
