@@ -80,7 +80,7 @@ func TestAppendEntryCopiesAChain(t *testing.T) {
 	if err != nil || !res.Replayed || res.Entry.Seq != 3 {
 		t.Errorf("replay on imported chain: %+v, %v", res, err)
 	}
-	rep, err := dst.Verify(ctx, chain.VerifyOptions{})
+	rep, err := verifyEachWay(t, dst, ctx, chain.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Errorf("verify: %+v, %v", rep, err)
 	}

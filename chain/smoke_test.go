@@ -45,7 +45,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil || h.Seq != 1 {
 		t.Fatalf("head b %+v %v", h, err)
 	}
-	rep, err := db.Verify(ctx, chain.VerifyOptions{})
+	rep, err := verifyEachWay(t, db, ctx, chain.VerifyOptions{})
 	if err != nil || !rep.OK() || rep.Entries != 2 || rep.Chains != 2 {
 		t.Fatalf("verify %+v %v", rep, err)
 	}

@@ -123,9 +123,13 @@ func (l tamperLedger) verify(t *testing.T, opts chain.VerifyOptions) chain.Repor
 		t.Fatal(err)
 	}
 	defer db.Close()
-	report, err := db.Verify(context.Background(), opts)
+	splits := chain.VerifySplitChains()
+	report, err := verifyEachWay(t, db, context.Background(), opts)
 	if err != nil {
 		t.Fatalf("verify: %v", err)
+	}
+	if chain.VerifySplitChains() == splits {
+		t.Fatal("no chain was verified in parts")
 	}
 	return report
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -296,33 +297,15 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, ke
 		found = true
 		keys := newKeyIndexChecker(ctx, tx, chain, key)
 		defer keys.stop()
-		err = db.scanEntries(ctx, tx, chain, func(seq uint64, e *Entry, calculated Hash, err error) error {
-			if err != nil {
-				v.Undecodable(seq, err)
-				// The undecodable entry is the failure; a saved head at its
-				// seq can be neither confirmed nor refuted.
-				delete(want, seq)
-			} else {
-				v.hashed(e, calculated)
-				if e.IdempotencyKey != "" {
-					keys.add(e.Seq, e.IdempotencyKey)
-				}
-				if h, ok := want[e.Seq]; ok {
-					if h != e.Hash {
-						c.add(Failure{Chain: chain, Seq: e.Seq, Reason: ReasonHeadMismatch,
-							Detail: "entry differs from the saved head", Expected: h, Calculated: e.Hash})
-					}
-					delete(want, e.Seq)
-				}
-			}
-			if report.Entries++; report.Entries%progressInterval == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				progress()
-			}
-			return nil
-		})
+		split, handled, err := db.verifySplit(ctx, tx, chain, &stored, want, key, keys, report, c, progress)
+		switch {
+		case err != nil:
+			return err
+		case handled:
+			v = split
+		default:
+			err = db.verifyWhole(ctx, tx, chain, v, want, keys, report, c, progress)
+		}
 		if err != nil {
 			return err
 		}
@@ -332,13 +315,46 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, ke
 		}
 		v.Finish(&stored)
 		checkHeadTime(v, &stored, c.add)
-		for seq, h := range want {
+		for _, seq := range slices.Sorted(maps.Keys(want)) { // in seq order, so FailuresMax keeps the same ones every time
 			c.add(Failure{Chain: chain, Seq: seq, Reason: ReasonHeadMismatch,
-				Detail: fmt.Sprintf("saved head seq %d is beyond the chain's end at seq %d", seq, v.Last().Seq), Expected: h})
+				Detail: fmt.Sprintf("saved head seq %d is beyond the chain's end at seq %d", seq, v.Last().Seq), Expected: want[seq]})
 		}
 		return nil
 	})
 	return found, err
+}
+
+// verifyWhole reads the chain's entries on the calling goroutine (the
+// hashing in a pool of workers) and checks them with v.
+func (db *DB) verifyWhole(ctx context.Context, tx *Tx, chain string, v *ChainVerifier, want map[uint64]Hash,
+	keys *keyIndexChecker, report *Report, c *collector, progress func()) error {
+	return db.scanEntries(ctx, tx, chain, func(seq uint64, e *Entry, calculated Hash, err error) error {
+		if err != nil {
+			v.Undecodable(seq, err)
+			// The undecodable entry is the failure; a saved head at its
+			// seq can be neither confirmed nor refuted.
+			delete(want, seq)
+		} else {
+			v.hashed(e, calculated)
+			if e.IdempotencyKey != "" {
+				keys.add(e.Seq, e.IdempotencyKey)
+			}
+			if h, ok := want[e.Seq]; ok {
+				if h != e.Hash {
+					c.add(Failure{Chain: chain, Seq: e.Seq, Reason: ReasonHeadMismatch,
+						Detail: "entry differs from the saved head", Expected: h, Calculated: e.Hash})
+				}
+				delete(want, e.Seq)
+			}
+		}
+		if report.Entries++; report.Entries%progressInterval == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			progress()
+		}
+		return nil
+	})
 }
 
 // checkHeadTime compares the stored head's time with the newest entry's,
