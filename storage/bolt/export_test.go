@@ -1,5 +1,7 @@
 package bolt
 
+import "context"
+
 // Abandon drops a backend as a crash would: the log is closed without a
 // checkpoint and the file without a commit, so that tests can reopen what
 // a killed process leaves behind.
@@ -11,3 +13,7 @@ func DecodeCommitForTest(record []byte) (int, error) {
 	operations, err := decodeCommit(record)
 	return len(operations), err
 }
+
+// Checkpoint writes everything the memory tables hold to the file and
+// waits for it.
+func Checkpoint(b *Backend) error { return b.forceCheckpoint(context.Background()) }

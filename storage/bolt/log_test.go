@@ -112,7 +112,14 @@ type snapshot struct {
 	state   []string
 }
 
-func readSnapshot(t testing.TB, tx storage.Tx) snapshot {
+// fataler is what the read helpers need of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+func readSnapshot(t fataler, tx storage.Tx) snapshot {
 	t.Helper()
 	s := snapshot{heads: map[string]uint64{}, entries: map[string][]string{}, keys: map[string]map[[storage.KeyDigestSize]byte]uint64{}}
 	for ch, err := range tx.Chains(ctx, "") {
