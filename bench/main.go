@@ -24,6 +24,7 @@ import (
 
 	"github.com/ledgerworks/ledger/bench/workload"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
 // Limits of the flags, so that a typo does not fill the disk.
@@ -47,6 +48,7 @@ type config struct {
 	cpuProfile        string
 	only              string
 	budget            time.Duration
+	log               string
 }
 
 func main() {
@@ -64,6 +66,7 @@ func main() {
 	flag.StringVar(&cfg.verifyChild, "verify-child", "", "internal: verify this file and print entries, seconds and peak RSS")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine figures to this file")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated figures to run (P1..P7); all when empty")
+	flag.StringVar(&cfg.log, "log", "default", "how the ledger files commit: on (write-ahead log), off (straight to bbolt) or default")
 	flag.DurationVar(&cfg.budget, "budget", 15*time.Second, "time after which P2 and P4 stop early on a slow machine (0: none)")
 	flag.Parse()
 	if cfg.verifyChild != "" {
@@ -77,6 +80,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	mode, ok := logModes[cfg.log]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: -log %q: want on, off or default\n", cfg.log)
+		os.Exit(2)
+	}
+	logMode = mode
 	if err := run(context.Background(), cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -114,7 +123,7 @@ func (c *config) runs(figure string) bool {
 // verifyChild is the process whose peak RSS P5 reports: it opens the file
 // read-only, verifies it and prints what it saw.
 func verifyChild(path string) error {
-	db, err := chain.Open(path, chain.Options{ReadOnly: true})
+	db, err := openLedger(path, chain.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -211,3 +220,23 @@ func childVerify(path string) (workload.Rate, int64, error) {
 }
 
 func join(dir, name string) string { return filepath.Join(dir, name) }
+
+// logModes are the values of -log.
+var logModes = map[string]bolt.LogMode{"default": bolt.LogDefault, "on": bolt.LogOn, "off": bolt.LogOff}
+
+// logMode is how the ledger files of the run commit (-log).
+var logMode = bolt.LogDefault
+
+// openLedger is chain.Open with the -log mode.
+func openLedger(path string, opts chain.Options) (*chain.DB, error) {
+	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode})
+	if err != nil {
+		return nil, err
+	}
+	db, err := chain.OpenBackend(backend, opts)
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	return db, nil
+}

@@ -134,7 +134,7 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 	if err != nil {
 		return err
 	}
-	db, err := chain.Open(path, chain.Options{})
+	db, err := openLedger(path, chain.Options{})
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func coldVerify(ctx context.Context, path, rawPath string, entries int) (v, rs, 
 	if err = evict(path); err != nil {
 		return
 	}
-	db, err := chain.Open(path, chain.Options{ReadOnly: true})
+	db, err := openLedger(path, chain.Options{ReadOnly: true})
 	if err != nil {
 		return
 	}
@@ -274,7 +274,7 @@ func coldVerify(ctx context.Context, path, rawPath string, entries int) (v, rs, 
 // concurrent is P2: appenders each waiting for their own durable append.
 func concurrent(ctx context.Context, cfg config, dir string, t *table) error {
 	fmt.Fprintf(os.Stderr, "P2: %d appenders, %d entries\n", cfg.appenders, cfg.concurrentEntries)
-	db, err := chain.Open(join(dir, "p2.ledger"), chain.Options{})
+	db, err := openLedger(join(dir, "p2.ledger"), chain.Options{})
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func concurrent(ctx context.Context, cfg config, dir string, t *table) error {
 // durable is P3: one durable append at a time, no concurrency.
 func durable(ctx context.Context, cfg config, dir string, t *table) error {
 	fmt.Fprintf(os.Stderr, "P3: %d single durable appends\n", cfg.durableAppends)
-	db, err := chain.Open(join(dir, "p3.ledger"), chain.Options{})
+	db, err := openLedger(join(dir, "p3.ledger"), chain.Options{})
 	if err != nil {
 		return err
 	}
@@ -358,7 +358,7 @@ func rss(ctx context.Context, cfg config, dir string, t *table) error {
 	}
 	path := join(dir, "rss.ledger")
 	fmt.Fprintf(os.Stderr, "P5 RSS: writing %d entries\n", cfg.rssEntries)
-	db, err := chain.Open(path, chain.Options{})
+	db, err := openLedger(path, chain.Options{})
 	if err != nil {
 		return err
 	}
