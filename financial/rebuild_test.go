@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -185,4 +186,62 @@ func TestRebuildWipedBook(t *testing.T) {
 			t.Fatalf("balance %+v, before %+v", got, wantBalance)
 		}
 	})
+}
+
+// TestRebuildWhileOthersPost rebuilds over and over while 16 goroutines
+// post to one book: each book's rebuild is one transaction that locks its
+// journal, as every posting does, so no posting interleaves with it and the
+// state ends as the postings wrote it. On PostgreSQL the rebuild runs
+// through a second ledger on the same schema, as another process would.
+func TestRebuildWhileOthersPost(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) {
+		db, err := chain.OpenBackend(openBoltInMemoryFolder(t), chain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		rebuildWhilePosting(t, db, db)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		writer, rebuilder := openShared(t)
+		rebuildWhilePosting(t, writer, rebuilder)
+	})
+}
+
+func rebuildWhilePosting(t *testing.T, writer, rebuilder *chain.DB) {
+	b := mustBook(t, writer, "acme", "main")
+	chart(t, b)
+	const goroutines, each = 16, 4
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				p := posting(fmt.Sprintf("g%d-%d", g, i), fmt.Sprintf("2026-03-%02d", 1+(g+i)%28),
+					dr("1400", "1.25", "EUR"), cr("2100", "1.00", "EUR"), cr("3000", "0.25", "EUR"))
+				if _, err := b.Post(ctx, p); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	rebuilds := 0
+	for done := false; !done; rebuilds++ {
+		select {
+		case <-finished:
+			done = true
+		default:
+		}
+		if _, err := Rebuild(ctx, rebuilder); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCheckClean(t, writer)
+	want := int64(goroutines * each * 125)
+	if got := mustBalance(t, mustBook(t, rebuilder, "acme", "main"), "1400", "EUR"); got.Amount.Units() != want || got.Postings != goroutines*each {
+		t.Fatalf("balance %+v after %d rebuilds, want %d minor units over %d postings", got, rebuilds, want, goroutines*each)
+	}
 }
