@@ -390,11 +390,27 @@ func (b *Backend) checkpointAndRelease(m *memtable) {
 	}
 }
 
-// checkpoint applies a memory table to the file in one bbolt write
-// transaction, through the same writes a transaction without the log makes
-// (heads, the key index with its runs and filter, state), and records the
-// table's last LSN in meta/checkpoint_lsn in the same transaction.
+// checkpoint applies a memory table to the file, through the same writes a
+// transaction without the log makes (heads, the key index with its runs and
+// filter, state), and records the LSN it covers in meta/checkpoint_lsn in
+// the same bbolt transaction. It takes two bbolt transactions when the
+// table holds several commits: every commit but the last, then the last.
+// bbolt keeps the two newest meta pages, and when the newest is damaged it
+// opens the file as of the other; that file then lacks only the last
+// commit, as it would without the log, not the whole table.
 func (b *Backend) checkpoint(m *memtable) error {
+	if m.firstLSN < m.lastLSN {
+		if err := b.checkpointRange(m, 0, m.lastLSN-1); err != nil {
+			return err
+		}
+		return b.checkpointRange(m, m.lastLSN-1, m.lastLSN)
+	}
+	return b.checkpointRange(m, 0, m.lastLSN)
+}
+
+// checkpointRange writes the table's commits with after < LSN <= through
+// in one bbolt transaction.
+func (b *Backend) checkpointRange(m *memtable, after, through uint64) error {
 	btx, err := b.beginBolt(true)
 	if err != nil {
 		return err
@@ -404,12 +420,12 @@ func (b *Backend) checkpoint(m *memtable) error {
 		t.index.pending, t.index.records = s.pending, s.records[:0]
 	}
 	g := &guardedTx{t: t}
-	if err := b.writeCheckpoint(g, m); err != nil {
+	if err := b.writeCheckpoint(g, m, after, through); err != nil {
 		g.Rollback()
 		return fmt.Errorf("checkpoint %s: %w", b.path, err)
 	}
-	if b.checkpointingLSN.Load() < m.lastLSN {
-		b.checkpointingLSN.Store(m.lastLSN)
+	if b.checkpointingLSN.Load() < through {
+		b.checkpointingLSN.Store(through)
 	}
 	if err := g.Commit(); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", b.path, err)
@@ -417,7 +433,7 @@ func (b *Backend) checkpoint(m *memtable) error {
 	return nil
 }
 
-func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable) error {
+func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable, after, through uint64) error {
 	ctx := context.Background()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -428,6 +444,9 @@ func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable) error {
 	slices.Sort(names)
 	for _, name := range names {
 		for _, e := range m.chains[name].entries {
+			if e.lsn <= after || e.lsn > through {
+				continue
+			}
 			rec := storage.Record{Seq: e.seq, IdempotencyKey: e.key, Data: e.data}
 			if err := g.Append(ctx, name, rec, e.head); err != nil {
 				return err
@@ -436,19 +455,21 @@ func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable) error {
 	}
 	var err error
 	m.stateKeys.scan("", nil, false, func(key string) bool {
-		versions := m.state[key].versions
-		last := versions[len(versions)-1]
-		if last.deleted {
+		v, ok := m.state[key].visible(through)
+		if !ok || v.lsn <= after {
+			return true
+		}
+		if v.deleted {
 			err = g.StateDelete(ctx, []byte(key))
 		} else {
-			err = g.StatePut(ctx, []byte(key), last.value)
+			err = g.StatePut(ctx, []byte(key), v.value)
 		}
 		return err == nil
 	})
 	if err != nil {
 		return err
 	}
-	return g.putMeta(metaCheckpointLSN, binary.BigEndian.AppendUint64(nil, m.lastLSN))
+	return g.putMeta(metaCheckpointLSN, binary.BigEndian.AppendUint64(nil, through))
 }
 
 // putMeta writes a key of the meta bucket under recover.
