@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -239,4 +240,79 @@ func TestCheckReportsMarkers(t *testing.T) {
 			mustCheck(t, db)
 		}
 	})
+}
+
+// TestRebuildWhileOthersOperate rebuilds over and over while 16 goroutines
+// receive and transfer a FIFO item between two locations: each location's
+// rebuild is one transaction that locks as an operation does, so no
+// operation interleaves with it and the positions and layers end as the
+// operations wrote them. On PostgreSQL the rebuild runs through a second
+// ledger on the same schema, as another process would.
+func TestRebuildWhileOthersOperate(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) {
+		db, err := chain.Open(t.TempDir()+"/ledger.db", chain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		rebuildWhileOperating(t, db, db)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		writer, rebuilder := openShared(t)
+		rebuildWhileOperating(t, writer, rebuilder)
+	})
+}
+
+func rebuildWhileOperating(t *testing.T, writer, rebuilder *chain.DB) {
+	ctx := context.Background()
+	it := item(FIFO)
+	defineItem(t, writer, it)
+	const goroutines, each = 16, 4
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				op := fmt.Sprintf("g%d-%d", g, i)
+				var err error
+				if g%2 == 0 {
+					_, err = Receive(ctx, writer, receipt(t, it, "WH-1", op, "2", fmt.Sprintf("1.%02d", g)))
+				} else {
+					_, err = Transfer(ctx, writer, TransferRequest{Tenant: it.Tenant, Item: it.ID, From: "WH-1", To: "WH-2",
+						OperationID: op, Quantity: dec(t, "1", 0)})
+					if Code(err) == "insufficient_stock" {
+						err = nil
+					}
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	for done := false; !done; {
+		select {
+		case <-finished:
+			done = true
+		default:
+		}
+		if _, err := Rebuild(ctx, rebuilder); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCheck(t, writer)
+	var quantity int64
+	for _, loc := range []string{"WH-1", "WH-2"} {
+		b, err := GetBalance(ctx, rebuilder, it.Tenant, it.ID, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quantity += b.Quantity.Units()
+	}
+	if quantity != goroutines/2*each*2 {
+		t.Fatalf("quantity %d over both locations, received %d", quantity, goroutines/2*each*2)
+	}
 }
