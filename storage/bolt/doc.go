@@ -7,7 +7,8 @@
 // top-level buckets:
 //
 //	meta      "format" -> "ledger/bolt/v2"; "next_chain_id" -> u64be;
-//	          "recent_keys" -> u64be (how many keys the keys bucket holds)
+//	          "recent_keys" -> u64be (how many keys the keys bucket holds);
+//	          "checkpoint_lsn" -> u64be (the last log record the file holds)
 //	chains    chain name -> u64be chain id | u64be head seq | head hash (32) | i64be head time
 //	entries   u64be chain id | u64be seq -> entry bytes (encoded by the chain package)
 //	keys      u64be chain id | idempotency key -> u64be seq (recent keys)
@@ -49,6 +50,59 @@
 // on purpose reach entries through ChainID and EntryKey, and the index
 // through KeySeq and SetKeySeq, which find a key in either part.
 //
+// # The write-ahead log
+//
+// With Options.Log set to LogOn a commit is not a bbolt commit. A writable
+// transaction reads through its own writes, then the memory tables, then a
+// bbolt read transaction, and collects its writes; Commit encodes them as
+// one commit record (record.go, docs/FORMAT.md), appends it to the log in
+// the directory <path>-wal (internal/wal: one write and one fdatasync of a
+// preallocated segment) and only then applies it to the active memory
+// table and publishes it to new transactions. A failed log append returns
+// an error matching storage.ErrIO and applies nothing. One writable
+// transaction runs at a time (a writer slot, whose wait honours the
+// context), as with bbolt's own writer lock.
+//
+// A memory table (memtable.go) holds, per chain, its entries in seq order
+// with the head after each, its idempotency keys, and the state puts and
+// deletes in key order. Every item carries the LSN of its commit, and a
+// transaction sees only the items of commits up to the LSN it began at:
+// entries and keys are only ever added, heads follow from the entries, and
+// state keeps one version per commit, so a snapshot costs nothing to take.
+// Readers copy bounded chunks under the table's lock and never hold it
+// while they yield to a caller's loop. Lookups of idempotency keys ask the
+// transaction, then the memory tables, then the file, whose key filter only
+// knows checkpointed keys.
+//
+// When the active table holds Options.MemtableBytesMax (32 MiB by default,
+// payload plus an estimate of the overhead of each item), the next writable
+// transaction freezes it: the log rotates to a new segment, a new table
+// starts, and a goroutine checkpoints the frozen one. A checkpoint
+// (log.go) applies the table to the file through the write path of a
+// transaction without the log (heads, the key index with its runs and
+// filter, state, FillPercent 1.0), writes meta/checkpoint_lsn in the same
+// bbolt transaction, commits (bbolt's two fdatasyncs, once per table),
+// drops the table from the view and releases the log's segments it covered.
+// A table of several commits is written in two bbolt transactions, all but
+// its last commit and then the last, so that a file opened from its older
+// meta page lacks only the last commit. If the previous checkpoint still
+// runs when the next table fills, the writer waits for it: at most two
+// tables exist. A transaction takes the tables before its bbolt read
+// transaction; a checkpoint commits the file before it drops a table, so a
+// view may find a table's items both in memory and in the file (reads take
+// each once: entries and keys after the file's head of the chain, state by
+// the newest layer), never in neither. Close checkpoints everything, closes
+// the log and removes its directory: a cleanly closed ledger is one bbolt
+// file again.
+//
+// Open reads meta/checkpoint_lsn, opens the log and replays every record
+// past it into a memory table. A writable open checkpoints it before it
+// returns, so that a recovered ledger is a plain file again; a read-only
+// open keeps it in memory and writes nothing. A log left by a crash is
+// replayed whatever Options.Log says. LogOff commits every transaction
+// straight to the file as before; it is LogModeDefault for now (see
+// Caveats).
+//
 // # Caveats
 //
 // bbolt allows one process to open a file for writing. Open takes an
@@ -82,4 +136,33 @@
 // write transaction after it has filled, so that transaction pays the read
 // of the index again: at each doubling of the keys, about once per key over
 // the life of a file.
+//
+// With the log on, the ledger is the file plus, while it is open or after a
+// crash, the directory <path>-wal (mode 0700). Copy a ledger only while it
+// is closed, or with ledgerctl export; a copy of the file alone taken while
+// it is open lacks what the log holds. The log's segments are
+// Options.LogSegmentSizeBytes each (LogSegmentSizeDefault, 8 MiB), written
+// with zeros before their first record, so a new log needs that much free
+// space before its first commit; a segment that cannot be created is a
+// failed commit (storage.ErrIO).
+//
+// The memory tables hold up to twice MemtableBytesMax; a reader that holds
+// a transaction keeps the tables of its view alive until it ends. A crash
+// costs the next Open the replay of everything since the last checkpoint
+// (up to two tables) and a checkpoint of it. A checkpoint that fails (a
+// full disk, an I/O error) stops the log: every later commit returns its
+// error, matching storage.ErrIO, and the next Open recovers from the log.
+//
+// A writable transaction of the log holds a bbolt read transaction while
+// it runs, as every reader does; a checkpoint whose commit grows the file's
+// memory map waits for every read transaction to end (set InitialMmapSize
+// to avoid remaps), and a goroutine that holds a transaction and begins
+// another meanwhile waits forever. Forks are begun on a goroutine of their
+// own for that reason (fork.go).
+//
+// LogModeDefault is LogOff until two tests written for one bbolt commit per
+// transaction run with the log: chain.TestVerifyKeyedLedgerIsClean expects
+// the key index laid out as small commits leave it (a checkpoint writes a
+// table's keys as one run), and reliability.TestDiskFull needs a ledger to
+// open, close and take commits on a disk too full for a checkpoint.
 package bolt

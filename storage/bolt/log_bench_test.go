@@ -30,7 +30,6 @@ func openLogBench(b *testing.B, mode bolt.LogMode, name string) *chain.DB {
 	return db
 }
 
-
 // BenchmarkLogDurableAppend is P3: one durable append at a time; p50
 // latency beside a raw bbolt one-put durable transaction.
 func BenchmarkLogDurableAppend(b *testing.B) {
