@@ -410,9 +410,9 @@ func (c *checker) checkOrphans() error {
 	end := prefixEnd(cursor)
 	for cursor != nil {
 		page := cursor
-		err := c.unit(func(tx *chain.Tx) error {
-			cursor = nil
-			var orphans [][]byte
+		var orphans [][]byte
+		err := c.db.View(c.ctx, func(tx *chain.Tx) error {
+			cursor, orphans = nil, nil
 			count := 0
 			for kv, err := range tx.StateScan(page, end, false) {
 				if err != nil {
@@ -426,8 +426,11 @@ func (c *checker) checkOrphans() error {
 					orphans = append(orphans, append([]byte(nil), kv.Key...))
 				}
 			}
-			return c.deleteOrphans(tx, orphans)
+			return nil
 		})
+		if err == nil && c.rebuild != nil && len(orphans) > 0 {
+			err = c.unit(func(tx *chain.Tx) error { return c.deleteOrphans(tx, orphans) })
+		}
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 
 // RebuildStats is what Rebuild did.
 type RebuildStats struct {
-	Transactions int64 // write transactions: one per catalog, per item and per page of stray keys
+	Transactions int64 // write transactions: one per catalog, per item and per page of keys with stray ones
 	Entries      int64 // entries replayed
 	Written      int64 // state keys written
 	Deleted      int64 // state keys deleted: each rebuilt unit's previous state, and stray keys
@@ -178,14 +178,11 @@ func (c *checker) writeTotal(tx *chain.Tx, tenant string, item DefinedItem, pref
 	return c.put(tx, stateKey(tenant, stateTotal, item.ID), binary.BigEndian.AppendUint64(nil, uint64(total.Units())))
 }
 
-// deleteOrphans deletes the stray keys a page of checkOrphans found, each
-// after making sure in this transaction that it is still stray: a writer
-// may have created the item's first chain, or the tenant's catalog, since
-// the passes visited the chains.
+// deleteOrphans deletes the stray keys a page of checkOrphans found (in a
+// read transaction), each after making sure in this write transaction that
+// it is still stray: a writer may have created the item's first chain, or
+// the tenant's catalog, since the passes visited the chains.
 func (c *checker) deleteOrphans(tx *chain.Tx, keys [][]byte) error {
-	if c.rebuild == nil {
-		return nil
-	}
 	for _, key := range keys {
 		stray, err := strayNow(tx, key)
 		if err != nil {

@@ -333,10 +333,10 @@ func (c *checker) orphanState() error {
 	end := prefixEnd(start)
 	for {
 		var last []byte
+		var strays [][]byte
 		count := 0
-		err := c.unit(func(tx *chain.Tx) error {
-			last, count = nil, 0
-			var strays [][]byte
+		err := c.db.View(c.ctx, func(tx *chain.Tx) error {
+			last, count, strays = nil, 0, nil
 			heads := map[string]bool{} // chain → exists, for the layers of one location
 			for kv, err := range tx.StateScan(start, end, false) {
 				if err != nil {
@@ -355,8 +355,11 @@ func (c *checker) orphanState() error {
 					strays = append(strays, bytes.Clone(kv.Key))
 				}
 			}
-			return c.deleteStrays(tx, strays)
+			return nil
 		})
+		if err == nil && c.rebuild != nil && len(strays) > 0 {
+			err = c.unit(func(tx *chain.Tx) error { return c.deleteStraysNow(tx, strays) })
+		}
 		if err != nil || count <= stateScanPage {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 
 // RebuildStats is what Rebuild did.
 type RebuildStats struct {
-	Transactions int64 // write transactions: one per item, per location and per page of stray keys
+	Transactions int64 // write transactions: one per item, per location and per page of keys with stray ones
 	Entries      int64 // entries replayed
 	Written      int64 // state keys written
 	Deleted      int64 // state keys deleted: each location's previous state, and stray keys
@@ -75,10 +75,27 @@ func (c *checker) put(tx *chain.Tx, key, value []byte) error {
 	return tx.StatePut(key, value)
 }
 
-func (c *checker) deleteStrays(tx *chain.Tx, keys [][]byte) error {
-	if c.rebuild == nil {
-		return nil
+// deleteStraysNow deletes the stray keys a page of orphanState found (in a
+// read transaction), each after making sure in this write transaction that
+// it still belongs to no chain: an operation may have created its location
+// or item since.
+func (c *checker) deleteStraysNow(tx *chain.Tx, keys [][]byte) error {
+	heads := map[string]bool{}
+	for _, key := range keys {
+		_, stray, err := strayKey(tx, key, heads)
+		if err != nil {
+			return err
+		}
+		if stray {
+			if err := c.deleteStrays(tx, [][]byte{key}); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+func (c *checker) deleteStrays(tx *chain.Tx, keys [][]byte) error {
 	for _, key := range keys {
 		if err := tx.StateDelete(key); err != nil {
 			return err
