@@ -224,6 +224,14 @@ func (c *checker) quantityEntry(r *rebuilt, e *chain.Entry) {
 	}
 }
 
+// position is the position the state should hold: the value chain's
+// replay, including the quantity chain's last seq.
+func (r *rebuilt) position() position {
+	want := r.pos
+	want.QuantitySeq = r.quantityCount
+	return want
+}
+
 func p(units int64, scale uint8) string { return scales{quantity: scale}.formatQuantity(units) }
 
 // compare checks the stored position, layers and reversal markers against
@@ -232,62 +240,59 @@ func (c *checker) compare(tx *chain.Tx, tenant, item, loc, quantityChain, valueC
 	if err := c.compareMarkers(tx, tenant, item, loc, valueChain, r.markers); err != nil {
 		return err
 	}
-	return func() error {
-		l := location{name: loc, quantity: quantityChain, value: valueChain,
-			positionAt: positionKey(tenant, item, loc), layers: layerPrefix(tenant, item, loc)}
-		raw, err := tx.StateGet(l.positionAt)
-		if isNotFound(err) {
-			c.fail(valueChain, r.pos.ValueSeq, "location %q has entries but no stored position", loc)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		stored, err := decodePosition(raw)
-		if err != nil {
-			c.fail(valueChain, r.pos.ValueSeq, "stored position: %v", err)
-			return nil
-		}
-		s := r.scales
-		if !r.scalesKnown {
-			if it, _, err := loadItem(tx, tenant, item); err == nil {
-				s = it.scales()
-			}
-		}
-		want := r.pos
-		want.QuantitySeq = r.quantityCount
-		if stored.Quantity != r.quantitySum {
-			c.fail(quantityChain, r.quantityCount, "Σ :qty is %s, stored quantity %s", s.formatQuantity(r.quantitySum), s.formatQuantity(stored.Quantity))
-		}
-		if stored.Value != r.valueSum {
-			c.fail(valueChain, want.ValueSeq, "Σ :value is %s, stored value %s", s.formatValue(r.valueSum), s.formatValue(stored.Value))
-		}
-		if stored.QuantitySeq != want.QuantitySeq || stored.ValueSeq != want.ValueSeq {
-			c.fail(valueChain, want.ValueSeq, "state includes seqs %d/%d, chains end at %d/%d (a half-written operation?)",
-				stored.QuantitySeq, stored.ValueSeq, want.QuantitySeq, want.ValueSeq)
-		}
-		if stored.Quantity != want.Quantity || stored.Value != want.Value || stored.Rate != want.Rate ||
-			stored.RateKnown != want.RateKnown || stored.LayerLow != want.LayerLow || stored.LayerHigh != want.LayerHigh ||
-			!slices.Equal(stored.Pending, want.Pending) {
-			c.fail(valueChain, want.ValueSeq, "stored position %+v, rebuilt %+v", stored, want)
-		}
-		i := 0
-		for ly, err := range (txLayers{tx, l.layers}).layers() {
-			if err != nil {
-				c.fail(valueChain, want.ValueSeq, "stored layer: %v", err)
-				return nil
-			}
-			if i == len(r.layers.open) || r.layers.open[i] != ly {
-				c.fail(valueChain, want.ValueSeq, "stored layer %+v is not the rebuilt layer %d", ly, i)
-				return nil
-			}
-			i++
-		}
-		if i < len(r.layers.open) {
-			c.fail(valueChain, want.ValueSeq, "rebuilt layer %+v is not stored", r.layers.open[i])
-		}
+	l := location{name: loc, quantity: quantityChain, value: valueChain,
+		positionAt: positionKey(tenant, item, loc), layers: layerPrefix(tenant, item, loc)}
+	raw, err := tx.StateGet(l.positionAt)
+	if isNotFound(err) {
+		c.fail(valueChain, r.pos.ValueSeq, "location %q has entries but no stored position", loc)
 		return nil
-	}()
+	}
+	if err != nil {
+		return err
+	}
+	stored, err := decodePosition(raw)
+	if err != nil {
+		c.fail(valueChain, r.pos.ValueSeq, "stored position: %v", err)
+		return nil
+	}
+	s := r.scales
+	if !r.scalesKnown {
+		if it, _, err := loadItem(tx, tenant, item); err == nil {
+			s = it.scales()
+		}
+	}
+	want := r.position()
+	if stored.Quantity != r.quantitySum {
+		c.fail(quantityChain, r.quantityCount, "Σ :qty is %s, stored quantity %s", s.formatQuantity(r.quantitySum), s.formatQuantity(stored.Quantity))
+	}
+	if stored.Value != r.valueSum {
+		c.fail(valueChain, want.ValueSeq, "Σ :value is %s, stored value %s", s.formatValue(r.valueSum), s.formatValue(stored.Value))
+	}
+	if stored.QuantitySeq != want.QuantitySeq || stored.ValueSeq != want.ValueSeq {
+		c.fail(valueChain, want.ValueSeq, "state includes seqs %d/%d, chains end at %d/%d (a half-written operation?)",
+			stored.QuantitySeq, stored.ValueSeq, want.QuantitySeq, want.ValueSeq)
+	}
+	if stored.Quantity != want.Quantity || stored.Value != want.Value || stored.Rate != want.Rate ||
+		stored.RateKnown != want.RateKnown || stored.LayerLow != want.LayerLow || stored.LayerHigh != want.LayerHigh ||
+		!slices.Equal(stored.Pending, want.Pending) {
+		c.fail(valueChain, want.ValueSeq, "stored position %+v, rebuilt %+v", stored, want)
+	}
+	i := 0
+	for ly, err := range (txLayers{tx, l.layers}).layers() {
+		if err != nil {
+			c.fail(valueChain, want.ValueSeq, "stored layer: %v", err)
+			return nil
+		}
+		if i == len(r.layers.open) || r.layers.open[i] != ly {
+			c.fail(valueChain, want.ValueSeq, "stored layer %+v is not the rebuilt layer %d", ly, i)
+			return nil
+		}
+		i++
+	}
+	if i < len(r.layers.open) {
+		c.fail(valueChain, want.ValueSeq, "rebuilt layer %+v is not stored", r.layers.open[i])
+	}
+	return nil
 }
 
 // compareMarkers checks the reversal markers of one location.

@@ -129,8 +129,7 @@ func (c *checker) deleteRange(tx *chain.Tx, start, end []byte) error {
 }
 
 // writeLocation replaces a location's position, layers and markers with
-// the rebuilt ones: the position compare expects, with the seqs of both
-// chains' last entries.
+// the rebuilt ones, which compare would compare them with.
 func (c *checker) writeLocation(tx *chain.Tx, tenant, item string, r *rebuilt) error {
 	position := positionKey(tenant, item, r.location)
 	layers := layerPrefix(tenant, item, r.location)
@@ -143,8 +142,7 @@ func (c *checker) writeLocation(tx *chain.Tx, tenant, item string, r *rebuilt) e
 	if err := c.deleteRange(tx, position, append(bytes.Clone(position), 0)); err != nil {
 		return err
 	}
-	want := r.pos
-	want.QuantitySeq = r.quantityCount
+	want := r.position()
 	if err := c.put(tx, position, encodePosition(&want)); err != nil {
 		return err
 	}
