@@ -155,8 +155,9 @@
 //
 // A writable transaction of the log holds a bbolt read transaction while
 // it runs, as every reader does; a checkpoint whose commit grows the file's
-// memory map waits for every read transaction to end (set InitialMmapSize
-// to avoid remaps), and a goroutine that holds a transaction and begins
+// memory map waits for every read transaction to end (the map of a file
+// opened for writing with the log starts at LogInitialMmapSizeDefault,
+// 1 GiB, so that the first GiB needs no remap), and a goroutine that holds a transaction and begins
 // another meanwhile waits forever. Forks are begun on a goroutine of their
 // own for that reason (fork.go).
 //
