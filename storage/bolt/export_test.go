@@ -17,3 +17,13 @@ func DecodeCommitForTest(record []byte) (int, error) {
 // Checkpoint writes everything the memory tables hold to the file and
 // waits for it.
 func Checkpoint(b *Backend) error { return b.forceCheckpoint(context.Background()) }
+
+// FailCheckpoints makes every later checkpoint fail with err (nil: work
+// again).
+func FailCheckpoints(b *Backend, err error) {
+	if err == nil {
+		b.checkpointFault.Store(nil)
+		return
+	}
+	b.checkpointFault.Store(&err)
+}

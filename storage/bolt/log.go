@@ -98,6 +98,10 @@ type logState struct {
 
 	failureMu sync.Mutex
 	failure   error
+
+	// checkpointFault, when set (by tests), is the error every checkpoint
+	// returns instead of writing the file.
+	checkpointFault atomic.Pointer[error]
 }
 
 // LogDirectory returns the log directory of the ledger file at path.
@@ -387,6 +391,9 @@ func (b *Backend) waitCheckpoint(ctx context.Context) error {
 // commits return it, and the next Open recovers from the log.
 func (b *Backend) checkpointAndRelease(m *memtable) {
 	if err := b.checkpoint(m); err != nil {
+		if !errors.Is(err, storage.ErrIO) { // a refusal of the file's own write path
+			err = fmt.Errorf("%w: %w", storage.ErrIO, err)
+		}
 		b.fail(err)
 		return
 	}
@@ -419,6 +426,9 @@ func (b *Backend) checkpoint(m *memtable) error {
 // checkpointRange writes the table's commits with after < LSN <= through
 // in one bbolt transaction.
 func (b *Backend) checkpointRange(m *memtable, after, through uint64) error {
+	if fault := b.checkpointFault.Load(); fault != nil {
+		return *fault
+	}
 	btx, err := b.beginBolt(true)
 	if err != nil {
 		return err

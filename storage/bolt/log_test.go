@@ -359,3 +359,53 @@ func TestWriterWaitHonoursContext(t *testing.T) {
 	}
 	second.Rollback()
 }
+
+// TestCheckpointFailure: when a checkpoint cannot write the file, every
+// later commit is refused with storage.ErrIO and writes nothing, reads
+// still see every acknowledged commit, Close keeps the log, and the next
+// Open recovers everything from it.
+func TestCheckpointFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	b, err := bolt.Open(path, bolt.Options{Log: bolt.LogOn, MemtableBytesMax: 1, LogSegmentSizeBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, b, "a", 1, 3)
+	bolt.FailCheckpoints(b, fmt.Errorf("injected: %w", os.ErrPermission))
+	commitN(t, b, "a", 4, 6) // freezes the first table: its checkpoint fails
+	if err := bolt.Checkpoint(b); !errors.Is(err, storage.ErrIO) {
+		t.Fatalf("checkpoint after the failure: %v, want storage.ErrIO", err)
+	}
+	if _, err := b.Begin(ctx, true); !errors.Is(err, storage.ErrIO) {
+		t.Fatalf("writable begin after a failed checkpoint: %v, want storage.ErrIO", err)
+	}
+	view, err := b.Begin(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readSnapshot(t, view)
+	view.Rollback()
+	if want.heads["a"] != 6 || len(want.keys["a"]) != 6 {
+		t.Fatalf("reads after a failed checkpoint: %v", want)
+	}
+	if err := b.Close(); !errors.Is(err, storage.ErrIO) {
+		t.Fatalf("close after a failed checkpoint: %v, want storage.ErrIO", err)
+	}
+	if _, err := os.Stat(bolt.LogDirectory(path)); err != nil {
+		t.Fatalf("the log after a failed checkpoint and Close: %v", err)
+	}
+	b, err = bolt.Open(path, bolt.Options{Log: bolt.LogOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err = b.Begin(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readSnapshot(t, view); !got.equal(want) {
+		t.Fatalf("after reopening: %v, want %v", got, want)
+	}
+	view.Rollback()
+	commitN(t, b, "a", 7, 7)
+	closeAndCheck(t, b, path)
+}
