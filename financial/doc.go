@@ -46,7 +46,9 @@
 // what "as of" means with back-dated postings). TrialBalanceTx totals every
 // balance per currency; the totals of debit and credit balances are equal.
 // Check (or Book.Check) rebuilds all of it from the journals and reports
-// every difference as a chain.Failure with chain.ReasonStateMismatch.
+// every difference as a chain.Failure with chain.ReasonStateMismatch;
+// Rebuild (or Book.Rebuild) writes what Check computes, one transaction per
+// book (after an import, which copies entries only, or to repair state).
 //
 // # Caveats
 //

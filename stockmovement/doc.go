@@ -35,7 +35,8 @@
 // journal posting atomically. Derived state (definitions, balances, item
 // totals, reversal markers) is written in the same transaction as its
 // entries; Check rebuilds it from the chains and reports differences as
-// chain.ReasonStateMismatch.
+// chain.ReasonStateMismatch, and Rebuild writes what Check computes (after
+// an import, which copies entries only, or to repair state).
 //
 // Reads: GetBalance is one state read (O(1)); BalanceAtSeq reads the running
 // quantity of one entry; BalanceAtTime binary-searches the chain by entry time

@@ -43,7 +43,9 @@
 //
 // Reads: GetBalance and BalanceTx (now), BalanceAt (as of a value-chain seq),
 // Balances, Layers, GetItem and Items. Check rebuilds every location from its
-// chains and reports differences with chain.ReasonStateMismatch.
+// chains and reports differences with chain.ReasonStateMismatch; Rebuild
+// writes what Check computes (after an import, which copies entries only, or
+// to repair state).
 //
 // # Errors
 //
@@ -81,5 +83,5 @@
 //     reads the current definition. So operations of one item, and a
 //     change of its method, are serialized across processes.
 //   - Check does not cross-check the two legs of a transfer against each
-//     other, nor the reversal markers; each location is rebuilt on its own.
+//     other; each location is rebuilt on its own.
 package valuations

@@ -75,6 +75,8 @@ func newVerifyCommand(a *app) *cobra.Command {
 			"packages' derived-state checks. --file checks an export instead, with no database.\n\n" +
 			"--expect-head CHAIN:SEQ:HASH (as printed by `ledgerctl head`) also proves that the chain still\n" +
 			"holds that entry with that hash: this catches truncation and wholesale rewrites.\n\n" +
+			"A state_mismatch with intact chains means the derived state (balances, indexes, layers) differs\n" +
+			"from what the chains say; `ledgerctl rebuild-state` recomputes it from the chains.\n\n" +
 			"Exit 0 when intact, 1 when anything is broken.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(cmd, a, opts, args)
