@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -124,11 +123,6 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	bopts := BboltOptions(opts)
 	bopts.Timeout = timeout
-	if !opts.logOff() && !opts.ReadOnly && opts.InitialMmapSize == 0 && strconv.IntSize == 64 {
-		// Every transaction of the log holds a bbolt read transaction, and a
-		// checkpoint that remaps waits for all of them (see doc.go).
-		bopts.InitialMmapSize = LogInitialMmapSizeDefault
-	}
 	if err := walkExisting(path, bopts); err != nil {
 		return nil, openError(path, err)
 	}

@@ -155,11 +155,11 @@
 //
 // A writable transaction of the log holds a bbolt read transaction while
 // it runs, as every reader does; a checkpoint whose commit grows the file's
-// memory map waits for every read transaction to end (the map of a file
-// opened for writing with the log starts at LogInitialMmapSizeDefault,
-// 1 GiB, so that the first GiB needs no remap), and a goroutine that holds a transaction and begins
+// memory map waits for every read transaction to end, and a goroutine that holds a transaction and begins
 // another meanwhile waits forever. Forks are begun on a goroutine of their
-// own for that reason (fork.go).
+// own for that reason (fork.go). A larger Options.InitialMmapSize makes
+// remaps rarer; it is not the default because bbolt then grows the file in
+// steps of 16 MiB (a small ledger's file would be at least that large).
 //
 // LogModeDefault is LogOff until two tests written for one bbolt commit per
 // transaction run with the log: chain.TestVerifyKeyedLedgerIsClean expects
