@@ -45,10 +45,10 @@ func (g *guardedTx) Fork(ctx context.Context) (storage.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fork %s: %w", g.t.path, err)
 	}
-	if btx.ID() != g.t.tx.ID() {
+	if forkID, id := btx.ID(), g.t.tx.ID(); forkID != id {
 		go btx.Rollback()
 		return nil, fmt.Errorf("fork %s: transaction %d committed since the receiver's %d: %w",
-			g.t.path, btx.ID(), g.t.tx.ID(), storage.ErrRetry)
+			g.t.path, forkID, id, storage.ErrRetry)
 	}
 	return &forkedTx{guardedTx: &guardedTx{t: &tx{tx: btx, path: g.t.path, cache: g.t.cache}}}, nil
 }
