@@ -121,6 +121,13 @@ func TestLogStateMachine(t *testing.T) {
 						if rapid.Bool().Draw(rt, "keyed") {
 							key = rapid.SampledFrom(keys).Draw(rt, "key")
 						}
+						if key != "" && rapid.Bool().Draw(rt, "look up first") {
+							got, err := tx.LookupKey(ctx, ch, key)
+							want, taken := pending.keys[ch][key]
+							if (taken && (err != nil || got != want)) || (!taken && !errors.Is(err, storage.ErrNotFound)) {
+								rt.Fatalf("lookup of %q in %q: %d, %v; want %d (present %v)", key, ch, got, err, want, taken)
+							}
+						}
 						seq := uint64(len(pending.entries[ch]) + 1)
 						data := fmt.Sprintf("%s-%d-%s", ch, seq, key)
 						err := tx.Append(ctx, ch, storage.Record{Seq: seq, IdempotencyKey: key, Data: []byte(data)}, testHead(seq))

@@ -33,6 +33,10 @@ type logTx struct {
 	recordSize int
 	chains     map[string]*pendingChain
 	state      map[string]stateVersion
+	// lastMiss is the chain and key of the newest LookupKey that found
+	// nothing, with no append since: the engine looks a key up before it
+	// appends it, and the append needs no second lookup.
+	lastMiss struct{ chain, key string }
 }
 
 // pendingChain is what a writable logTx appended to one chain.
@@ -131,7 +135,7 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 	case rec.Seq != current.Seq+1:
 		return fmt.Errorf("append %q: seq %d after head %d: %w", chain, rec.Seq, current.Seq, storage.ErrDuplicate)
 	}
-	if rec.IdempotencyKey != "" {
+	if rec.IdempotencyKey != "" && (t.lastMiss.chain != chain || t.lastMiss.key != rec.IdempotencyKey) {
 		_, err := t.lookupKey(ctx, chain, rec.IdempotencyKey)
 		switch {
 		case err == nil:
@@ -144,6 +148,7 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 	if err := t.add(o); err != nil {
 		return err
 	}
+	t.lastMiss.chain, t.lastMiss.key = "", ""
 	p := t.chains[chain]
 	if p == nil {
 		if t.chains == nil {
@@ -199,7 +204,11 @@ func (t *logTx) LookupKey(ctx context.Context, chain, key string) (uint64, error
 	if err := t.usable(false); err != nil {
 		return 0, err
 	}
-	return t.lookupKey(ctx, chain, key)
+	seq, err := t.lookupKey(ctx, chain, key)
+	if t.writable && errors.Is(err, storage.ErrNotFound) {
+		t.lastMiss.chain, t.lastMiss.key = chain, key
+	}
+	return seq, err
 }
 
 // lookupKey consults the transaction's keys and the memory tables before
