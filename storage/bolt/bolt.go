@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -123,12 +124,21 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	bopts := BboltOptions(opts)
 	bopts.Timeout = timeout
+	logMap := !opts.logOff() && !opts.ReadOnly && opts.InitialMmapSize == 0 && strconv.IntSize == 64
+	if logMap {
+		bopts.InitialMmapSize = LogInitialMmapSizeDefault
+	}
 	if err := walkExisting(path, bopts); err != nil {
 		return nil, openError(path, err)
 	}
 	db, err := openGuarded(path, bopts)
 	if err != nil {
 		return nil, openError(path, err)
+	}
+	if logMap {
+		// bbolt grows a file in steps of AllocSize once its map is larger;
+		// with the log only checkpoints grow it, so it grows exactly.
+		db.AllocSize = 0
 	}
 	b := &Backend{db: db, path: path, cache: newRunCache()}
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {

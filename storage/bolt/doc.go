@@ -155,11 +155,12 @@
 //
 // A writable transaction of the log holds a bbolt read transaction while
 // it runs, as every reader does; a checkpoint whose commit grows the file's
-// memory map waits for every read transaction to end, and a goroutine that holds a transaction and begins
+// memory map waits for every read transaction to end (so a file opened for
+// writing with the log is mapped LogInitialMmapSizeDefault, 1 GiB, from the
+// start on 64-bit platforms, and grown exactly, not in bbolt's 16 MiB
+// steps), and a goroutine that holds a transaction and begins
 // another meanwhile waits forever. Forks are begun on a goroutine of their
-// own for that reason (fork.go). A larger Options.InitialMmapSize makes
-// remaps rarer; it is not the default because bbolt then grows the file in
-// steps of 16 MiB (a small ledger's file would be at least that large).
+// own for that reason (fork.go).
 //
 // LogModeDefault is LogOff until two tests written for one bbolt commit per
 // transaction run with the log: chain.TestVerifyKeyedLedgerIsClean expects

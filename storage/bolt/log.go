@@ -25,6 +25,15 @@ const (
 	// the first commit of a new handle quick; released segments are
 	// recycled.
 	LogSegmentSizeDefault = 8 << 20
+	// LogInitialMmapSizeDefault is the initial size of bbolt's memory map
+	// of a file opened for writing with the log on, when
+	// Options.InitialMmapSize is zero (64-bit platforms): address space,
+	// not memory. A checkpoint whose commit must grow the map waits for
+	// every read transaction, and with the log every transaction holds one;
+	// a remap also copies every node of the checkpoint's large transaction.
+	// bbolt then grows the file exactly (AllocSize 0): only checkpoints
+	// grow it, once each.
+	LogInitialMmapSizeDefault = 1 << 30
 	// LogDirectorySuffix is appended to the file's path to name its log
 	// directory.
 	LogDirectorySuffix = "-wal"
