@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ledgerworks/ledger/storage"
@@ -408,4 +409,93 @@ func TestCheckpointFailure(t *testing.T) {
 	view.Rollback()
 	commitN(t, b, "a", 7, 7)
 	closeAndCheck(t, b, path)
+}
+
+// TestStateScanAcrossChunks scans more state keys than a memory table
+// hands out at once, spread over the file, two commits of the memory table
+// (the second overwriting and deleting some of the first's) and the
+// transaction's own writes, with deletes in every layer, in both
+// directions and with bounds, against a map of what should be there.
+func TestStateScanAcrossChunks(t *testing.T) {
+	b := opener(bolt.Options{Log: bolt.LogOn, MemtableBytesMax: 1 << 40, LogSegmentSizeBytes: 1 << 20})(t)
+	want := map[string]string{}
+	write := func(tx storage.Tx, from, to, step int, round string, remove bool) {
+		t.Helper()
+		for i := from; i < to; i += step {
+			k := fmt.Sprintf("k%05d", i)
+			if remove {
+				if err := tx.StateDelete(ctx, []byte(k)); err != nil {
+					t.Fatal(err)
+				}
+				delete(want, k)
+				continue
+			}
+			v := round + k
+			if err := tx.StatePut(ctx, []byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		}
+	}
+	commit := func(fn func(tx storage.Tx)) {
+		t.Helper()
+		tx, err := b.Begin(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(tx)
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(func(tx storage.Tx) { write(tx, 0, 3000, 1, "file-", false) })
+	if err := bolt.Checkpoint(b.(*bolt.Backend)); err != nil { // into the file
+		t.Fatal(err)
+	}
+	commit(func(tx storage.Tx) { write(tx, 0, 3000, 7, "", true); write(tx, 3000, 3600, 1, "table-", false) })
+	commit(func(tx storage.Tx) { write(tx, 1, 3600, 5, "", true); write(tx, 100, 900, 3, "newer-", false) })
+	tx, err := b.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	write(tx, 2, 3600, 11, "", true)
+	write(tx, 500, 700, 2, "own-", false)
+	for _, bounds := range [][2]string{{"", ""}, {"k00250", "k03100"}, {"k00999", ""}, {"", "k00001"}} {
+		for _, reverse := range []bool{false, true} {
+			var expected []string
+			for k, v := range want {
+				if k >= bounds[0] && (bounds[1] == "" || k < bounds[1]) {
+					expected = append(expected, k+"="+v)
+				}
+			}
+			slices.Sort(expected)
+			if reverse {
+				slices.Reverse(expected)
+			}
+			var end []byte
+			if bounds[1] != "" {
+				end = []byte(bounds[1])
+			}
+			var got []string
+			for kv, err := range tx.StateScan(ctx, []byte(bounds[0]), end, reverse) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(kv.Key)+"="+string(kv.Value))
+			}
+			if !slices.Equal(got, expected) {
+				t.Fatalf("scan %v reverse %v: %d pairs, want %d (first difference near %v)", bounds, reverse, len(got), len(expected), firstDifference(got, expected))
+			}
+		}
+	}
+}
+
+func firstDifference(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("%d: %q vs %q", i, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d", len(a), len(b))
 }
