@@ -129,7 +129,7 @@ func (l tamperLedger) verify(t *testing.T, opts chain.VerifyOptions) chain.Repor
 		t.Fatalf("verify: %v", err)
 	}
 	if chain.VerifySplitChains() == splits {
-		t.Fatal("no chain was verified in parts")
+		t.Fatal("no chain was verified in chunks")
 	}
 	return report
 }

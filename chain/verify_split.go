@@ -10,63 +10,71 @@ import (
 	"github.com/ledgerworks/ledger/storage"
 )
 
-// A long chain is verified in parts, one per CPU, when the store can fork
-// its read transaction (storage.Forker): each part reads its own range of
-// seqs through its own transaction on the same snapshot, decodes and hashes
-// there, checks the links inside the range and sums its keys for the key
+// A long chain is verified in chunks of consecutive seqs by one goroutine
+// per CPU, when the store can fork its read transaction (storage.Forker):
+// each goroutine reads through its own transaction on the same snapshot,
+// takes the next chunk nobody has taken, decodes and hashes its entries
+// there, checks the links inside the chunk and sums its keys for the key
 // index check. One goroutine reading the chain was the limit of a warm
-// verify, not the hashing, which a pool did already.
+// verify, not the hashing, which a pool did already. Chunks handed out in
+// order keep the goroutines reading neighbouring stretches of the file (a
+// cold file is still read nearly in order), and a goroutine the machine
+// runs less takes fewer of them.
 //
-// What a part cannot know, the hash its first entry must link to and the
-// seq it must have, is settled afterwards in seq order (stitch), so the
-// report is the one the reading on one goroutine gives, failure for
-// failure and in the same order. Each part streams like that reading does
-// (a batch of entries and one of keys at a time); it keeps its failures,
-// at most FailuresMax of them, until the stitch.
+// What a chunk cannot know, the hash its first entry must link to and the
+// seq it must have, is settled on the calling goroutine in seq order as
+// the chunks finish (verifyStitch), so the report is the one the reading
+// on one goroutine gives, failure for failure and in the same order. Each
+// chunk streams like that reading does (a batch of entries and one of keys
+// at a time) and keeps its failures, at most FailuresMax, until it is
+// stitched; no goroutine runs more than verifyChunksAhead chunks ahead of
+// the stitching, so memory stays bounded.
+const (
+	// verifyChunkEntriesDefault is the entries of a chunk: a seek and a
+	// hand-off per chunk are nothing beside 65,536 entries (about 24 MiB).
+	verifyChunkEntriesDefault = 1 << 16
+	// verifyChunksMax bounds a chain's chunks: a damaged head may claim
+	// any seq, and the chunks grow instead.
+	verifyChunksMax = 1 << 16
+	// verifyChunksAhead bounds, per goroutine, the chunks taken but not
+	// yet stitched.
+	verifyChunksAhead = 2
+)
 
-// verifyPartEntriesMinDefault is the fewest entries a part is given: below
-// it the forks and goroutines cost more than they save.
-const verifyPartEntriesMinDefault = 1 << 15
+// verifyChunkEntries is verifyChunkEntriesDefault, changed by tests that
+// send short chains through the chunks.
+var verifyChunkEntries atomic.Uint64
 
-// verifyPartEntriesMin is verifyPartEntriesMinDefault, changed by tests
-// that send short chains through the parts.
-var verifyPartEntriesMin atomic.Uint64
+func init() { verifyChunkEntries.Store(verifyChunkEntriesDefault) }
 
-func init() { verifyPartEntriesMin.Store(verifyPartEntriesMinDefault) }
-
-// verifySplitChains counts the chains verified in parts, for tests that
-// must know the parts were used.
+// verifySplitChains counts the chains verified in chunks, for tests that
+// must know the chunks were used.
 var verifySplitChains atomic.Int64
 
-// verifyPartStarts returns the first seq of each part of a chain whose
-// stored head is at headSeq, or nil when the chain is read in one piece.
-// The last part reads to the chain's end, wherever that is.
-func verifyPartStarts(headSeq uint64, procs int) []uint64 {
-	parts := uint64(max(procs, 1))
-	if whole := headSeq / max(verifyPartEntriesMin.Load(), 1); whole < parts {
-		parts = whole
+// verifyChunking returns the entries per chunk and the number of chunks of
+// a chain whose stored head is at headSeq. The last chunk reads to the
+// chain's end, wherever that is.
+func verifyChunking(headSeq uint64) (size, count uint64) {
+	size = max(verifyChunkEntries.Load(), 1)
+	if headSeq/size >= verifyChunksMax {
+		size = headSeq/verifyChunksMax + 1
 	}
-	if parts < 2 {
-		return nil
+	count = headSeq / size
+	if headSeq%size != 0 {
+		count++
 	}
-	starts := make([]uint64, parts)
-	for i := range parts {
-		// 1 + i*headSeq/parts, without the product's overflow.
-		starts[i] = 1 + headSeq/parts*i + headSeq%parts*i/parts
-	}
-	return starts
+	return size, count
 }
 
-// verifyPart is one range of seqs, from..until-1 (until 0: to the end),
+// verifyChunk is one chunk, the seqs from..until-1 (until 0: to the end),
 // read by one goroutine through its own transaction.
-type verifyPart struct {
+type verifyChunk struct {
 	from, until uint64
-	stx         storage.Tx
 
-	// What the part found, read once it is done.
+	// What the chunk found, read once it is done.
 	failures  []Failure
-	truncated bool // more failures than failuresMax were found
-	// first is the part's first entry; linkAt is where in failures a
+	truncated bool // more failures than failMax were found
+	// first is the chunk's first entry; linkAt is where in failures a
 	// broken link of that entry goes (after its hash mismatch, before a
 	// saved head's mismatch), as the reading on one goroutine finds them.
 	first struct {
@@ -76,21 +84,38 @@ type verifyPart struct {
 		prevHash  Hash
 		linkAt    int
 	}
-	end      ChainVerifier // its state after the part's last entry
-	keys     multisetSum   // the part's keyed entries
+	end      ChainVerifier // its state after the chunk's last entry
+	keys     multisetSum   // the chunk's keyed entries
 	settled  []uint64      // the saved heads' seqs it met
 	failMax  int
 	progress *verifyProgress
+	err      error
 }
 
-// verifyProgress is how the parts tell the calling goroutine how far they
-// are: entries read so far, and a nudge when more are.
+// verifyWorkspace is one goroutine's memory, reused for its chunks.
+type verifyWorkspace struct {
+	scratch  verifyScratch
+	items    []verifyItem
+	keyItems []keyItem
+	hasher   *multisetHasher
+}
+
+// verifyProgress is how the chunks' goroutines tell the calling goroutine
+// how far they are: entries read so far, and a nudge when more are or a
+// chunk is done.
 type verifyProgress struct {
 	entries atomic.Int64
 	nudge   chan struct{}
 }
 
-func (p *verifyPart) add(f Failure) {
+func (vp *verifyProgress) wake() {
+	select {
+	case vp.nudge <- struct{}{}:
+	default:
+	}
+}
+
+func (p *verifyChunk) add(f Failure) {
 	if len(p.failures) >= p.failMax {
 		p.truncated = true
 		return
@@ -98,35 +123,27 @@ func (p *verifyPart) add(f Failure) {
 	p.failures = append(p.failures, f)
 }
 
-// run reads and checks the part. It stops at the first error, and when ctx
-// ends (another part failed, or the caller's context).
-func (p *verifyPart) run(ctx context.Context, chain string, want map[uint64]Hash, key *multisetKey) error {
+// run reads and checks the chunk through stx. It stops at the first error,
+// and when ctx ends (another chunk failed, or the caller's context).
+func (p *verifyChunk) run(ctx context.Context, stx storage.Tx, chain string, want map[uint64]Hash, w *verifyWorkspace) error {
 	v := &p.end
 	*v = ChainVerifier{chain: chain, add: p.add}
-	var (
-		scratch  verifyScratch
-		items    = make([]verifyItem, 0, verifyBatchSize)
-		keyItems = make([]keyItem, 0, keyCheckBatchSize)
-		hasher   = newMultisetHasher(key)
-	)
+	items, keyItems := w.items[:0], w.keyItems[:0]
 	check := func() error {
-		scratch.hashItems(chain, items)
+		w.scratch.hashItems(chain, items)
 		for i := range items {
 			p.entry(v, &items[i], want, &keyItems)
 			if len(keyItems) == keyCheckBatchSize {
-				hasher.sum(&p.keys, keyItems, false)
+				w.hasher.sum(&p.keys, keyItems, false)
 				keyItems = keyItems[:0]
 			}
 		}
 		p.progress.entries.Add(int64(len(items)))
-		select {
-		case p.progress.nudge <- struct{}{}:
-		default:
-		}
+		p.progress.wake()
 		items = items[:0]
 		return ctx.Err()
 	}
-	for rec, err := range p.stx.Entries(ctx, chain, p.from) {
+	for rec, err := range stx.Entries(ctx, chain, p.from) {
 		if err != nil {
 			return storageError(err)
 		}
@@ -143,14 +160,15 @@ func (p *verifyPart) run(ctx context.Context, chain string, want map[uint64]Hash
 	if err := check(); err != nil {
 		return err
 	}
-	hasher.sum(&p.keys, keyItems, false) // the keys alias the transaction's pages: summed before it ends
+	w.hasher.sum(&p.keys, keyItems, false) // the keys alias the transaction's pages: summed before it ends
+	w.items, w.keyItems = items[:0], keyItems[:0]
 	return nil
 }
 
-// entry checks one hashed item as verifyChain's scan does; the part's
+// entry checks one hashed item as verifyChain's scan does; the chunk's
 // first entry is checked without its seq and link, which the stitch
 // settles.
-func (p *verifyPart) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Hash, keyItems *[]keyItem) {
+func (p *verifyChunk) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Hash, keyItems *[]keyItem) {
 	first := !p.first.seen
 	if first {
 		p.first.seen, p.first.seq, p.first.decodable = true, it.seq, it.err == nil
@@ -184,7 +202,7 @@ func (p *verifyPart) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Has
 	}
 }
 
-// verifySplit verifies the entries of a chain in parts when the chain is
+// verifySplit verifies the entries of a chain in chunks when the chain is
 // long enough and tx can be forked. handled is false when it did nothing:
 // the caller then reads the chain on one goroutine. Otherwise it returns
 // the chain's verifier as the reading on one goroutine leaves it, with
@@ -192,50 +210,56 @@ func (p *verifyPart) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Has
 // the saved heads met deleted from want, and report.Entries counted.
 func (db *DB) verifySplit(ctx context.Context, tx *Tx, chain string, stored *Head, want map[uint64]Hash,
 	key *multisetKey, keys *keyIndexChecker, report *Report, c *collector, progress func()) (v *ChainVerifier, handled bool, err error) {
-	starts := verifyPartStarts(stored.Seq, runtime.GOMAXPROCS(0))
+	size, count := verifyChunking(stored.Seq)
+	workers := min(uint64(runtime.GOMAXPROCS(0)), count)
 	forker, ok := tx.stx.(storage.Forker)
-	if starts == nil || !ok {
+	if workers < 2 || !ok {
 		return nil, false, nil
 	}
-	parts := make([]verifyPart, len(starts))
-	shared := &verifyProgress{nudge: make(chan struct{}, 1)}
-	for i := range parts {
-		p := &parts[i]
-		p.from, p.stx, p.failMax, p.progress = starts[i], tx.stx, c.max, shared
-		if i+1 < len(starts) {
-			p.until = starts[i+1]
-		}
-	}
+	stxs := []storage.Tx{tx.stx}
 	defer func() {
-		for i := 1; i < len(parts); i++ {
-			if parts[i].stx != tx.stx && parts[i].stx != nil {
-				parts[i].stx.Rollback()
-			}
+		for _, fork := range stxs[1:] {
+			fork.Rollback()
 		}
 	}()
-	for i := 1; i < len(parts); i++ {
+	for range workers - 1 {
 		fork, err := forker.Fork(ctx)
 		if err != nil {
-			parts[i].stx = nil
 			return nil, false, nil // read on one goroutine instead
 		}
-		parts[i].stx = fork
+		stxs = append(stxs, fork)
 	}
 
-	partCtx, cancel := context.WithCancelCause(ctx)
+	s := &verifyChunks{count: count, ahead: workers * verifyChunksAhead, done: map[uint64]*verifyChunk{}}
+	s.cond = sync.NewCond(&s.mu)
+	shared := &verifyProgress{nudge: make(chan struct{}, 1)}
+	chunkCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for i := range parts {
+	defer func() {
+		s.stop()
+		wg.Wait() // the workers read the transactions
+	}()
+	for _, stx := range stxs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := parts[i].run(partCtx, chain, want, key); err != nil {
-				cancel(err)
+			w := &verifyWorkspace{items: make([]verifyItem, 0, verifyBatchSize),
+				keyItems: make([]keyItem, 0, keyCheckBatchSize), hasher: newMultisetHasher(key)}
+			for j, ok := s.take(); ok; j, ok = s.take() {
+				p := &verifyChunk{from: 1 + j*size, failMax: c.max, progress: shared}
+				if j+1 < count {
+					p.until = p.from + size
+				}
+				if p.err = p.run(chunkCtx, stx, chain, want, w); p.err != nil {
+					cancel(p.err)
+				}
+				s.finish(j, p)
+				shared.wake()
 			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+
 	base, reported := report.Entries, report.Entries/progressInterval
 	reportProgress := func() {
 		// The reports the reading on one goroutine makes: one at every
@@ -246,65 +270,135 @@ func (db *DB) verifySplit(ctx context.Context, tx *Tx, chain string, stored *Hea
 			progress()
 		}
 	}
-	for waiting := true; waiting; {
+	stitch := newVerifyStitch(chain, c)
+	var settled []uint64 // deleted from want once the workers, which read it, are done
+	for next := uint64(0); next < count; {
 		select {
 		case <-shared.nudge:
-			reportProgress()
-		case <-done:
-			waiting = false
+		case <-chunkCtx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, true, err
+		}
+		if chunkCtx.Err() != nil {
+			return nil, true, context.Cause(chunkCtx)
+		}
+		reportProgress()
+		for ; next < count; next++ {
+			p := s.stitched(next)
+			if p == nil {
+				break
+			}
+			stitch.add(p)
+			keys.entries.merge(&p.keys)
+			settled = append(settled, p.settled...)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, true, err
-	}
-	if partCtx.Err() != nil {
-		return nil, true, context.Cause(partCtx)
+	s.stop()
+	wg.Wait()
+	for _, seq := range settled {
+		delete(want, seq)
 	}
 	reportProgress()
 	report.Entries = base + shared.entries.Load()
 	verifySplitChains.Add(1)
-	v = stitch(chain, parts, c)
-	for i := range parts {
-		keys.entries.merge(&parts[i].keys)
-		for _, seq := range parts[i].settled {
-			delete(want, seq)
-		}
-	}
-	return v, true, nil
+	return stitch.v, true, nil
 }
 
-// stitch checks each part's first entry against the end of the parts
-// before it, adds every part's failures to c in seq order, and returns the
-// verifier as it stands after the last entry.
-func stitch(chain string, parts []verifyPart, c *collector) *ChainVerifier {
-	v := NewChainVerifier(chain, c.add)
-	for i := range parts {
-		p := &parts[i]
-		if !p.first.seen {
-			continue
-		}
-		// The first entry's failures come first: a gap before it, its
-		// own (hash mismatch, undecodable), a broken link, then a saved
-		// head it differs from.
-		linkable := v.linkable
-		if s := p.first.seq; s > v.next {
-			v.fail(v.next, ReasonSeqGap, fmt.Sprintf("seq %d to %d missing", v.next, s-1))
-			linkable = false
-		}
-		for _, f := range p.failures[:p.first.linkAt] {
-			c.add(f)
-		}
-		if p.first.decodable && linkable && p.first.prevHash != v.prev {
-			c.add(Failure{Chain: chain, Seq: p.first.seq, Reason: ReasonBrokenLink,
-				Detail: "prev_hash differs from the previous entry's hash", Expected: p.first.prevHash, Calculated: v.prev})
-		}
-		for _, f := range p.failures[p.first.linkAt:] {
-			c.add(f)
-		}
-		if p.truncated {
-			c.report.Truncated = true
-		}
-		v.next, v.prev, v.linkable, v.last = p.end.next, p.end.prev, p.end.linkable, p.end.last
+// verifyChunks hands out a chain's chunks in order and collects them until
+// they are stitched.
+type verifyChunks struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	count    uint64 // chunks of the chain
+	next     uint64 // the chunk to hand out next
+	stitches uint64 // chunks stitched
+	ahead    uint64 // chunks taken but not stitched, at most
+	stopped  bool
+	done     map[uint64]*verifyChunk // finished, not stitched
+}
+
+// take returns the next chunk, waiting while too many are ahead of the
+// stitching; ok is false when none is left or the verify stopped.
+func (s *verifyChunks) take() (j uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.stopped && s.next < s.count && s.next >= s.stitches+s.ahead {
+		s.cond.Wait()
 	}
-	return v
+	if s.stopped || s.next >= s.count {
+		return 0, false
+	}
+	s.next++
+	return s.next - 1, true
+}
+
+// finish hands a finished chunk to the stitching.
+func (s *verifyChunks) finish(j uint64, p *verifyChunk) {
+	s.mu.Lock()
+	s.done[j] = p
+	s.mu.Unlock()
+}
+
+// stitched returns chunk j once it is finished, and counts it as
+// stitched; nil when it is not finished yet.
+func (s *verifyChunks) stitched(j uint64) *verifyChunk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.done[j]
+	if p != nil {
+		delete(s.done, j)
+		s.stitches = j + 1
+		s.cond.Broadcast()
+	}
+	return p
+}
+
+// stop makes every take return false.
+func (s *verifyChunks) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// verifyStitch checks each chunk's first entry against the end of the
+// chunks before it and adds every chunk's failures to c in seq order; v is
+// the verifier as it stands after the last entry stitched.
+type verifyStitch struct {
+	v *ChainVerifier
+	c *collector
+}
+
+func newVerifyStitch(chain string, c *collector) *verifyStitch {
+	return &verifyStitch{v: NewChainVerifier(chain, c.add), c: c}
+}
+
+func (st *verifyStitch) add(p *verifyChunk) {
+	v, c := st.v, st.c
+	if !p.first.seen {
+		return
+	}
+	// The first entry's failures come first: a gap before it, its own
+	// (hash mismatch, undecodable), a broken link, then a saved head it
+	// differs from.
+	linkable := v.linkable
+	if s := p.first.seq; s > v.next {
+		v.fail(v.next, ReasonSeqGap, fmt.Sprintf("seq %d to %d missing", v.next, s-1))
+		linkable = false
+	}
+	for _, f := range p.failures[:p.first.linkAt] {
+		c.add(f)
+	}
+	if p.first.decodable && linkable && p.first.prevHash != v.prev {
+		c.add(Failure{Chain: v.chain, Seq: p.first.seq, Reason: ReasonBrokenLink,
+			Detail: "prev_hash differs from the previous entry's hash", Expected: p.first.prevHash, Calculated: v.prev})
+	}
+	for _, f := range p.failures[p.first.linkAt:] {
+		c.add(f)
+	}
+	if p.truncated {
+		c.report.Truncated = true
+	}
+	v.next, v.prev, v.linkable, v.last = p.end.next, p.end.prev, p.end.linkable, p.end.last
 }

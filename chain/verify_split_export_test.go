@@ -1,17 +1,17 @@
 package chain
 
-// SetVerifyPartEntriesMin makes Verify split every chain of at least 2*n
-// entries into parts (one per CPU); a huge n keeps every chain whole. It
-// returns the function that restores the threshold.
-func SetVerifyPartEntriesMin(n uint64) (restore func()) {
-	old := verifyPartEntriesMin.Swap(n)
-	return func() { verifyPartEntriesMin.Store(old) }
+// SetVerifyChunkEntries makes Verify read every chain of more than n
+// entries in chunks of n; a huge n keeps every chain whole. It returns the
+// function that restores the chunk size.
+func SetVerifyChunkEntries(n uint64) (restore func()) {
+	old := verifyChunkEntries.Swap(n)
+	return func() { verifyChunkEntries.Store(old) }
 }
 
-// VerifyPartStarts is the first seq of each part of a chain whose stored
-// head is at headSeq, verified with procs CPUs; nil when it is read whole.
-func VerifyPartStarts(headSeq uint64, procs int) []uint64 { return verifyPartStarts(headSeq, procs) }
+// VerifyChunking is the entries per chunk and the number of chunks of a
+// chain whose stored head is at headSeq.
+func VerifyChunking(headSeq uint64) (size, count uint64) { return verifyChunking(headSeq) }
 
-// VerifySplitChains counts the chains verified in parts since the process
+// VerifySplitChains counts the chains verified in chunks since the process
 // began.
 func VerifySplitChains() int64 { return verifySplitChains.Load() }

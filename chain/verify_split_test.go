@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"slices"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -20,29 +19,33 @@ import (
 	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
-// splitProcs are the CPU counts verifyEachWay splits chains for.
-var splitProcs = []int{2, 3, 4}
+// splitWays are the CPU counts and chunk sizes verifyEachWay reads chains
+// with.
+var splitWays = []struct {
+	procs int
+	chunk uint64
+}{{2, 1}, {3, 3}, {4, 10}}
 
 // verifyEachWay verifies with every chain read whole, then with every chain
-// of two entries or more read in parts on each of splitProcs CPUs (where
-// the store can fork its transaction), and fails the test unless every
-// report and error equals the whole reading's. It returns that one.
+// read in chunks in each of splitWays (where the store can fork its
+// transaction), and fails the test unless every report and error equals
+// the whole reading's. It returns that one.
 func verifyEachWay(t fatalf, db *chain.DB, ctx context.Context, opts chain.VerifyOptions) (chain.Report, error) {
 	t.Helper()
-	restore := chain.SetVerifyPartEntriesMin(math.MaxUint64)
+	restore := chain.SetVerifyChunkEntries(math.MaxUint64)
 	whole, wholeErr := db.Verify(ctx, opts)
 	restore()
-	for _, procs := range splitProcs {
-		restore := chain.SetVerifyPartEntriesMin(1)
-		previous := runtime.GOMAXPROCS(procs)
+	for _, way := range splitWays {
+		restore := chain.SetVerifyChunkEntries(way.chunk)
+		previous := runtime.GOMAXPROCS(way.procs)
 		split, err := db.Verify(ctx, opts)
 		runtime.GOMAXPROCS(previous)
 		restore()
 		if fmt.Sprint(err) != fmt.Sprint(wholeErr) {
-			t.Fatalf("verify in parts on %d CPUs: error %v, read whole %v", procs, err, wholeErr)
+			t.Fatalf("verify in chunks of %d on %d CPUs: error %v, read whole %v", way.chunk, way.procs, err, wholeErr)
 		}
 		if !reflect.DeepEqual(split, whole) {
-			t.Fatalf("verify in parts on %d CPUs:\n%+v\nread whole:\n%+v", procs, split, whole)
+			t.Fatalf("verify in chunks of %d on %d CPUs:\n%+v\nread whole:\n%+v", way.chunk, way.procs, split, whole)
 		}
 	}
 	return whole, wholeErr
@@ -88,39 +91,34 @@ func newSplitLedger(t *testing.T) tamperLedger {
 	return l
 }
 
-// The boundaries the tests below tamper at: on 4 CPUs the long chain's
-// parts begin at seqs 1, 11, 21 and 31, on 2 CPUs at 1 and 21.
-func TestVerifyPartStarts(t *testing.T) {
+// The chunks: the long chain of the tests below is read in chunks that
+// begin at seqs 1, 11, 21 and 31 when a chunk has 10 entries, 1, 4, 7...
+// with 3, and at every seq with 1 (verifyEachWay reads each way).
+func TestVerifyChunking(t *testing.T) {
 	for _, c := range []struct {
-		head  uint64
-		procs int
-		want  []uint64
+		head, chunk, size, count uint64
 	}{
-		{splitEntries, 4, []uint64{1, 11, 21, 31}},
-		{splitEntries, 2, []uint64{1, 21}},
-		{splitEntries, 3, []uint64{1, 14, 27}},
-		{3, 4, []uint64{1, 2, 3}},
-		{1, 4, nil},
-		{0, 4, nil},
-		{math.MaxUint64, 2, []uint64{1, 1 + math.MaxUint64/2}},
-		{math.MaxUint64, 3, []uint64{1, 1 + math.MaxUint64/3, 1 + math.MaxUint64/3*2}},
+		{splitEntries, 10, 10, 4},
+		{splitEntries, 3, 3, 14},
+		{splitEntries, 1, 1, splitEntries},
+		{splitEntries, 100, 100, 1},
+		{0, 10, 10, 0},
+		{1 << 20, 1 << 16, 1 << 16, 16},
+		{1<<20 + 1, 1 << 16, 1 << 16, 17},
+		// A damaged head claiming a huge seq: the chunks grow instead.
+		{math.MaxUint64, 1 << 16, math.MaxUint64>>16 + 1, 1 << 16},
+		{1 << 40, 1, 1<<24 + 1, 1 << 16},
 	} {
-		restore := chain.SetVerifyPartEntriesMin(1)
-		got := chain.VerifyPartStarts(c.head, c.procs)
+		restore := chain.SetVerifyChunkEntries(c.chunk)
+		size, count := chain.VerifyChunking(c.head)
 		restore()
-		if !slices.Equal(got, c.want) {
-			t.Errorf("parts of %d entries on %d CPUs: %v, want %v", c.head, c.procs, got, c.want)
+		if size != c.size || count != c.count {
+			t.Errorf("chunks of %d entries at most %d: %d of %d, want %d of %d", c.head, c.chunk, count, size, c.count, c.size)
 		}
-	}
-	if got := chain.VerifyPartStarts(1<<20, 2); !slices.Equal(got, []uint64{1, 1<<19 + 1}) {
-		t.Errorf("parts of 2^20 entries with the default minimum: %v", got)
-	}
-	if got := chain.VerifyPartStarts(1<<15, 2); got != nil {
-		t.Errorf("parts of 2^15 entries with the default minimum: %v, want none", got)
 	}
 }
 
-// Damage on and around the parts' boundaries is reported as when the chain
+// Damage on and around the chunks' boundaries is reported as when the chain
 // is read whole (verifyEachWay compares), and as expected.
 func TestVerifySplitDamageOnPartBoundaries(t *testing.T) {
 	type want = []failureKey
@@ -218,7 +216,7 @@ func TestVerifySplitDamageOnPartBoundaries(t *testing.T) {
 	}
 }
 
-// FailuresMax bounds the failures of a chain read in parts as of one read
+// FailuresMax bounds the failures of a chain read in chunks as of one read
 // whole: the first ones, in seq order, and Truncated.
 func TestVerifySplitFailuresMax(t *testing.T) {
 	l := newSplitLedger(t)
@@ -242,7 +240,7 @@ func TestVerifySplitFailuresMax(t *testing.T) {
 	}
 }
 
-// A chain read in parts reports progress exactly as one read whole: at
+// A chain read in chunks reports progress exactly as one read whole: at
 // every multiple of 16,384 entries, counted across chains, then at the end;
 // and it stops when its context ends, with the context's error.
 func TestVerifySplitProgressAndCancel(t *testing.T) {
@@ -264,8 +262,8 @@ func TestVerifySplitProgressAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verify := func(partMin uint64) ([]chain.Progress, int64) {
-		defer chain.SetVerifyPartEntriesMin(partMin)()
+	verify := func(chunk uint64) ([]chain.Progress, int64) {
+		defer chain.SetVerifyChunkEntries(chunk)()
 		splits := chain.VerifySplitChains()
 		var progress []chain.Progress
 		report, err := db.Verify(ctx, chain.VerifyOptions{Progress: func(p chain.Progress) { progress = append(progress, p) }})
@@ -275,16 +273,16 @@ func TestVerifySplitProgressAndCancel(t *testing.T) {
 		return progress, chain.VerifySplitChains() - splits
 	}
 	whole, wholeSplits := verify(math.MaxUint64)
-	split, splits := verify(1)
+	split, splits := verify(1000)
 	if wholeSplits != 0 || splits != 2 {
-		t.Fatalf("%d and %d chains verified in parts, want 0 and 2", wholeSplits, splits)
+		t.Fatalf("%d and %d chains verified in chunks, want 0 and 2", wholeSplits, splits)
 	}
 	want := []chain.Progress{{Chains: 0, Entries: 16384}, {Chains: 1, Entries: 2 * 16384}, {Chains: 2, Entries: entries}}
 	if !reflect.DeepEqual(whole, want) || !reflect.DeepEqual(split, want) {
 		t.Fatalf("progress read whole %v, in parts %v; want %v", whole, split, want)
 	}
 
-	defer chain.SetVerifyPartEntriesMin(1)()
+	defer chain.SetVerifyChunkEntries(1000)()
 	canceled, cancel := context.WithCancel(ctx)
 	defer cancel()
 	calls := 0
@@ -298,7 +296,7 @@ func TestVerifySplitProgressAndCancel(t *testing.T) {
 }
 
 // Any damage to a chain's entries, index and head is reported the same
-// whether the chain is read whole or in parts on 2 to 4 CPUs.
+// whether the chain is read whole or in chunks on 2 to 4 CPUs.
 func TestVerifySplitMatchesWholeProperty(t *testing.T) {
 	dir := t.TempDir()
 	type base struct {
