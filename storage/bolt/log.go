@@ -511,7 +511,11 @@ func (b *Backend) commit(operations []operation, size int) error {
 	lsn := b.lastLSN + 1
 	if err := b.log.Append(lsn, record); err != nil {
 		err = fmt.Errorf("commit %s: %w", b.path, err)
-		b.fail(err)
+		if errors.Is(err, wal.ErrUnusable) {
+			b.fail(err)
+		}
+		// Otherwise the log refused the record before writing any of it
+		// (no room for a new segment): this commit fails, the next tries.
 		return err
 	}
 	b.lastLSN = lsn

@@ -80,10 +80,15 @@
 // as they are when it reaches them, so a Release during the iteration makes
 // it fail: read the records at start, before releasing.
 //
-// An error of a write or a sync poisons the log: every later Append returns
-// an error wrapping storage.ErrIO and the caller must reopen it. After a
+// An error of a write or a sync into a segment that holds or is receiving
+// records poisons the log: every later Append returns an error wrapping
+// ErrUnusable and storage.ErrIO, and the caller must reopen it. After a
 // failed fdatasync the kernel may have dropped the dirty pages, so retrying
-// on the same file could report success for data that is not on disk.
+// on the same file could report success for data that is not on disk. A
+// failure to create, zero-fill or rename a new segment, before any record
+// went into it (a full disk), does not: Append returns it wrapped in
+// storage.ErrIO with the system's words ("no space left on device"), the
+// new file is removed, nothing is written, and the next Append tries again.
 //
 // Release removes one segment at a time and syncs the directory after each,
 // oldest first, so that a crash in the middle leaves a log that still

@@ -311,7 +311,18 @@ func (l *Log) Append(lsn uint64, payload []byte) error {
 	size := recordSizeBytes(len(payload))
 	if l.current == nil || (rotate && l.currentRecords > 0) || l.offset+size > l.capacity {
 		if err := l.startSegment(lsn, size); err != nil {
-			return l.poison(err)
+			if l.poisoned != nil {
+				return l.poisoned
+			}
+			// Nothing was written into a segment holding records: the log
+			// is as it was, and the next Append tries again (a full disk
+			// may have room by then).
+			if rotate {
+				l.mu.Lock()
+				l.rotatePending = true
+				l.mu.Unlock()
+			}
+			return fmt.Errorf("wal: start a segment at LSN %d in %s: %w: %w", lsn, l.dir, storage.ErrIO, err)
 		}
 	}
 	encodeHeader(l.header[:], lsn, payload)
@@ -332,7 +343,7 @@ func (l *Log) Append(lsn uint64, payload []byte) error {
 }
 
 func (l *Log) poison(err error) error {
-	l.poisoned = fmt.Errorf("wal: %s is unusable after a failed write, reopen it: %w: %w", l.dir, storage.ErrIO, err)
+	l.poisoned = fmt.Errorf("wal: %s is unusable after a failed write, reopen it: %w: %w: %w", l.dir, ErrUnusable, storage.ErrIO, err)
 	return l.poisoned
 }
 
@@ -340,6 +351,8 @@ func (l *Log) poison(err error) error {
 // at least, the one appended to. A segment-sized one is a spare renamed; a
 // larger one is created here. Either way the directory is synced before the
 // first record is written into it, so the record cannot outlive its name.
+// An error leaves the log as it was (a new file that did not become a
+// segment is removed) unless it poisons the log: then l.poisoned is set.
 func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	sizeBytes := max(recordSizeBytes, l.segmentSizeBytes)
 	target := segmentPath(l.dir, lsn)
@@ -362,20 +375,18 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 			return err
 		}
 	}
-	if replacing {
-		l.current.Close()
-		l.current = nil
-	}
+	// Renaming over the empty segment being replaced leaves its open file
+	// to the old inode, closed below once the new one is in place.
 	if err := os.Rename(source, target); err != nil {
 		os.Remove(source)
 		return err
 	}
 	if err := syncDirectory(l.dir); err != nil {
-		return err
+		return l.abandonSegment(target, replacing, err)
 	}
 	f, err := os.OpenFile(target, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return l.abandonSegment(target, replacing, err)
 	}
 	if l.current != nil {
 		l.current.Close()
@@ -394,6 +405,18 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	l.mu.Unlock()
 	l.spares.refill()
 	return nil
+}
+
+// abandonSegment undoes the rename of a new segment that cannot be used:
+// the file holds zeros only, so removing it loses nothing. When it replaced
+// an empty segment, or cannot be removed, the directory no longer matches
+// the log's list of segments and the log is poisoned.
+func (l *Log) abandonSegment(target string, replacing bool, cause error) error {
+	if !replacing && os.Remove(target) == nil {
+		return cause
+	}
+	l.poison(cause)
+	return cause
 }
 
 // Rotate makes the next Append start a new segment (the caller rotates when
