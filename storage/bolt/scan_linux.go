@@ -14,10 +14,7 @@ import (
 // which bbolt marks random-access: the kernel then reads one page per fault,
 // and every page read stays mapped, so the process's resident size grows
 // with the file. scanMemory reads ahead of the scan itself and drops the
-// pages of the map it has read every few MiB (they stay in the page cache).
-// It drops only the range its own scan went through: a verify reads one
-// chain on several goroutines at once, and dropping the whole map would drop
-// the pages the others are about to read.
+// pages of the map every few MiB it reads (they stay in the page cache).
 const (
 	// scanQuietBytes is how much a scan reads before it reads ahead and
 	// releases: short scans pay nothing.
@@ -43,9 +40,6 @@ type scanMemory struct {
 	disabled         bool
 	aheadStart       uintptr
 	aheadEnd         uintptr
-	// touchedStart and touchedEnd bound the addresses the scan was seen at
-	// since its last release (zero when none).
-	touchedStart, touchedEnd uintptr
 }
 
 // observe is called with every value a scan yields, inside the read
@@ -77,26 +71,11 @@ func (s *scanMemory) observe(v []byte) {
 		madvise(start, end-start, unix.MADV_WILLNEED)
 		s.aheadStart, s.aheadEnd = start, end
 	}
-	if s.touchedEnd == 0 || addr < s.touchedStart {
-		s.touchedStart = addr
-	}
-	s.touchedEnd = max(s.touchedEnd, addr)
 	s.sinceRelease += scanCheckBytes
 	if s.sinceRelease >= scanReleaseBytes {
 		s.sinceRelease = 0
-		s.release(page)
+		madvise(s.mapStart, s.mapEnd-s.mapStart, unix.MADV_DONTNEED)
 	}
-}
-
-// release drops the pages between the first and the last address the scan
-// was seen at since the last release, and the look's worth of bytes after
-// the last: a scan is looked at every scanCheckBytes, so it may have read
-// that far past where it was last seen.
-func (s *scanMemory) release(page uintptr) {
-	start := s.touchedStart &^ (page - 1)
-	end := min((s.touchedEnd+scanCheckBytes+page-1)&^(page-1), s.mapEnd)
-	madvise(start, end-start, unix.MADV_DONTNEED)
-	s.touchedStart, s.touchedEnd = 0, 0
 }
 
 // madvise advises on a range of bbolt's read-only shared file map. Dropped
