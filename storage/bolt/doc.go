@@ -140,11 +140,11 @@
 // With the log on, the ledger is the file plus, while it is open or after a
 // crash, the directory <path>-wal (mode 0700). Copy a ledger only while it
 // is closed, or with ledgerctl export; a copy of the file alone taken while
-// it is open lacks what the log holds. The log's segments are
-// Options.LogSegmentSizeBytes each (LogSegmentSizeDefault, 8 MiB), written
-// with zeros before their first record, so a new log needs that much free
-// space before its first commit; a segment that cannot be created is a
-// failed commit (storage.ErrIO).
+// it is open lacks what the log holds. The log's segments are written with
+// zeros before their first record; they grow from 1 MiB, each twice the
+// previous, to Options.LogSegmentSizeBytes (LogSegmentSizeDefault, 8 MiB),
+// and spares are zero-filled ahead only at that size, so a new log needs
+// 1 MiB of free space before its first commit.
 //
 // The memory tables hold up to twice MemtableBytesMax; a reader that holds
 // a transaction keeps the tables of its view alive until it ends. A crash

@@ -20,9 +20,10 @@ import (
 const (
 	// MemtableBytesMaxDefault is Options.MemtableBytesMax when zero.
 	MemtableBytesMaxDefault = 32 << 20
-	// LogSegmentSizeDefault is Options.LogSegmentSizeBytes when zero: a
-	// segment is zero-filled before its first record, so a small one keeps
-	// the first commit of a new handle quick; released segments are
+	// LogSegmentSizeDefault is Options.LogSegmentSizeBytes when zero: the
+	// size segments grow to from 1 MiB (wal.SegmentSizeInitial). A segment
+	// is zero-filled before its first record, so small ones keep the first
+	// commit of a new handle quick; released full-size segments are
 	// recycled.
 	LogSegmentSizeDefault = 8 << 20
 	// LogInitialMmapSizeDefault is the initial size of bbolt's memory map

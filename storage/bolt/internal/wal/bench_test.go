@@ -46,11 +46,14 @@ func benchmarkAppend(b *testing.B, sizeBytes int) {
 	rawRecord := make([]byte, recordSizeBytes(sizeBytes))
 	encodeHeader(rawRecord, 1, payload)
 	copy(rawRecord[RecordHeaderSizeBytes:], payload)
-	// Reach the steady state before timing: the first segment and the
-	// first rotations, before any release, fill spares with zeros in the
+	// Reach the steady state before timing: segments grow to the full
+	// size, the first rotations at that size fill spares with zeros in the
 	// background; later ones take segments recycled by Release.
 	lsn := uint64(1)
-	for range 3 {
+	for fullSize := 0; fullSize < 3; {
+		if segments := segmentsOf(l); len(segments) > 0 && segments[len(segments)-1].sizeBytes == SegmentSizeDefault {
+			fullSize++
+		}
 		if err := l.Append(lsn, payload); err != nil {
 			b.Fatal(err)
 		}

@@ -8,12 +8,15 @@
 //
 // A log is a directory of segment files, each named by the LSN (log
 // sequence number) of its first record as 16 lowercase hex digits and
-// ".wal" (0000000000000001.wal). A segment is created by writing
-// SegmentSizeBytes of zeros (Options; SegmentSizeDefault, 64 MiB) and
-// fdatasync-ing it, and enters the log by a rename and a sync of the
-// directory; appends then overwrite blocks that are already allocated, so
-// the file size never changes and an fdatasync flushes data only. Each
-// record is
+// ".wal" (0000000000000001.wal). A segment is created by writing its size
+// in zeros and fdatasync-ing it, and enters the log by a rename and a sync
+// of the directory; appends then overwrite blocks that are already
+// allocated, so the file size never changes and an fdatasync flushes data
+// only. Segments grow: the first of a log is SegmentSizeInitial (1 MiB, or
+// SegmentSizeBytes when that is smaller) and each new one twice the
+// previous, up to SegmentSizeBytes (Options; SegmentSizeDefault, 64 MiB),
+// so that a log holding little never zero-fills megabytes it does not use.
+// Each record is
 //
 //	u32be payload length | u64be LSN | u32be CRC-32C | payload | zero padding to a multiple of 8
 //
@@ -42,14 +45,15 @@
 // the directory.
 //
 // A rotation costs a rename and a directory sync (about one fdatasync) when
-// a spare segment is ready. The log keeps up to SparesMax spares: released
-// segments of the normal size are renamed to "%016x.spare" instead of being
-// removed, and when none is left a goroutine fills a new one with zeros in
-// the background while the current segment fills. A rotation that finds no
-// spare waits for the one being prepared, or writes a whole segment of zeros
-// itself when none is (about 64 MiB of writes and a sync, the cost the spares
-// keep off the append path); a record larger than a segment always does, for
-// its own file. A recycled spare keeps its old records:
+// a spare segment is ready. Spares exist only once segments have grown to
+// SegmentSizeBytes: the log keeps up to SparesMax of them, released segments
+// of the full size are renamed to "%016x.spare" instead of being removed
+// (smaller ones are removed), and when none is left a goroutine fills a new
+// one with zeros in the background while the current full-size segment
+// fills. A rotation that finds no spare waits for the one being prepared,
+// or writes a whole segment of zeros itself when none is (up to 64 MiB of
+// writes and a sync, the cost the spares keep off the append path); a
+// segment still growing, and a record larger than a segment, always do. A recycled spare keeps its old records:
 // their LSNs are older than any the caller appends, so they end the log.
 //
 // # Caveats
@@ -68,10 +72,11 @@
 // be taken for one, which is tampering with the caller's input and the
 // chain's verification, not the CRC's, to catch.
 //
-// On disk a log takes its segments plus up to SparesMax spares of
-// SegmentSizeBytes each, 192 MiB with one segment at the default size, even
-// when it holds few records: the space is what keeps appends from changing
-// a file's size.
+// On disk a log takes its segments plus, once they have grown to the full
+// size, up to SparesMax spares of SegmentSizeBytes each: 192 MiB with one
+// segment at the default size. A new log takes SegmentSizeInitial before
+// its first record. The space is what keeps appends from changing a
+// file's size.
 //
 // One process writes a log at a time; the package takes no lock on the
 // directory (the bolt backend holds the lock on its file). Append is not

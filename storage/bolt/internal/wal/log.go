@@ -20,6 +20,12 @@ const (
 	// Options.SegmentSizeBytes is zero.
 	SegmentSizeDefault = 64 << 20
 
+	// SegmentSizeInitial is the size of the first segment of a log (or
+	// SegmentSizeBytes when that is smaller); each new segment is twice
+	// the previous one, up to SegmentSizeBytes, so that a log holding
+	// little never zero-fills megabytes it does not use.
+	SegmentSizeInitial = 1 << 20
+
 	// SegmentSizeMin and SegmentSizeMax bound Options.SegmentSizeBytes,
 	// which must also be a multiple of RecordAlignmentBytes.
 	SegmentSizeMin = 4 << 10
@@ -32,10 +38,11 @@ const (
 
 // Options configure Open.
 type Options struct {
-	// SegmentSizeBytes is the size a segment is preallocated to;
-	// SegmentSizeDefault (64 MiB) when zero. A record larger than what is
-	// left starts a new segment; a record larger than a whole segment gets a
-	// segment of its own, as large as it needs.
+	// SegmentSizeBytes is the size segments grow to, each twice the
+	// previous from SegmentSizeInitial; SegmentSizeDefault (64 MiB) when
+	// zero. A record larger than what is left starts a new segment; a
+	// record larger than the new segment gets a segment of its own, as
+	// large as it needs.
 	SegmentSizeBytes int64
 	// ReadOnly opens the log for reading its records only: nothing is
 	// created, truncated or removed.
@@ -117,9 +124,35 @@ func Open(dir string, opts Options) (*Log, error) {
 			}
 			l.spares.ready = nil
 		}
-		l.spares.refill()
+		l.refillWhenFullSize()
 	}
 	return l, nil
+}
+
+// nextSegmentSizeBytes is the size of the next new segment: twice the
+// previous one, up to segmentSizeBytes; the first is SegmentSizeInitial.
+// When replacing, the last segment is the empty one being replaced and
+// the one before it is the previous.
+func (l *Log) nextSegmentSizeBytes(replacing bool) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.segments)
+	if replacing {
+		n--
+	}
+	if n <= 0 {
+		return min(SegmentSizeInitial, l.segmentSizeBytes)
+	}
+	return min(2*l.segments[n-1].sizeBytes, l.segmentSizeBytes)
+}
+
+// refillWhenFullSize starts the preparation of a spare once the segment
+// appended to has the full size: smaller ones are created when they are
+// needed, so that a small log never writes zeros it does not use.
+func (l *Log) refillWhenFullSize() {
+	if l.current != nil && l.capacity >= l.segmentSizeBytes {
+		l.spares.refill()
+	}
 }
 
 // listing is what Open finds in the directory.
@@ -354,9 +387,9 @@ func (l *Log) poison(err error) error {
 // An error leaves the log as it was (a new file that did not become a
 // segment is removed) unless it poisons the log: then l.poisoned is set.
 func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
-	sizeBytes := max(recordSizeBytes, l.segmentSizeBytes)
-	target := segmentPath(l.dir, lsn)
 	replacing := l.current != nil && l.currentRecords == 0
+	sizeBytes := max(recordSizeBytes, l.nextSegmentSizeBytes(replacing))
+	target := segmentPath(l.dir, lsn)
 	if replacing && l.segments[len(l.segments)-1].firstLSN != lsn {
 		panic(fmt.Sprintf("wal: empty segment %s does not start at LSN %d", l.segments[len(l.segments)-1].path, lsn))
 	}
@@ -368,8 +401,8 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 		}
 		source = spare
 	} else {
-		// A record larger than a segment, or one that does not fit the empty
-		// current segment (left smaller by an earlier size): a file of its own.
+		// A segment still growing, a record larger than a segment, or one
+		// that does not fit the empty current segment: a file of its own.
 		source = filepath.Join(l.dir, tempName(l.spares.nextNumber()))
 		if err := createZeroed(source, sizeBytes, nil); err != nil {
 			return err
@@ -403,7 +436,7 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	l.segments = append(l.segments, segment{firstLSN: lsn, path: target, sizeBytes: sizeBytes})
 	l.sizeBytes += sizeBytes
 	l.mu.Unlock()
-	l.spares.refill()
+	l.refillWhenFullSize()
 	return nil
 }
 

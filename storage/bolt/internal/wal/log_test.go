@@ -878,3 +878,89 @@ func TestConcurrentAppendReleaseRotate(t *testing.T) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
+
+// TestSegmentsGrow: the first segment is SegmentSizeInitial and each new one
+// twice the previous, up to SegmentSizeBytes; no spare is prepared before
+// segments have the full size, released segments of a smaller size are
+// removed, not kept as spares, and a reopened log grows from its last
+// segment.
+func TestSegmentsGrow(t *testing.T) {
+	const full = 4 * SegmentSizeInitial
+	dir := filepath.Join(t.TempDir(), "wal")
+	opts := Options{SegmentSizeBytes: full}
+	l := openLog(t, dir, opts)
+	spareFiles := func() []string {
+		t.Helper()
+		matches, err := filepath.Glob(filepath.Join(dir, "*"+spareSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return matches
+	}
+	want := []int64{SegmentSizeInitial, 2 * SegmentSizeInitial, full, full}
+	for i, size := range want {
+		lsn := uint64(i + 1)
+		if err := l.Append(lsn, payloadFor(lsn, 100)); err != nil {
+			t.Fatal(err)
+		}
+		segments := segmentsOf(l)
+		if got := segments[len(segments)-1].sizeBytes; got != size {
+			t.Fatalf("segment %d: %d bytes, want %d", i+1, got, size)
+		}
+		info, err := os.Stat(segments[len(segments)-1].path)
+		if err != nil || info.Size() != size {
+			t.Fatalf("segment %d on disk: %v, %v", i+1, info, err)
+		}
+		if size < full {
+			l.spares.mu.Lock()
+			preparing := l.spares.preparing != nil
+			l.spares.mu.Unlock()
+			if preparing || len(spareFiles()) != 0 {
+				t.Fatalf("a spare is prepared while segments are %d bytes", size)
+			}
+		}
+		l.Rotate()
+	}
+	waitSpares(t, l, 1)
+	// The two smaller segments are removed, the first full-size one is
+	// recycled beside the prepared spare.
+	if err := l.Release(4); err != nil {
+		t.Fatal(err)
+	}
+	spares := spareFiles()
+	if len(spares) != 2 {
+		t.Fatalf("spares after the release: %v, want 2", spares)
+	}
+	for _, spare := range spares {
+		if info, err := os.Stat(spare); err != nil || info.Size() != full {
+			t.Fatalf("spare %s: %v, %v; want %d bytes", spare, info, err, full)
+		}
+	}
+	if files := segmentFiles(t, dir); len(files) != 1 || filepath.Base(files[0]) != segmentName(4) {
+		t.Fatalf("segments after the release: %v", files)
+	}
+	l.Close()
+	// A reopened log grows from its last segment: the next is full size.
+	l = openLog(t, dir, opts)
+	l.Rotate()
+	if err := l.Append(5, payloadFor(5, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if segments := segmentsOf(l); segments[len(segments)-1].sizeBytes != full {
+		t.Fatalf("after reopening: a %d-byte segment, want %d", segments[len(segments)-1].sizeBytes, full)
+	}
+	checkRecordsSized(t, l, 3, 5, 100)
+	// A new log on a directory whose spares are full size starts small again.
+	l.Release(5)
+	l.Close()
+	if err := l.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, opts)
+	if err := l.Append(1, payloadFor(1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if size := l.SizeBytes(); size != SegmentSizeInitial {
+		t.Fatalf("a new log's first segment is %d bytes, want %d", size, SegmentSizeInitial)
+	}
+}
