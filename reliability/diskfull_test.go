@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,16 +16,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
 // Disk-full test parameters.
 const (
-	diskSize          = "8m"
-	diskFillerBytes   = 2 << 20  // freed to make room again
+	diskSize          = "16m"
+	diskFillerBytes   = 10 << 20 // freed to make room again
 	diskPayloadBytes  = 64 << 10 // per append while filling
 	diskAppendsMax    = 1000     // more than the disk can hold
 	diskRefusalsAfter = 5        // appends tried after the first refusal
@@ -55,13 +59,90 @@ func diskPayload(n int) []byte {
 	return bytes.Repeat([]byte(fmt.Sprintf("%08d", n)), diskPayloadBytes/8)
 }
 
-// TestDiskFull fills a ledger on a small disk until appends fail. The
-// failure is a typed storage error (storage.ErrIO), further appends keep
-// failing without writing anything, every acknowledged entry is still
-// there and verifies in the open ledger and after reopening, and once space
-// is freed appends succeed again. ledgerctl append on the full disk exits 5.
+// openDiskLedger opens the ledger at path through the bolt backend with the
+// given commit mode.
+func openDiskLedger(t *testing.T, path string, opts bolt.Options) (*chain.DB, error) {
+	t.Helper()
+	backend, err := bolt.Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	db, err := chain.OpenBackend(backend, chain.Options{Clock: testClock()})
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func mustOpenDiskLedger(t *testing.T, path string, opts bolt.Options) *chain.DB {
+	t.Helper()
+	db, err := openDiskLedger(t, path, opts)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fillDisk writes path until the disk it is on has no space left.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		_, err := f.Write(chunk)
+		if errors.Is(err, syscall.ENOSPC) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// assertNoSpace checks that err is a refusal for lack of space.
+func assertNoSpace(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil || !errors.Is(err, storage.ErrIO) || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("%s: %v; want storage.ErrIO saying there is no space left", what, err)
+	}
+}
+
+// TestDiskFull fills a ledger on a small disk until appends fail, with each
+// commit mode of the bolt backend. The failure is a typed storage error
+// (storage.ErrIO) naming the lack of space, further appends keep failing
+// without writing anything, every acknowledged entry is still there and
+// verifies in the open ledger, through a read-only open and after space is
+// freed, and then appends succeed again. ledgerctl append (the default
+// mode) on the full disk exits 5.
+//
+// Without the log a refused commit is refused by bbolt; Close and a
+// writable open need no space. With the log the log refuses the commit
+// when it cannot create its next segment, and takes commits again in the
+// same process once there is room; Close on a disk too full for the final
+// checkpoint keeps the log and says so, a writable open then refuses with
+// storage.ErrIO (the checkpoint of the recovered log does not fit) and
+// leaves the file and the log as they were, and a read-only open reads
+// everything from the file and the log.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		log  bolt.LogMode
+	}{{"LogOff", bolt.LogOff}, {"LogOn", bolt.LogOn}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			testDiskFull(t, mode.log)
+		})
+	}
+}
+
+func testDiskFull(t *testing.T, mode bolt.LogMode) {
 	disk := mountSmallDisk(t)
 	ctx := context.Background()
 	filler := filepath.Join(disk, "filler")
@@ -69,7 +150,8 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(disk, "ledger.db")
-	db := openFile(t, path)
+	opts := bolt.Options{Log: mode}
+	db := mustOpenDiskLedger(t, path, opts)
 	chainName, err := chain.ScopedName("acme", "raw", "disk")
 	if err != nil {
 		t.Fatal(err)
@@ -121,12 +203,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("the first append failed: %v", refusal)
 	}
 	t.Logf("disk full after %d acknowledged appends of %d bytes: %v", len(acked), diskPayloadBytes, refusal)
-	if !errors.Is(refusal, storage.ErrIO) {
-		t.Errorf("a full disk gives %v; want an error matching storage.ErrIO", refusal)
-	}
-	if !strings.Contains(refusal.Error(), "no space left on device") {
-		t.Errorf("a full disk gives %q; want it to say there is no space left", refusal)
-	}
+	assertNoSpace(t, "the first refusal", refusal)
 	// Pages of a refused commit were written before the refusal, so the
 	// file's free pages may hold a later append of the same size: keep
 	// appending until diskRefusalsAfter appends in a row are refused.
@@ -192,11 +269,56 @@ func TestDiskFull(t *testing.T) {
 			}
 		}
 	}
-	if err := db.Close(); err != nil {
-		t.Fatalf("close on a full disk: %v", err)
+	logDirectory := bolt.LogDirectory(path)
+	var fillers []string
+	if mode == bolt.LogOn {
+		// The log refused a new segment and nothing else: once there is
+		// room, the same handle takes commits again.
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		n := len(acked)
+		res, err := db.Append(ctx, chain.Request{Chain: chainName, IdempotencyKey: "freed-" + strconv.Itoa(n),
+			Type: "raw/v1", Payload: diskPayload(n)})
+		if err != nil {
+			t.Fatalf("append once space was freed, same handle: %v", err)
+		}
+		acked = append(acked, res.Entry)
+		// Now no room at all, not even for the final checkpoint.
+		filler = filepath.Join(disk, "filler-rest")
+		fillDisk(t, filler)
+		err = db.Close()
+		assertNoSpace(t, "close on a disk too full for the checkpoint", err)
+		if !strings.Contains(err.Error(), "is kept") {
+			t.Errorf("close on a full disk: %q; want it to say the log is kept", err)
+		}
+		if _, err := os.Stat(logDirectory); err != nil {
+			t.Fatalf("the log after a refused final checkpoint: %v", err)
+		}
+		// A writable open must checkpoint the log first, which does not
+		// fit: refused, the file and the log unchanged.
+		fileBefore, logBefore := metaDigest(t, path), directoryDigest(t, logDirectory)
+		if db, err := openDiskLedger(t, path, opts); err == nil {
+			db.Close()
+			t.Fatal("a writable open on a disk too full for its checkpoint succeeded")
+		} else {
+			assertNoSpace(t, "writable open on a disk too full for its checkpoint", err)
+		}
+		if metaDigest(t, path) != fileBefore {
+			t.Fatal("a refused writable open changed the file's meta pages")
+		}
+		if directoryDigest(t, logDirectory) != logBefore {
+			t.Fatal("a refused writable open changed the log")
+		}
+	} else {
+		if err := db.Close(); err != nil {
+			t.Fatalf("close on a full disk: %v", err)
+		}
 	}
+	fillers = append(fillers, filler)
 
-	// ledgerctl append on the full disk: exit 5 with a message.
+	// ledgerctl append (the default mode) on the full disk: exit 5 with a
+	// message.
 	big := filepath.Join(t.TempDir(), "payload")
 	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), chain.PayloadSizeMaxDefault), 0o600); err != nil {
 		t.Fatal(err)
@@ -214,16 +336,27 @@ func TestDiskFull(t *testing.T) {
 		var body struct {
 			Error struct{ Code, Message string }
 		}
-		if err := json.Unmarshal([]byte(jsonRun.stderr), &body); err != nil || body.Error.Code != "STORAGE" {
-			t.Errorf("with -o json on a full disk, stderr is not one JSON error object with code STORAGE: %q", jsonRun.stderr)
+		if err := json.Unmarshal([]byte(jsonRun.stderr), &body); err != nil || body.Error.Code != "STORAGE" ||
+			!strings.Contains(body.Error.Message, "no space left on device") {
+			t.Errorf("with -o json on a full disk, stderr is not one JSON error object with code STORAGE naming the lack of space: %q", jsonRun.stderr)
 		}
 	})
 
-	db = openFile(t, path)
-	assertAcknowledged(t, db, chainName, acked)
-	if err := os.Remove(filler); err != nil {
+	// A read-only open on the full disk reads every acknowledged entry
+	// (with the log on, from the file and the log).
+	readOnly := mustOpenDiskLedger(t, path, bolt.Options{ReadOnly: true})
+	assertAcknowledged(t, readOnly, chainName, acked)
+	if err := readOnly.Close(); err != nil {
 		t.Fatal(err)
 	}
+
+	for _, f := range fillers {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db = mustOpenDiskLedger(t, path, opts)
+	assertAcknowledged(t, db, chainName, acked)
 	for i := range 3 {
 		n := len(acked)
 		res, err := db.Append(ctx, chain.Request{Chain: chainName, IdempotencyKey: "after-" + strconv.Itoa(n),
@@ -239,12 +372,58 @@ func TestDiskFull(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(logDirectory); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the log after a clean close: %v; want it removed", err)
+	}
 	r = runLedgerctl(t, nil, "--db", path, "append", chainName, "--type", "raw/v1", "--key", "cli", "--data", "@"+big)
 	if r.exitCode != 0 {
 		t.Errorf("ledgerctl append after space was freed: exit %d, stderr %q", r.exitCode, r.stderr)
 	}
-	db = openFile(t, path)
+	db = mustOpenDiskLedger(t, path, opts)
 	assertAcknowledged(t, db, chainName, acked)
+}
+
+// fileDigest is the SHA-256 of the file at path, in hex.
+func fileDigest(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// metaDigest is the SHA-256 of the two meta pages of the bbolt file at
+// path, in hex: a refused commit may have written free pages, never a meta
+// page, so equal meta pages mean the file holds what it held.
+func metaDigest(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	meta := make([]byte, 2*os.Getpagesize())
+	if _, err := f.ReadAt(meta, 0); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(meta)
+	return hex.EncodeToString(sum[:])
+}
+
+// directoryDigest is the names and file digests of a directory, in order.
+func directoryDigest(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, entry := range entries {
+		fmt.Fprintf(&b, "%s=%s;", entry.Name(), fileDigest(t, filepath.Join(dir, entry.Name())))
+	}
+	return b.String()
 }
 
 // assertAcknowledged checks that the chain holds exactly the acknowledged

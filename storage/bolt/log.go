@@ -148,8 +148,15 @@ func (b *Backend) openLog(opts Options) error {
 	}
 	if !replayed.empty() {
 		if err := b.checkpoint(replayed); err != nil {
+			// The bbolt transaction rolled back: the file and the log are
+			// as they were, and an Open with room for the checkpoint, or a
+			// read-only one, recovers every commit.
 			lg.Close()
-			return err
+			if !errors.Is(err, storage.ErrIO) {
+				err = fmt.Errorf("%w: %w", storage.ErrIO, err)
+			}
+			return fmt.Errorf("open %s: the recovered log cannot be checkpointed into the file, which stays as it was, and the log %s is kept: %w",
+				b.path, LogDirectory(b.path), err)
 		}
 	}
 	if lg.LastLSN() > 0 { // every record is in the file now, replayed or from before
@@ -547,7 +554,13 @@ func (b *Backend) closeLog() error {
 		err = fmt.Errorf("close %s: %w", b.path, closeErr)
 	}
 	if err != nil {
-		return err // the log stays: the next Open recovers from it
+		// The log stays: nothing acknowledged is lost, and the next Open
+		// recovers from it.
+		if !errors.Is(err, storage.ErrIO) {
+			err = fmt.Errorf("%w: %w", storage.ErrIO, err)
+		}
+		return fmt.Errorf("close %s: the log %s is kept with every acknowledged commit, and the next Open checkpoints it: %w",
+			b.path, LogDirectory(b.path), err)
 	}
 	if err := b.log.Remove(); err != nil {
 		return fmt.Errorf("close %s: %w", b.path, err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ledgerworks/ledger/storage"
@@ -406,8 +407,8 @@ func TestCheckpointFailure(t *testing.T) {
 	if want.heads["a"] != acknowledged || len(want.keys["a"]) != int(acknowledged) {
 		t.Fatalf("reads after a failed checkpoint: %v", want)
 	}
-	if err := b.Close(); !errors.Is(err, storage.ErrIO) {
-		t.Fatalf("close after a failed checkpoint: %v, want storage.ErrIO", err)
+	if err := b.Close(); !errors.Is(err, storage.ErrIO) || !strings.Contains(err.Error(), "is kept") {
+		t.Fatalf("close after a failed checkpoint: %v, want storage.ErrIO saying the log is kept", err)
 	}
 	if _, err := os.Stat(bolt.LogDirectory(path)); err != nil {
 		t.Fatalf("the log after a failed checkpoint and Close: %v", err)
