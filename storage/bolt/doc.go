@@ -99,9 +99,8 @@
 // past it into a memory table. A writable open checkpoints it before it
 // returns, so that a recovered ledger is a plain file again; a read-only
 // open keeps it in memory and writes nothing. A log left by a crash is
-// replayed whatever Options.Log says. LogOff commits every transaction
-// straight to the file as before; it is LogModeDefault for now (see
-// Caveats).
+// replayed whatever Options.Log says. LogOn is LogModeDefault; LogOff
+// commits every transaction straight to the file, a bbolt commit each.
 //
 // # Caveats
 //
@@ -149,9 +148,25 @@
 // The memory tables hold up to twice MemtableBytesMax; a reader that holds
 // a transaction keeps the tables of its view alive until it ends. A crash
 // costs the next Open the replay of everything since the last checkpoint
-// (up to two tables) and a checkpoint of it. A checkpoint that fails (a
-// full disk, an I/O error) stops the log: every later commit returns its
-// error, matching storage.ErrIO, and the next Open recovers from the log.
+// (up to two tables) and a checkpoint of it.
+//
+// A full disk with the log, which keeps every acknowledged commit (see
+// docs/GUARANTEES.md): until a checkpoint has moved it into the file and
+// released the log, a commit takes room twice, in the log and then in the
+// file. A commit needs room only when the log starts a new segment; a
+// segment that cannot be created refuses that commit with an error
+// matching storage.ErrIO in the system's words ("no space left on
+// device"), writes nothing, and the next commit tries again, so commits
+// resume in the same process once there is room. A failed write or sync
+// into a segment that holds records, and a checkpoint that fails (a full
+// disk, an I/O error), stop the log: every later commit returns an error
+// matching storage.ErrIO until the ledger is reopened; reads keep working.
+// Close on a disk too full for its final checkpoint closes the files,
+// keeps the log and returns an error matching storage.ErrIO that says so.
+// A read-only Open reads everything, the log replayed in memory. A writable
+// Open checkpoints the recovered log first; when that does not fit it
+// returns an error matching storage.ErrIO and the file (its meta pages) and
+// the log are unchanged: free room for the log's contents and open again.
 //
 // A writable transaction of the log holds a bbolt read transaction while
 // it runs, as every reader does; a checkpoint whose commit grows the file's
@@ -161,10 +176,4 @@
 // steps), and a goroutine that holds a transaction and begins
 // another meanwhile waits forever. Forks are begun on a goroutine of their
 // own for that reason (fork.go).
-//
-// LogModeDefault is LogOff until two tests written for one bbolt commit per
-// transaction run with the log: chain.TestVerifyKeyedLedgerIsClean expects
-// the key index laid out as small commits leave it (a checkpoint writes a
-// table's keys as one run), and reliability.TestDiskFull needs a ledger to
-// open, close and take commits on a disk too full for a checkpoint.
 package bolt
