@@ -165,8 +165,10 @@
 // keeps the log and returns an error matching storage.ErrIO that says so.
 // A read-only Open reads everything, the log replayed in memory. A writable
 // Open checkpoints the recovered log first; when that does not fit it
-// returns an error matching storage.ErrIO and the file (its meta pages) and
-// the log are unchanged: free room for the log's contents and open again.
+// returns an error matching storage.ErrIO, the log is unchanged, and the
+// file holds what it held or, when the first of the checkpoint's two bbolt
+// transactions fitted, also whole commits of the log, which the next Open
+// skips: free room for the log's contents and open again.
 //
 // A writable transaction of the log holds a bbolt read transaction while
 // it runs, as every reader does; a checkpoint whose commit grows the file's

@@ -149,14 +149,15 @@ func (b *Backend) openLog(opts Options) error {
 	}
 	if !replayed.empty() {
 		if err := b.checkpoint(replayed); err != nil {
-			// The bbolt transaction rolled back: the file and the log are
-			// as they were, and an Open with room for the checkpoint, or a
-			// read-only one, recovers every commit.
+			// The failed bbolt transaction rolled back; the first of a
+			// checkpoint's two may have committed whole commits, which the
+			// next Open skips. The log is as it was, and an Open with room
+			// for the checkpoint, or a read-only one, recovers every commit.
 			lg.Close()
 			if !errors.Is(err, storage.ErrIO) {
 				err = fmt.Errorf("%w: %w", storage.ErrIO, err)
 			}
-			return fmt.Errorf("open %s: the recovered log cannot be checkpointed into the file, which stays as it was, and the log %s is kept: %w",
+			return fmt.Errorf("open %s: the recovered log cannot be checkpointed into the file, and the log %s is kept: %w",
 				b.path, LogDirectory(b.path), err)
 		}
 	}
