@@ -128,6 +128,11 @@ func Open(path string, opts Options) (*Backend, error) {
 	if logMap {
 		bopts.InitialMmapSize = LogInitialMmapSizeDefault
 	}
+	if !opts.ReadOnly {
+		if err := createNew(path, bopts); err != nil {
+			return nil, err
+		}
+	}
 	if err := walkExisting(path, bopts); err != nil {
 		return nil, openError(path, err)
 	}
