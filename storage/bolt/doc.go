@@ -3,8 +3,11 @@
 //
 // # Basics
 //
-// Open creates the file (mode 0600) when it is missing. The file holds six
-// top-level buckets:
+// Open creates the file (mode 0600) when it is missing, formatted under a
+// temporary name in the same folder and then linked to its name, so that a
+// file at the path is always a formatted ledger (a process killed while it
+// creates one leaves at most a ".<name>.new-*" file behind). The file holds
+// six top-level buckets:
 //
 //	meta      "format" -> "ledger/bolt/v2"; "next_chain_id" -> u64be;
 //	          "recent_keys" -> u64be (how many keys the keys bucket holds);
