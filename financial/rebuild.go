@@ -122,33 +122,11 @@ func (r *rebuilder) flush(tx *chain.Tx) error {
 	return nil
 }
 
-// deletePageSize is how many keys deleteRange collects before deleting
-// them: a scan must end before the keys it yields change.
-const deletePageSize = 1024
-
 // deleteRange deletes every state key in [start, end).
 func (r *rebuilder) deleteRange(tx *chain.Tx, start, end []byte) error {
-	for {
-		keys := make([][]byte, 0, deletePageSize)
-		for kv, err := range tx.StateScan(start, end, false) {
-			if err != nil {
-				return err
-			}
-			keys = append(keys, bytes.Clone(kv.Key))
-			if len(keys) == deletePageSize {
-				break
-			}
-		}
-		for _, key := range keys {
-			if err := tx.StateDelete(key); err != nil {
-				return err
-			}
-			r.stats.Deleted++
-		}
-		if len(keys) < deletePageSize {
-			return nil
-		}
-	}
+	deleted, err := tx.StateDeleteRange(start, end)
+	r.stats.Deleted += deleted
+	return err
 }
 
 // deleteStray deletes a key that belongs to no book, or the state of a

@@ -97,27 +97,11 @@ func (c *checker) put(tx *chain.Tx, key, value []byte) error {
 	return tx.StatePut(key, value)
 }
 
-// deletePageSize is how many keys deleteRange collects before deleting
-// them: a scan must end before the keys it yields change.
-const deletePageSize = 1024
-
 // deleteRange deletes every state key in [start, end).
 func (c *checker) deleteRange(tx *chain.Tx, start, end []byte) error {
-	for {
-		keys := make([][]byte, 0, deletePageSize)
-		for kv, err := range tx.StateScan(start, end, false) {
-			if err != nil {
-				return err
-			}
-			keys = append(keys, append([]byte(nil), kv.Key...))
-			if len(keys) == deletePageSize {
-				break
-			}
-		}
-		if err := c.deleteKeys(tx, keys); err != nil || len(keys) < deletePageSize {
-			return err
-		}
-	}
+	deleted, err := tx.StateDeleteRange(start, end)
+	c.rebuild.Deleted += deleted
+	return err
 }
 
 func (c *checker) deleteKeys(tx *chain.Tx, keys [][]byte) error {

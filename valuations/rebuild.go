@@ -105,27 +105,11 @@ func (c *checker) deleteStrays(tx *chain.Tx, keys [][]byte) error {
 	return nil
 }
 
-// deletePageSize is how many keys deleteRange collects before deleting
-// them: a scan must end before the keys it yields change.
-const deletePageSize = 1024
-
 // deleteRange deletes every state key in [start, end).
 func (c *checker) deleteRange(tx *chain.Tx, start, end []byte) error {
-	for {
-		keys := make([][]byte, 0, deletePageSize)
-		for kv, err := range tx.StateScan(start, end, false) {
-			if err != nil {
-				return err
-			}
-			keys = append(keys, bytes.Clone(kv.Key))
-			if len(keys) == deletePageSize {
-				break
-			}
-		}
-		if err := c.deleteStrays(tx, keys); err != nil || len(keys) < deletePageSize {
-			return err
-		}
-	}
+	deleted, err := tx.StateDeleteRange(start, end)
+	c.rebuild.Deleted += deleted
+	return err
 }
 
 // writeLocation replaces a location's position, layers and markers with
