@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/stockmovement"
 	"github.com/ledgerworks/ledger/storage/storagetest"
@@ -29,55 +30,7 @@ const (
 // which names an item, location or marker without chain), a changed value,
 // a deleted key, or all of it deleted.
 func corruptState(t *rapid.T, db *chain.DB, prefix string) string {
-	var keys [][]byte
-	err := db.View(context.Background(), func(tx *chain.Tx) error {
-		for kv, err := range tx.StateScan([]byte(prefix), []byte(prefix+"\xff"), false) {
-			if err != nil {
-				return err
-			}
-			keys = append(keys, append([]byte(nil), kv.Key...))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	how := rapid.SampledFrom([]string{"stray", "value", "longer", "delete", "wipe"}).Draw(t, "corruption")
-	if len(keys) == 0 {
-		how = "stray"
-		keys = [][]byte{[]byte(prefix + "ghost/total/x")}
-	}
-	key := keys[rapid.IntRange(0, len(keys)-1).Draw(t, "key")]
-	err = db.Update(context.Background(), func(tx *chain.Tx) error {
-		switch how {
-		case "stray":
-			return tx.StatePut(append(slices.Clone(key), 'x'), []byte{1})
-		case "value", "longer":
-			v, err := tx.StateGet(key)
-			if err != nil {
-				return err
-			}
-			v = slices.Clone(v)
-			if how == "longer" || len(v) == 0 {
-				v = append(v, 0)
-			} else {
-				v[len(v)-1] ^= 1
-			}
-			return tx.StatePut(key, v)
-		case "delete":
-			return tx.StateDelete(key)
-		}
-		for _, k := range keys {
-			if err := tx.StateDelete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%s %q", how, key)
+	return chaintest.CorruptState(t, db, prefix, prefix+"ghost/total/x")
 }
 
 // fataler is what the helpers below need of a *testing.T or a *rapid.T.

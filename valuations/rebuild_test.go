@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
 
@@ -27,56 +28,7 @@ const (
 // which names an item, location, layer or marker without chains), a changed
 // value, a longer value, a deleted key, or all of it deleted.
 func corruptState(t *rapid.T, db *chain.DB, prefix string) string {
-	ctx := context.Background()
-	var keys [][]byte
-	err := db.View(ctx, func(tx *chain.Tx) error {
-		for kv, err := range tx.StateScan([]byte(prefix), prefixEnd([]byte(prefix)), false) {
-			if err != nil {
-				return err
-			}
-			keys = append(keys, bytes.Clone(kv.Key))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	how := rapid.SampledFrom([]string{"stray", "value", "longer", "delete", "wipe"}).Draw(t, "corruption")
-	if len(keys) == 0 {
-		how = "stray"
-		keys = [][]byte{[]byte(prefix + "ghost/x")}
-	}
-	key := keys[rapid.IntRange(0, len(keys)-1).Draw(t, "key")]
-	err = db.Update(ctx, func(tx *chain.Tx) error {
-		switch how {
-		case "stray":
-			return tx.StatePut(append(bytes.Clone(key), 'x'), []byte{1})
-		case "value", "longer":
-			v, err := tx.StateGet(key)
-			if err != nil {
-				return err
-			}
-			v = bytes.Clone(v)
-			if how == "longer" || len(v) == 0 {
-				v = append(v, 0)
-			} else {
-				v[len(v)-1] ^= 1
-			}
-			return tx.StatePut(key, v)
-		case "delete":
-			return tx.StateDelete(key)
-		}
-		for _, k := range keys {
-			if err := tx.StateDelete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%s %q", how, key)
+	return chaintest.CorruptState(t, db, prefix, prefix+"ghost/x")
 }
 
 // TestRebuildRestoresModelState runs the valuation model (half-written
