@@ -29,19 +29,42 @@ type request struct {
 	done       chan struct{}
 }
 
+// durableGroup is a group whose transaction the store committed without
+// waiting for durability (storage.AsyncCommitter): its callers are answered
+// once wait returns.
+type durableGroup struct {
+	pending []*request
+	wait    func() error
+	start   time.Time
+}
+
 // commitLoop is the group committer. It takes every request that queued while
 // the previous commit was in flight (up to BatchSizeMax), runs them in one
 // storage transaction and commits once: one fsync for the whole group. No
 // timer delays a lone request.
+//
+// When the store commits asynchronously, the committer hands the group to
+// the acknowledger and runs the next group while the previous one is made
+// durable: the functions of group N+1 overlap the fsync of group N. The
+// hand-off is unbuffered, so at most two groups are in flight (one being
+// made durable, one committed and waiting its turn): a slow disk holds the
+// committer back instead of queueing groups without bound.
 func (db *DB) commitLoop() {
-	defer close(db.stopped)
+	acks := make(chan durableGroup)
+	acknowledged := make(chan struct{})
+	go db.acknowledge(acks, acknowledged)
+	defer func() {
+		close(acks)
+		<-acknowledged
+		close(db.stopped)
+	}()
 	batch := make([]*request, 0, db.opts.BatchSizeMax)
 	for {
 		var first *request
 		select {
 		case first = <-db.queue:
 		case <-db.closing:
-			db.drain()
+			db.drain(acks)
 			return
 		}
 		batch = db.collect(append(batch[:0], first))
@@ -55,7 +78,18 @@ func (db *DB) commitLoop() {
 				break
 			}
 		}
-		db.runGroup(batch)
+		db.runGroup(batch, acks)
+	}
+}
+
+// acknowledge answers the groups the committer committed asynchronously, in
+// commit order, each once its wait returns: nil answers the callers with
+// their own results, an error (the store could not make the commit
+// durable, and refuses every later one) answers them with it.
+func (db *DB) acknowledge(acks <-chan durableGroup, acknowledged chan<- struct{}) {
+	defer close(acknowledged)
+	for g := range acks {
+		db.answer(g.pending, storageError(g.wait()), g.start)
 	}
 }
 
@@ -83,11 +117,11 @@ func (db *DB) collect(batch []*request) []*request {
 // drain finishes the requests still queued at Close. Update holds the DB's
 // read lock while it queues, and Close takes the write lock first, so nothing
 // is queued after drain starts.
-func (db *DB) drain() {
+func (db *DB) drain(acks chan<- durableGroup) {
 	for {
 		select {
 		case r := <-db.queue:
-			db.runGroup([]*request{r})
+			db.runGroup([]*request{r}, acks)
 		default:
 			return
 		}
@@ -100,8 +134,11 @@ func (db *DB) drain() {
 // aborts the whole transaction, see Tx.failed), poisons the transaction: it is rolled back and the group runs again without
 // that request, so one caller's failure never reaches another. When the store
 // rolls the transaction back itself with storage.ErrRetry (a serialization
-// failure), the whole group runs again, up to commitRetriesMax times.
-func (db *DB) runGroup(batch []*request) {
+// failure), the whole group runs again, up to commitRetriesMax times. A
+// store that commits asynchronously gets the group's callers handed to acks
+// with the commit's wait; any other is committed here and its callers
+// answered.
+func (db *DB) runGroup(batch []*request, acks chan<- durableGroup) {
 	pending := batch[:0:0]
 	for _, r := range batch {
 		if r.state.CompareAndSwap(requestQueued, requestRunning) {
@@ -152,23 +189,46 @@ func (db *DB) runGroup(batch []*request) {
 			continue
 		}
 		start := time.Now()
-		commitErr := storageError(stx.Commit())
-		if db.metrics != nil {
-			db.metrics.GroupCommitted(len(pending), time.Since(start))
-		}
+		wait, commitErr := commit(stx)
 		if commitErr != nil && retry(commitErr) {
+			if db.metrics != nil {
+				db.metrics.GroupCommitted(len(pending), time.Since(start))
+			}
 			continue
 		}
-		if commitErr != nil {
-			db.log.Error("group commit failed", "requests", len(pending), "err", commitErr)
+		if commitErr == nil && wait != nil {
+			acks <- durableGroup{pending: pending, wait: wait, start: start}
+			return
 		}
-		for _, r := range pending {
-			if r.err == nil && r.panicValue == nil {
-				r.err = commitErr
-			}
-			finishOne(r)
-		}
+		db.answer(pending, commitErr, start)
 		return
+	}
+}
+
+// commit commits stx: asynchronously when the store can (wait is then
+// non-nil), else durably before it returns.
+func commit(stx storage.Tx) (wait func() error, err error) {
+	if async, ok := stx.(storage.AsyncCommitter); ok {
+		wait, err := async.CommitAsync()
+		return wait, storageError(err)
+	}
+	return nil, storageError(stx.Commit())
+}
+
+// answer reports a committed group and answers its callers: each with its
+// own error, or with the commit's when its function succeeded.
+func (db *DB) answer(pending []*request, commitErr error, start time.Time) {
+	if db.metrics != nil {
+		db.metrics.GroupCommitted(len(pending), time.Since(start))
+	}
+	if commitErr != nil {
+		db.log.Error("group commit failed", "requests", len(pending), "err", commitErr)
+	}
+	for _, r := range pending {
+		if r.err == nil && r.panicValue == nil {
+			r.err = commitErr
+		}
+		finishOne(r)
 	}
 }
 

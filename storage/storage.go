@@ -121,6 +121,34 @@ type Forker interface {
 	Fork(ctx context.Context) (Tx, error)
 }
 
+// AsyncCommitter is implemented by a writable Tx that can commit without
+// waiting for its writes to become durable, so that a committer can run
+// the next transaction while the previous one is being made durable.
+//
+// CommitAsync ends the transaction like Commit, except for when its writes
+// become durable and whom they are visible to:
+//   - when it returns nil, the writable transactions begun from then on
+//     see the writes, and the writer exclusion is released, so the next
+//     writable Begin does not wait for durability;
+//   - read-only transactions (and their forks) see the writes only once
+//     they are durable: a reader never sees a commit a crash could lose;
+//   - wait blocks until the writes are durable and returns nil, or returns
+//     an error wrapping ErrIO when they cannot be made durable. It may be
+//     called from any goroutine, more than once, and returns the same
+//     outcome each time for a commit that failed.
+//
+// A commit that fails to become durable fails every later one too (they
+// may build on its writes): their waits return an error wrapping ErrIO,
+// and the store refuses further writable transactions; the handle must be
+// closed and the store reopened, which recovers what was durable. A
+// CommitAsync that returns an error has written nothing, as with Commit.
+// Commit on such a Tx is CommitAsync followed by wait. A read-only or
+// empty transaction returns a wait that waits for the commits it read,
+// if any were not durable yet.
+type AsyncCommitter interface {
+	CommitAsync() (wait func() error, err error)
+}
+
 // KeyDigestSize is the size of a KeyDigest.
 const KeyDigestSize = 16
 

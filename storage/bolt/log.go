@@ -86,8 +86,13 @@ type logState struct {
 	// writer is the writer slot: one writable transaction at a time.
 	writer chan struct{}
 
+	// published is the writers' view: its asOf is the last commit
+	// applied to the memory tables, durable or not.
 	published atomic.Pointer[memView]
 	publishMu sync.Mutex
+	// durableLSN is the LSN through which the log is durable: readers'
+	// views see commits up to the lesser of it and published's asOf.
+	durableLSN atomic.Uint64
 
 	// Owned by the holder of the writer slot.
 	active         *memtable
@@ -139,6 +144,7 @@ func (b *Backend) openLog(opts Options) error {
 	}
 	b.writer = make(chan struct{}, 1)
 	b.lastLSN = last
+	b.durableLSN.Store(last)
 	if opts.ReadOnly {
 		lg.Close()
 		if !replayed.empty() {
@@ -287,9 +293,16 @@ func (b *Backend) publish(update func(v *memView)) {
 // file the view then opens may hold a table the view also holds (the reads
 // take each item once), never less. It may hold more only when a whole
 // checkpoint committed in between; then the view is taken again.
-func (b *Backend) beginView() (*memView, *bbolt.Tx, error) {
+//
+// A writer's view sees every applied commit; a reader's sees only the
+// durable ones. Checkpoints write durable commits only, so a reader's view
+// is never older than the file's checkpoint for long.
+func (b *Backend) beginView(writable bool) (*memView, *bbolt.Tx, error) {
 	for {
 		v := b.published.Load()
+		if durable := b.durableLSN.Load(); !writable && durable < v.asOf {
+			v = &memView{tables: v.tables, asOf: durable}
+		}
 		btx, err := b.beginBolt(false)
 		if err != nil {
 			return nil, nil, err
@@ -337,7 +350,7 @@ func (b *Backend) beginLogged(ctx context.Context, writable bool) (storage.Tx, e
 			return nil, err
 		}
 	}
-	v, btx, err := b.beginView()
+	v, btx, err := b.beginView(writable)
 	if err != nil {
 		if writable {
 			b.releaseWriter()
@@ -401,6 +414,11 @@ func (b *Backend) waitCheckpoint(ctx context.Context) error {
 // the view and releases its log records. A failure stops the log: later
 // commits return it, and the next Open recovers from the log.
 func (b *Backend) checkpointAndRelease(m *memtable) {
+	// The frozen table may end with commits not yet durable: the file
+	// takes durable commits only.
+	if err := b.syncThrough(m.lastLSN); err != nil {
+		return
+	}
 	if err := b.checkpoint(m); err != nil {
 		if !errors.Is(err, storage.ErrIO) { // a refusal of the file's own write path
 			err = fmt.Errorf("%w: %w", storage.ErrIO, err)
@@ -510,23 +528,24 @@ func (g *guardedTx) putMeta(key, value []byte) (err error) {
 	return nil
 }
 
-// commit appends one record of operations to the log (durable when it
-// returns), then applies it to the active table and publishes it. The
-// caller holds the writer slot.
-func (b *Backend) commit(operations []operation, size int) error {
+// commitNoSync appends one record of operations to the log without
+// waiting for it to be durable, applies it to the active table and
+// publishes it to writers; syncThrough publishes it to readers. The caller
+// holds the writer slot.
+func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error) {
 	if err := b.failed(); err != nil {
-		return err
+		return 0, err
 	}
 	record := encodeCommit(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
-	if err := b.log.Append(lsn, record); err != nil {
+	if err := b.log.AppendNoSync(lsn, record); err != nil {
 		err = fmt.Errorf("commit %s: %w", b.path, err)
 		if errors.Is(err, wal.ErrUnusable) {
 			b.fail(err)
 		}
 		// Otherwise the log refused the record before writing any of it
 		// (no room for a new segment): this commit fails, the next tries.
-		return err
+		return 0, err
 	}
 	b.lastLSN = lsn
 	decoded, err := decodeCommit(record)
@@ -535,6 +554,26 @@ func (b *Backend) commit(operations []operation, size int) error {
 	}
 	b.active.apply(lsn, record, decoded)
 	b.publish(func(v *memView) { v.asOf = lsn })
+	return lsn, nil
+}
+
+// syncThrough makes the log durable through lsn (a group sync: one
+// fdatasync covers every commit written before it) and publishes the
+// durable LSN to readers. A failure stops the backend: this and every later
+// commit fail, and the next Open recovers what was durable.
+func (b *Backend) syncThrough(lsn uint64) error {
+	durable, err := b.log.Sync(lsn)
+	for {
+		current := b.durableLSN.Load()
+		if durable <= current || b.durableLSN.CompareAndSwap(current, durable) {
+			break
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("commit %s: %w", b.path, err)
+		b.fail(err)
+		return err
+	}
 	return nil
 }
 
@@ -546,6 +585,9 @@ func (b *Backend) closeLog() error {
 	defer b.releaseWriter()
 	_ = b.waitCheckpoint(context.Background())
 	err := b.failed()
+	if err == nil && !b.active.empty() {
+		err = b.syncThrough(b.active.lastLSN)
+	}
 	if err == nil && !b.active.empty() {
 		err = b.checkpoint(b.active)
 		if err == nil {

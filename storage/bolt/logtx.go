@@ -594,19 +594,43 @@ func (t *logTx) end() {
 }
 
 func (t *logTx) Commit() error {
+	wait, err := t.CommitAsync()
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+var _ storage.AsyncCommitter = (*logTx)(nil)
+
+// CommitAsync appends the transaction's record to the log without waiting
+// for the fdatasync, applies it to the memory table for the next writer
+// and releases the writer slot; readers see it once wait has made it
+// durable (see storage.AsyncCommitter). A transaction that wrote nothing
+// waits, in wait, for the commits its view saw.
+func (t *logTx) CommitAsync() (wait func() error, err error) {
 	if t.done {
-		return storage.ErrTxDone
+		return nil, storage.ErrTxDone
 	}
 	if !t.writable || len(t.operations) == 0 {
+		seen := t.view.asOf
 		t.end()
-		return nil
+		if t.b.log == nil || t.b.durableLSN.Load() >= seen {
+			return func() error { return nil }, nil
+		}
+		return func() error { return t.b.syncThrough(seen) }, nil
 	}
 	// The view's bbolt read transaction ends before the commit: the writer
 	// must not hold one while it may wait for a checkpoint.
 	t.done = true
 	t.base.Rollback()
 	defer t.b.releaseWriter()
-	return t.b.commit(t.operations, t.recordSize)
+	lsn, err := t.b.commitNoSync(t.operations, t.recordSize)
+	if err != nil {
+		return nil, err
+	}
+	b := t.b
+	return func() error { return b.syncThrough(lsn) }, nil
 }
 
 func (t *logTx) Rollback() error {

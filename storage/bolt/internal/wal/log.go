@@ -67,13 +67,31 @@ type Log struct {
 	releasedThrough uint64
 	closed          bool
 
-	// Owned by the appending goroutine.
+	// Owned by the appending goroutine; current changes only under syncMu
+	// too, so that Sync may flush it from another goroutine.
 	current        *os.File // the last segment, open for writing; nil when there is none or read-only
 	currentRecords uint64
 	offset         int64
 	capacity       int64
-	poisoned       error
 	header         [RecordHeaderSizeBytes]byte
+
+	// poisoned is the error of a failed write or sync; every later Append
+	// and Sync returns it.
+	poisoned atomic.Pointer[error]
+	// writtenEnd is the offset in current after the last record written,
+	// stored after the write and before lastLSN.
+	writtenEnd atomic.Int64
+
+	// syncMu serializes Sync, and the switch of current to a new segment.
+	syncMu sync.Mutex
+	// durableLSN is the LSN through which every record is synced; stored
+	// under syncMu, loaded anywhere.
+	durableLSN atomic.Uint64
+	// durableEnd is the offset in current through which it is synced.
+	durableEnd int64
+	// syncHook, when set (by tests), runs before each fdatasync of Sync; an
+	// error it returns is taken as the fdatasync's.
+	syncHook atomic.Pointer[func() error]
 }
 
 var zeroPadding [RecordAlignmentBytes]byte
@@ -261,6 +279,8 @@ func (l *Log) recover(segments []segment) error {
 			l.currentRecords = scan.records
 			l.offset = scan.endOffset
 			l.capacity = segment.sizeBytes
+			l.writtenEnd.Store(scan.endOffset)
+			l.durableEnd = scan.endOffset
 		}
 	}
 	l.segments = segments
@@ -268,6 +288,7 @@ func (l *Log) recover(segments []segment) error {
 		l.sizeBytes += segment.sizeBytes
 	}
 	l.lastLSN.Store(lastLSN)
+	l.durableLSN.Store(lastLSN)
 	return nil
 }
 
@@ -320,6 +341,18 @@ func (l *Log) SizeBytes() int64 {
 // poisons the log: this and every later Append return an error wrapping
 // storage.ErrIO, and the caller must reopen the log.
 func (l *Log) Append(lsn uint64, payload []byte) error {
+	if err := l.AppendNoSync(lsn, payload); err != nil {
+		return err
+	}
+	_, err := l.Sync(lsn)
+	return err
+}
+
+// AppendNoSync writes one record like Append but does not wait for it to be
+// durable: Sync does. LastLSN counts it at once; DurableLSN once a Sync
+// covered it. Only the appending goroutine calls it; Sync may run on
+// others at the same time.
+func (l *Log) AppendNoSync(lsn uint64, payload []byte) error {
 	if len(payload) > RecordSizeMax {
 		panic(fmt.Sprintf("wal: payload of %d bytes over RecordSizeMax", len(payload)))
 	}
@@ -334,8 +367,8 @@ func (l *Log) Append(lsn uint64, payload []byte) error {
 	if closed {
 		return fmt.Errorf("wal: append to %s: %w", l.dir, storage.ErrClosed)
 	}
-	if l.poisoned != nil {
-		return l.poisoned
+	if err := l.poisonedError(); err != nil {
+		return err
 	}
 	last := l.lastLSN.Load()
 	if lsn == 0 || (last != 0 && (last == math.MaxUint64 || lsn != last+1)) {
@@ -344,8 +377,8 @@ func (l *Log) Append(lsn uint64, payload []byte) error {
 	size := recordSizeBytes(len(payload))
 	if l.current == nil || (rotate && l.currentRecords > 0) || l.offset+size > l.capacity {
 		if err := l.startSegment(lsn, size); err != nil {
-			if l.poisoned != nil {
-				return l.poisoned
+			if err := l.poisonedError(); err != nil {
+				return err
 			}
 			// Nothing was written into a segment holding records: the log
 			// is as it was, and the next Append tries again (a full disk
@@ -366,18 +399,94 @@ func (l *Log) Append(lsn uint64, payload []byte) error {
 	if err := writeAt(l.current, l.offset, buffers); err != nil {
 		return l.poison(err)
 	}
-	if err := syncData(l.current); err != nil {
-		return l.poison(err)
-	}
 	l.offset += size
 	l.currentRecords++
+	l.writtenEnd.Store(l.offset)
 	l.lastLSN.Store(lsn)
 	return nil
 }
 
+// Sync makes every record through lsn durable and returns the LSN through
+// which the log is durable then (at least lsn). It is a group sync: the
+// first caller fdatasyncs every record written so far, and callers whose
+// record that covered return without a system call. A record of a segment
+// Append has left was synced when it left it. A failed fdatasync poisons
+// the log: the failed Sync and every later one for a record it did not
+// cover return an error wrapping ErrUnusable and storage.ErrIO. The log
+// then overwrites, as far as it can, the records past DurableLSN with
+// zeros, so that a reopened log ends where it was durable; a crash may
+// keep them nonetheless, as it may keep any record written before its
+// Sync returned.
+func (l *Log) Sync(lsn uint64) (uint64, error) {
+	if durable := l.durableLSN.Load(); durable >= lsn {
+		return durable, nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if durable := l.durableLSN.Load(); durable >= lsn {
+		return durable, nil
+	}
+	if err := l.poisonedError(); err != nil {
+		return l.durableLSN.Load(), err
+	}
+	if l.current == nil {
+		return l.durableLSN.Load(), fmt.Errorf("wal: sync %s: %w", l.dir, storage.ErrClosed)
+	}
+	target := l.lastLSN.Load()
+	end := l.writtenEnd.Load()
+	if target < lsn {
+		panic(fmt.Sprintf("wal: sync of LSN %d, written through %d", lsn, target))
+	}
+	if err := l.syncCurrent(); err != nil {
+		if end > l.durableEnd {
+			// Best effort: the failure leaves the tail's fate unknown.
+			_ = writeAt(l.current, l.durableEnd, [][]byte{make([]byte, end-l.durableEnd)})
+		}
+		return l.durableLSN.Load(), l.poison(err)
+	}
+	l.durableEnd = end
+	l.durableLSN.Store(target)
+	return target, nil
+}
+
+// syncCurrent fdatasyncs current, after the test hook. The caller holds
+// syncMu.
+func (l *Log) syncCurrent() error {
+	if hook := l.syncHook.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
+			return err
+		}
+	}
+	return syncData(l.current)
+}
+
+// DurableLSN returns the LSN through which every record is durable.
+func (l *Log) DurableLSN() uint64 { return l.durableLSN.Load() }
+
+// SetSyncHook makes every later fdatasync of Sync call fn first and fail
+// with its error, if any; nil removes it. It is for tests that delay or
+// fail syncs.
+func (l *Log) SetSyncHook(fn func() error) {
+	if fn == nil {
+		l.syncHook.Store(nil)
+		return
+	}
+	l.syncHook.Store(&fn)
+}
+
+func (l *Log) poisonedError() error {
+	if p := l.poisoned.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 func (l *Log) poison(err error) error {
-	l.poisoned = fmt.Errorf("wal: %s is unusable after a failed write, reopen it: %w: %w: %w", l.dir, ErrUnusable, storage.ErrIO, err)
-	return l.poisoned
+	poisoned := fmt.Errorf("wal: %s is unusable after a failed write, reopen it: %w: %w: %w", l.dir, ErrUnusable, storage.ErrIO, err)
+	if l.poisoned.CompareAndSwap(nil, &poisoned) {
+		return poisoned
+	}
+	return *l.poisoned.Load()
 }
 
 // startSegment makes the segment whose first record is lsn, sizeBytes long
@@ -386,6 +495,8 @@ func (l *Log) poison(err error) error {
 // first record is written into it, so the record cannot outlive its name.
 // An error leaves the log as it was (a new file that did not become a
 // segment is removed) unless it poisons the log: then l.poisoned is set.
+// The segment left is synced first, so that a Sync need only flush the
+// segment appended to.
 func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	replacing := l.current != nil && l.currentRecords == 0
 	sizeBytes := max(recordSizeBytes, l.nextSegmentSizeBytes(replacing))
@@ -421,10 +532,10 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	if err != nil {
 		return l.abandonSegment(target, replacing, err)
 	}
-	if l.current != nil {
-		l.current.Close()
+	if err := l.switchSegment(f); err != nil {
+		f.Close()
+		return l.abandonSegment(target, replacing, err)
 	}
-	l.current = f
 	l.currentRecords = 0
 	l.offset = 0
 	l.capacity = sizeBytes
@@ -437,6 +548,27 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	l.sizeBytes += sizeBytes
 	l.mu.Unlock()
 	l.refillWhenFullSize()
+	return nil
+}
+
+// switchSegment syncs the records of the segment appended to that no Sync
+// covered yet, then makes f the one appended to. A failed sync poisons the
+// log.
+func (l *Log) switchSegment(f *os.File) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.current != nil {
+		if last := l.lastLSN.Load(); l.durableLSN.Load() < last {
+			if err := l.syncCurrent(); err != nil {
+				return l.poison(err)
+			}
+			l.durableLSN.Store(last)
+		}
+		l.current.Close()
+	}
+	l.current = f
+	l.writtenEnd.Store(0)
+	l.durableEnd = 0
 	return nil
 }
 
@@ -584,6 +716,8 @@ func (l *Log) Close() error {
 	if l.spares != nil {
 		l.spares.close()
 	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	if l.current == nil {
 		return nil
 	}
