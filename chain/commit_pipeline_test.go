@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,6 +94,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestPipelinedGroupCommit(t *testing.T) {
 	db, gated := openGated(t)
 	defer db.Close()
+	release := sync.OnceFunc(func() { close(gated.gate) })
+	defer release() // before Close, which waits for the groups in flight
 	first := appendAsync(db, "k1")
 	waitFor(t, "the first group's commit", func() bool { return gated.commits.Load() == 1 })
 	second := appendAsync(db, "k2")
@@ -112,7 +115,7 @@ func TestPipelinedGroupCommit(t *testing.T) {
 	if _, err := db.Head(context.Background(), "c"); !errors.Is(err, chain.ErrNotFound) {
 		t.Fatalf("a reader's head before any commit is durable: %v, want ErrNotFound", err)
 	}
-	close(gated.gate)
+	release()
 	for i, done := range []chan error{first, second, third} {
 		if err := <-done; err != nil {
 			t.Fatalf("append %d: %v", i+1, err)
