@@ -37,6 +37,14 @@
 // A record that does not fit in what is left of the segment starts a new
 // one; a record larger than a segment gets a segment of its own, exactly as
 // large as it needs. Rotate makes the next Append start a new segment.
+// AppendNoSync writes the record without the fdatasync, and Sync(lsn) makes
+// every record up to lsn durable: its first caller fdatasyncs everything
+// written so far, and a caller that sync already covered returns without a
+// system call (a group sync), so a writer can write its next record while
+// the previous one is being synced. DurableLSN is the last record known
+// durable. Append is AppendNoSync followed by Sync. A failed fdatasync
+// poisons the log and overwrites the records it did not make durable with
+// zeros, best effort, so that a reopen ends at the durable prefix.
 // Release(lsn) removes the segments that hold only records up to lsn (never
 // the one being appended to, nor the last one holding a record, so LastLSN
 // survives a reopen); Records(afterLSN) reads the records after an
