@@ -66,6 +66,16 @@
 // transaction runs at a time (a writer slot, whose wait honours the
 // context), as with bbolt's own writer lock.
 //
+// A log transaction is a storage.AsyncCommitter: CommitAsync writes the
+// record without its fdatasync, applies it, publishes it to the writable
+// transactions begun after it and releases the writer slot; read-only
+// transactions and forks see it only once a group sync (internal/wal
+// Sync) has made it durable, and its wait returns then. The chain
+// package's committer runs the next group while the previous one syncs.
+// A sync that fails fails that commit and every later one (they may build
+// on it) with storage.ErrIO and stops the handle; reopening recovers the
+// durable prefix. Commit is CommitAsync followed by its wait.
+//
 // A memory table (memtable.go) holds, per chain, its entries in seq order
 // with the head after each, its idempotency keys, and the state puts and
 // deletes in key order. Every item carries the LSN of its commit, and a
