@@ -275,6 +275,10 @@ func (l *Log) recover(segments []segment) error {
 			segments = nil
 			break
 		} else {
+			if err := zeroTail(f, scan.endOffset, segment.sizeBytes); err != nil {
+				f.Close()
+				return fmt.Errorf("wal: clear the end of %s: %w: %w", segment.path, storage.ErrIO, err)
+			}
 			l.current = f
 			l.currentRecords = scan.records
 			l.offset = scan.endOffset
