@@ -123,21 +123,7 @@ func TestExportAndVerifyReportProgress(t *testing.T) {
 	db, _ := openFile(t, chain.Options{})
 	ctx := context.Background()
 	const entries = 16384 + 100
-	err := db.Update(ctx, func(tx *chain.Tx) error {
-		for i := range entries {
-			ch := "big"
-			if i%100 == 0 {
-				ch = "small"
-			}
-			if _, err := tx.Append(chain.Request{Chain: ch, Type: "t"}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendBigAndSmall(t, db, entries, 100)
 	var exportProgress []int64
 	var buf bytes.Buffer
 	n, err := db.Export(ctx, &buf, []string{"big", "small"}, func(n int64) { exportProgress = append(exportProgress, n) })

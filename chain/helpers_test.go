@@ -142,3 +142,24 @@ func assertFailures(t testing.TB, failures []chain.Failure, want ...failureKey) 
 		t.Fatalf("failures\n got  %v\n want %v\n(%v)", got, want, failures)
 	}
 }
+
+// appendBigAndSmall appends entries unkeyed entries in one Update: every
+// smallEvery-th to chain "small", the others to chain "big".
+func appendBigAndSmall(t testing.TB, db *chain.DB, entries, smallEvery int) {
+	t.Helper()
+	err := db.Update(context.Background(), func(tx *chain.Tx) error {
+		for i := range entries {
+			ch := "big"
+			if i%smallEvery == 0 {
+				ch = "small"
+			}
+			if _, err := tx.Append(chain.Request{Chain: ch, Type: "t"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -247,21 +247,7 @@ func TestVerifySplitProgressAndCancel(t *testing.T) {
 	db, _ := openFile(t, chain.Options{})
 	ctx := context.Background()
 	const entries = 2*16384 + 500
-	err := db.Update(ctx, func(tx *chain.Tx) error {
-		for i := range entries {
-			ch := "big"
-			if i%7 == 0 {
-				ch = "small"
-			}
-			if _, err := tx.Append(chain.Request{Chain: ch, Type: "t"}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendBigAndSmall(t, db, entries, 7)
 	verify := func(chunk uint64) ([]chain.Progress, int64) {
 		defer chain.SetVerifyChunkEntries(chunk)()
 		splits := chain.VerifySplitChains()
