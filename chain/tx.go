@@ -1,7 +1,6 @@
 package chain
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,40 +70,6 @@ func (tx *Tx) Append(req Request) (Result, error) {
 	return Result{Entry: e}, nil
 }
 
-// replay looks the request's key up. found is false when the key is new.
-func (tx *Tx) replay(req Request) (res Result, found bool, err error) {
-	seq, data, found, err := tx.lookupRecord(req.Chain, req.IdempotencyKey)
-	if err != nil || !found {
-		return Result{}, false, err
-	}
-	// A retry, the common case, stores exactly the request's key, type and
-	// payload: compared in the stored bytes, and when equal the entry takes
-	// the request's key and type (valid text, as ValidateRequest found) and
-	// a copy of the payload, instead of decoding, validating and copying
-	// all three. decodeFields accepts exactly the records DecodeRecord does.
-	if f, ok := decodeFields(data); ok && string(f.key) == req.IdempotencyKey && string(f.typ) == req.Type &&
-		bytes.Equal(f.payload, req.Payload) {
-		e := Entry{Chain: req.Chain, Seq: seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano,
-			IdempotencyKey: req.IdempotencyKey, Type: req.Type, Payload: append([]byte(nil), f.payload...), Hash: f.hash}
-		return Result{Entry: e, Replayed: true}, true, nil
-	}
-	existing, err := keyedEntry(req.Chain, req.IdempotencyKey, seq, data)
-	if err != nil {
-		return Result{}, false, err
-	}
-	// The fingerprint is a hash of the type and payload: equal bytes are
-	// equal fingerprints, so a replay compares bytes and hashes nothing.
-	if existing.Type == req.Type && bytes.Equal(existing.Payload, req.Payload) {
-		return Result{Entry: existing, Replayed: true}, true, nil
-	}
-	stored, requested := existing.Fingerprint(), Fingerprint(req.Type, req.Payload)
-	if stored != requested {
-		return Result{}, true, &ConflictError{Chain: req.Chain, IdempotencyKey: req.IdempotencyKey,
-			ExistingSeq: existing.Seq, Expected: stored, Calculated: requested}
-	}
-	return Result{Entry: existing, Replayed: true}, true, nil
-}
-
 // Head returns the chain's head. For a chain with no entries it returns
 // ErrNotFound together with the head an empty chain has (seq 0, genesis).
 // In a write transaction it locks the chain's head until the transaction
@@ -142,63 +107,6 @@ func (tx *Tx) Get(chain string, seq uint64) (Entry, error) {
 		return Entry{}, tx.failed(err)
 	}
 	return DecodeRecord(chain, seq, data)
-}
-
-// Lookup returns the chain's entry that holds the idempotency key.
-func (tx *Tx) Lookup(chain, key string) (Entry, error) {
-	e, found, err := tx.lookup(chain, key)
-	if err == nil && !found {
-		err = &notFoundError{kind: notFoundKey, chain: chain, key: key}
-	}
-	return e, err
-}
-
-// lookup is Lookup without an error for a missing key: an append of a new
-// key, the common case, formats no message.
-func (tx *Tx) lookup(chain, key string) (Entry, bool, error) {
-	seq, data, found, err := tx.lookupRecord(chain, key)
-	if err != nil || !found {
-		return Entry{}, false, err
-	}
-	e, err := keyedEntry(chain, key, seq, data)
-	return e, err == nil, err
-}
-
-// lookupRecord returns the seq and stored bytes of the entry the index
-// maps the key to; found is false when it maps it to none. The bytes are
-// the store's, valid while tx lasts.
-func (tx *Tx) lookupRecord(chain, key string) (seq uint64, data []byte, found bool, err error) {
-	seq, err = tx.stx.LookupKey(tx.ctx, chain, key)
-	if err == storage.ErrNotFound || errors.Is(err, storage.ErrNotFound) {
-		return 0, nil, false, nil
-	}
-	if err != nil {
-		return 0, nil, false, tx.failed(err)
-	}
-	data, err = tx.stx.Entry(tx.ctx, chain, seq)
-	if errors.Is(err, storage.ErrNotFound) {
-		return 0, nil, false, fmt.Errorf("chain %q seq %d: %w", chain, seq, ErrNotFound)
-	}
-	if err != nil {
-		return 0, nil, false, tx.failed(err)
-	}
-	return seq, data, true, nil
-}
-
-// keyedEntry decodes the entry the index maps key to and checks that it
-// holds the key.
-func keyedEntry(chain, key string, seq uint64, data []byte) (Entry, error) {
-	e, err := DecodeRecord(chain, seq, data)
-	if err != nil {
-		return Entry{}, err
-	}
-	if e.IdempotencyKey != key {
-		// An index may stand for keys by digests; it must never answer for
-		// another key, whether by a collision or a damaged file.
-		return Entry{}, fmt.Errorf("%w: chain %q key %q: the index points at seq %d, which holds key %q",
-			ErrCorrupt, chain, key, seq, e.IdempotencyKey)
-	}
-	return e, nil
 }
 
 // Entries yields the chain's entries with seq >= fromSeq in order.
