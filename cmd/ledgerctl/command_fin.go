@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/financial"
 )
 
@@ -55,19 +56,13 @@ func (o *finOptions) withBook(cmd *cobra.Command, a *app, readOnly bool, fn func
 	if _, err := financial.NewBook(nil, o.tenant, o.book); err != nil {
 		return err
 	}
-	db, err := a.openDB(cmd.Context(), readOnly)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	b, err := financial.NewBook(db, o.tenant, o.book)
-	if err != nil {
-		return err
-	}
-	if err := fn(cmd.Context(), b); err != nil {
-		return err
-	}
-	return db.Close()
+	return a.withDB(cmd, readOnly, func(ctx context.Context, db *chain.DB) error {
+		b, err := financial.NewBook(db, o.tenant, o.book)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, b)
+	})
 }
 
 // finAccountJSON is the shape of an account in `fin account add|close|list -o json`.

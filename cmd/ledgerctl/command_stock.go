@@ -130,7 +130,7 @@ func newStockItemCommand(a *app, opts *stockOptions) *cobra.Command {
 			if err := stockmovement.ValidateItem(it); err != nil {
 				return err
 			}
-			return withStockDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 				res, err := stockmovement.DefineItem(ctx, db, opts.tenant, it)
 				if err != nil {
 					return err
@@ -153,25 +153,16 @@ func newStockItemCommand(a *app, opts *stockOptions) *cobra.Command {
 			if err := opts.requireTenant(cmd); err != nil {
 				return err
 			}
-			return withStockDB(cmd, a, true, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, true, func(ctx context.Context, db *chain.DB) error {
 				items, err := stockmovement.Items(ctx, db, opts.tenant, "", 0)
 				if err != nil {
 					return err
 				}
-				out := struct {
-					Items []stockItemJSON `json:"items"`
-				}{Items: []stockItemJSON{}}
-				for _, it := range items {
-					out.Items = append(out.Items, newStockItemJSON(opts.tenant, it))
-				}
-				return a.print(cmd, out, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-					fmt.Fprintf(tw, "ITEM\tSCALE\tNEGATIVE\tNAME\n")
-					for _, it := range items {
-						fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", it.ID, it.Scale, allowedText(it.AllowNegative), it.Name)
-					}
-					return tw.Flush()
-				})
+				return printList(cmd, a, items, "items",
+					func(it stockmovement.DefinedItem) stockItemJSON { return newStockItemJSON(opts.tenant, it) },
+					"ITEM\tSCALE\tNEGATIVE\tNAME", func(it stockmovement.DefinedItem) string {
+						return fmt.Sprintf("%s\t%d\t%s\t%s", it.ID, it.Scale, allowedText(it.AllowNegative), it.Name)
+					})
 			})
 		},
 	}
@@ -195,7 +186,7 @@ func newStockLocationCommand(a *app, opts *stockOptions) *cobra.Command {
 			if err := stockmovement.ValidateLocation(l); err != nil {
 				return err
 			}
-			return withStockDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 				res, err := stockmovement.DefineLocation(ctx, db, opts.tenant, l)
 				if err != nil {
 					return err
@@ -216,25 +207,14 @@ func newStockLocationCommand(a *app, opts *stockOptions) *cobra.Command {
 			if err := opts.requireTenant(cmd); err != nil {
 				return err
 			}
-			return withStockDB(cmd, a, true, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, true, func(ctx context.Context, db *chain.DB) error {
 				locations, err := stockmovement.Locations(ctx, db, opts.tenant, "", 0)
 				if err != nil {
 					return err
 				}
-				out := struct {
-					Locations []stockLocationJSON `json:"locations"`
-				}{Locations: []stockLocationJSON{}}
-				for _, l := range locations {
-					out.Locations = append(out.Locations, newStockLocationJSON(opts.tenant, l))
-				}
-				return a.print(cmd, out, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-					fmt.Fprintf(tw, "LOCATION\tNAME\n")
-					for _, l := range locations {
-						fmt.Fprintf(tw, "%s\t%s\n", l.ID, l.Name)
-					}
-					return tw.Flush()
-				})
+				return printList(cmd, a, locations, "locations",
+					func(l stockmovement.DefinedLocation) stockLocationJSON { return newStockLocationJSON(opts.tenant, l) },
+					"LOCATION\tNAME", func(l stockmovement.DefinedLocation) string { return l.ID + "\t" + l.Name })
 			})
 		},
 	}
@@ -254,20 +234,6 @@ func allowedText(allowed bool) string {
 		return "allowed"
 	}
 	return "refused"
-}
-
-// withStockDB opens the ledger, runs fn and closes the ledger, reporting a
-// failed close of a writable ledger.
-func withStockDB(cmd *cobra.Command, a *app, readOnly bool, fn func(ctx context.Context, db *chain.DB) error) error {
-	db, err := a.openDB(cmd.Context(), readOnly)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := fn(cmd.Context(), db); err != nil {
-		return err
-	}
-	return db.Close()
 }
 
 // parseQuantity parses a quantity argument at the item's declared scale.
@@ -366,7 +332,7 @@ func newStockMovementCommand(a *app, opts *stockOptions, verb string) *cobra.Com
 			if err := opts.requireKey(cmd); err != nil {
 				return err
 			}
-			return withStockDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 				q, err := parseQuantity(ctx, db, opts.tenant, args[0], args[2])
 				if err != nil {
 					return err
@@ -403,7 +369,7 @@ func newStockAdjustCommand(a *app, opts *stockOptions) *cobra.Command {
 			if by == "" {
 				return usageErrorf("%s: --by is required (such as --by -2 or --by 0.5)", cmd.CommandPath())
 			}
-			return withStockDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 				q, err := parseQuantity(ctx, db, opts.tenant, args[0], by)
 				if err != nil {
 					return err
@@ -433,7 +399,7 @@ func newStockTransferCommand(a *app, opts *stockOptions) *cobra.Command {
 			if err := opts.requireKey(cmd); err != nil {
 				return err
 			}
-			return withStockDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 				q, err := parseQuantity(ctx, db, opts.tenant, args[0], args[3])
 				if err != nil {
 					return err
@@ -465,7 +431,7 @@ func newStockReverseCommand(a *app, opts *stockOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withStockDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 				res, err := stockmovement.Reverse(ctx, db, stockmovement.ReverseRequest{Tenant: opts.tenant,
 					Original: stockmovement.Ref{Chain: args[0], Seq: seq}, Reference: opts.reference, Note: opts.note,
 					IdempotencyKey: opts.key})
@@ -534,7 +500,7 @@ func newStockBalanceCommand(a *app, opts *stockOptions) *cobra.Command {
 					return usageErrorf("--at-time %q: want RFC 3339, such as 2026-11-02T09:00:00Z", atTime)
 				}
 			}
-			return withStockDB(cmd, a, true, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, true, func(ctx context.Context, db *chain.DB) error {
 				if len(args) == 1 {
 					return printItemBalances(ctx, cmd, a, db, opts.tenant, args[0])
 				}
@@ -612,7 +578,7 @@ func newStockHistoryCommand(a *app, opts *stockOptions) *cobra.Command {
 			if limit < 1 || limit > stockHistoryLimitMax {
 				return usageErrorf("--limit %d: want 1 to %d", limit, stockHistoryLimitMax)
 			}
-			return withStockDB(cmd, a, true, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, true, func(ctx context.Context, db *chain.DB) error {
 				current, err := stockmovement.GetBalance(ctx, db, opts.tenant, args[0], args[1])
 				if err != nil {
 					return err

@@ -72,20 +72,6 @@ func (o *valOptions) requireOperation(cmd *cobra.Command) error {
 	return nil
 }
 
-// withValDB opens the ledger, runs fn and closes it, reporting a failed
-// close of a writable ledger.
-func withValDB(cmd *cobra.Command, a *app, readOnly bool, fn func(ctx context.Context, db *chain.DB) error) error {
-	db, err := a.openDB(cmd.Context(), readOnly)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := fn(cmd.Context(), db); err != nil {
-		return err
-	}
-	return db.Close()
-}
-
 // valDecimal parses an amount at exactly scale.
 func valDecimal(what, text string, scale uint8) (decimal.Decimal, error) {
 	d, err := decimal.Parse(text, scale)
@@ -149,7 +135,7 @@ func newValItemCommand(a *app, opts *valOptions) *cobra.Command {
 			}
 			it := valuations.Item{Tenant: opts.tenant, ID: args[0], Method: m, QuantityScale: scale,
 				Currency: currency, MinorUnit: minorUnit, AllowNegative: allowNegative}
-			return withValDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 				res, err := valuations.DefineItem(ctx, db, it)
 				if err != nil {
 					return err
@@ -180,25 +166,16 @@ func newValItemCommand(a *app, opts *valOptions) *cobra.Command {
 			if err := opts.requireTenant(cmd); err != nil {
 				return err
 			}
-			return withValDB(cmd, a, true, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, true, func(ctx context.Context, db *chain.DB) error {
 				items, err := valuations.Items(ctx, db, opts.tenant, "", 0)
 				if err != nil {
 					return err
 				}
-				out := struct {
-					Items []valItemJSON `json:"items"`
-				}{Items: []valItemJSON{}}
-				for _, it := range items {
-					out.Items = append(out.Items, newValItemJSON(it))
-				}
-				return a.print(cmd, out, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-					fmt.Fprintf(tw, "ITEM\tMETHOD\tSCALE\tCURRENCY\tNEGATIVE\n")
-					for _, it := range items {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%s/%d\t%s\n", it.ID, it.Method, it.QuantityScale, it.Currency, it.MinorUnit, negativeText(it.AllowNegative))
-					}
-					return tw.Flush()
-				})
+				return printList(cmd, a, items, "items", newValItemJSON,
+					"ITEM\tMETHOD\tSCALE\tCURRENCY\tNEGATIVE", func(it valuations.Item) string {
+						return fmt.Sprintf("%s\t%s\t%d\t%s/%d\t%s", it.ID, it.Method, it.QuantityScale, it.Currency, it.MinorUnit,
+							negativeText(it.AllowNegative))
+					})
 			})
 		},
 	}
@@ -300,7 +277,7 @@ func valOperation(cmd *cobra.Command, a *app, opts *valOptions, item string,
 	if err := opts.requireOperation(cmd); err != nil {
 		return err
 	}
-	return withValDB(cmd, a, false, func(ctx context.Context, db *chain.DB) error {
+	return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {
 		it, err := valuations.GetItem(ctx, db, opts.tenant, item)
 		if err != nil {
 			return err
@@ -499,7 +476,7 @@ func newValShowCommand(a *app, opts *valOptions) *cobra.Command {
 			if cmd.Flags().Changed("at-seq") && len(args) != 2 {
 				return usageErrorf("%s: --at-seq needs a LOCATION", cmd.CommandPath())
 			}
-			return withValDB(cmd, a, true, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, true, func(ctx context.Context, db *chain.DB) error {
 				var balances []valuations.Balance
 				switch {
 				case cmd.Flags().Changed("at-seq"):
@@ -564,24 +541,15 @@ func newValLayersCommand(a *app, opts *valOptions) *cobra.Command {
 			if limit < 1 || limit > valuations.LayersMax {
 				return usageErrorf("%s: --limit %d: want 1 to %d", cmd.CommandPath(), limit, valuations.LayersMax)
 			}
-			return withValDB(cmd, a, true, func(ctx context.Context, db *chain.DB) error {
+			return a.withDB(cmd, true, func(ctx context.Context, db *chain.DB) error {
 				layers, err := valuations.Layers(ctx, db, opts.tenant, args[0], args[1], limit)
 				if err != nil {
 					return err
 				}
-				out := struct {
-					Layers []valLayerJSON `json:"layers"`
-				}{Layers: []valLayerJSON{}}
-				for _, l := range layers {
-					out.Layers = append(out.Layers, valLayerJSON{ID: l.ID, Quantity: l.Quantity.String(), Value: l.Value.String()})
-				}
-				return a.print(cmd, out, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-					fmt.Fprintf(tw, "LAYER\tQUANTITY\tVALUE\t\n")
-					for _, l := range out.Layers {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t\n", l.ID, l.Quantity, l.Value)
-					}
-					return tw.Flush()
+				return printList(cmd, a, layers, "layers", func(l valuations.Layer) valLayerJSON {
+					return valLayerJSON{ID: l.ID, Quantity: l.Quantity.String(), Value: l.Value.String()}
+				}, "LAYER\tQUANTITY\tVALUE\t", func(l valuations.Layer) string {
+					return fmt.Sprintf("%d\t%s\t%s\t", l.ID, l.Quantity, l.Value)
 				})
 			})
 		},

@@ -12,6 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ledgerworks/ledger/chain"
 )
 
@@ -115,4 +117,23 @@ func writeJSONValue(w io.Writer, value any) error {
 	}
 	_, err := w.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 	return err
+}
+
+// printList prints rows as a table, header first and one line a row, or
+// with -o json as one object {"<field>": [...]} (an empty list is [], not
+// null).
+func printList[Row, JSON any](cmd *cobra.Command, a *app, rows []Row, field string, toJSON func(Row) JSON,
+	header string, line func(Row) string) error {
+	list := make([]JSON, 0, len(rows))
+	for _, r := range rows {
+		list = append(list, toJSON(r))
+	}
+	return a.print(cmd, map[string][]JSON{field: list}, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, header)
+		for _, r := range rows {
+			fmt.Fprintln(tw, line(r))
+		}
+		return tw.Flush()
+	})
 }

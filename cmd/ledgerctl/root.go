@@ -277,6 +277,21 @@ func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
 	return chain.Open(name, a.options(readOnly))
 }
 
+// withDB opens the existing ledger, runs fn and closes the ledger; a failed
+// close of a writable ledger is the command's error, since it can mean that
+// what fn wrote is not checkpointed (see CLI.md, exit 5).
+func (a *app) withDB(cmd *cobra.Command, readOnly bool, fn func(ctx context.Context, db *chain.DB) error) error {
+	db, err := a.openDB(cmd.Context(), readOnly)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := fn(cmd.Context(), db); err != nil {
+		return err
+	}
+	return db.Close()
+}
+
 // createDB opens the ledger for writing, creating the file when it is
 // missing. created reports whether it did.
 func (a *app) createDB(ctx context.Context) (db *chain.DB, created bool, err error) {
