@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -24,8 +25,10 @@ import (
 // created in place as before.
 //
 // A process killed while it formats leaves the temporary file behind
-// (".<name>.new-<digits>", mode 0600, holding no entries); nothing reads it.
+// (".<name>.new-<digits>", mode 0600, holding no entries); nothing reads it,
+// and the next writable open removes it (removeLeftovers).
 func createNew(path string, bopts *bbolt.Options) error {
+	removeLeftovers(path)
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil // there is a file, or the open says why it cannot look
 	}
@@ -69,6 +72,33 @@ func createNew(path string, bopts *bbolt.Options) error {
 		return fmt.Errorf("create %s: %w: %v", path, storage.ErrIO, err)
 	}
 	return nil
+}
+
+// leftoverAgeMin is how old a temporary file must be before it is taken for
+// a leftover: a creation formats its file in milliseconds, and between
+// creating the file and locking it there is no lock to tell it is in use.
+const leftoverAgeMin = time.Minute
+
+// removeLeftovers removes the temporary files of creations of path that
+// were killed: those older than leftoverAgeMin that no process holds
+// locked (bbolt locks the file it formats). Failures are ignored: a
+// leftover holds no entries and is only clutter.
+func removeLeftovers(path string) {
+	pattern := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new-*")
+	names, err := filepath.Glob(pattern)
+	if err != nil {
+		return // a malformed pattern: path has glob characters in its name
+	}
+	for _, name := range names {
+		info, err := os.Lstat(name)
+		if err != nil || !info.Mode().IsRegular() || time.Since(info.ModTime()) < leftoverAgeMin {
+			continue
+		}
+		if lockedByAnother(name) {
+			continue
+		}
+		os.Remove(name)
+	}
 }
 
 // createdTemporary, when set (by a test), is called with the temporary

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -94,4 +95,65 @@ func TestOpenFormatsAFileLeftUnformatted(t *testing.T) {
 		t.Fatalf("read-only open after formatting: %v", err)
 	}
 	r.Close()
+}
+
+// TestOpenRemovesLeftoverTemporaries: a writable Open removes the temporary
+// file a killed creation left, once it is old and unlocked, and keeps a
+// recent one (a creation may be about to lock it), a locked one (a creation
+// is formatting it) and another ledger's; a read-only Open removes nothing.
+func TestOpenRemovesLeftoverTemporaries(t *testing.T) {
+	folder := t.TempDir()
+	path := filepath.Join(folder, "ledger.db")
+	open := func(readOnly bool) {
+		t.Helper()
+		b, err := bolt.Open(path, bolt.Options{ReadOnly: readOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open(false)
+	old := time.Now().Add(-time.Hour)
+	leftover := func(name string, modified time.Time) string {
+		t.Helper()
+		full := filepath.Join(folder, name)
+		if err := os.WriteFile(full, make([]byte, 4096), bolt.FileMode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(full, modified, modified); err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	stale := leftover(".ledger.db.new-1", old)
+	recent := leftover(".ledger.db.new-2", time.Now())
+	other := leftover(".other.db.new-3", old)
+	locked := filepath.Join(folder, ".ledger.db.new-4")
+	formatting, err := bbolt.Open(locked, bolt.FileMode, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer formatting.Close()
+	if err := os.Chtimes(locked, old, old); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(name string) bool {
+		_, err := os.Lstat(name)
+		return err == nil
+	}
+
+	open(true)
+	if !exists(stale) {
+		t.Fatal("a read-only Open removed a leftover")
+	}
+	open(false)
+	if exists(stale) {
+		t.Error("the old, unlocked leftover is still there")
+	}
+	if !exists(recent) || !exists(other) || !exists(locked) {
+		t.Errorf("removed a file in use or another ledger's: recent %v, other %v, locked %v",
+			exists(recent), exists(other), exists(locked))
+	}
 }

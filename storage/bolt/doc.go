@@ -6,7 +6,8 @@
 // Open creates the file (mode 0600) when it is missing, formatted under a
 // temporary name in the same folder and then linked to its name, so that a
 // file at the path is always a formatted ledger (a process killed while it
-// creates one leaves at most a ".<name>.new-*" file behind). The file holds
+// creates one leaves at most a ".<name>.new-*" file behind, which a later
+// writable open removes once it is a minute old and unlocked). The file holds
 // six top-level buckets:
 //
 //	meta      "format" -> "ledger/bolt/v2"; "next_chain_id" -> u64be;
