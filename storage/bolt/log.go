@@ -95,6 +95,7 @@ type logState struct {
 	durableLSN atomic.Uint64
 
 	// Owned by the holder of the writer slot.
+	logScratch     logScratch
 	active         *memtable
 	lastLSN        uint64
 	checkpointDone chan struct{} // closed when the running checkpoint ends; nil when none ran
@@ -357,7 +358,11 @@ func (b *Backend) beginLogged(ctx context.Context, writable bool) (storage.Tx, e
 		}
 		return nil, err
 	}
-	return &logTx{b: b, view: v, base: &guardedTx{t: &tx{tx: btx, path: b.path, cache: b.cache}}, writable: writable}, nil
+	t := &logTx{b: b, view: v, base: &guardedTx{t: &tx{tx: btx, path: b.path, cache: b.cache}}, writable: writable}
+	if writable {
+		t.takeScratch()
+	}
+	return t, nil
 }
 
 // freezeWhenFull starts a checkpoint of the active table once it holds
@@ -529,14 +534,15 @@ func (g *guardedTx) putMeta(key, value []byte) (err error) {
 }
 
 // commitNoSync appends one record of operations to the log without
-// waiting for it to be durable, applies it to the active table and
+// waiting for it to be durable, applies the operations (pointed into the
+// record, so not decoded again) to the active table and
 // publishes it to writers; syncThrough publishes it to readers. The caller
 // holds the writer slot.
 func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error) {
 	if err := b.failed(); err != nil {
 		return 0, err
 	}
-	record := encodeCommit(make([]byte, 0, size), operations)
+	record := encodeCommitAliased(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
 	if err := b.log.AppendNoSync(lsn, record); err != nil {
 		err = fmt.Errorf("commit %s: %w", b.path, err)
@@ -548,11 +554,7 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 		return 0, err
 	}
 	b.lastLSN = lsn
-	decoded, err := decodeCommit(record)
-	if err != nil {
-		panic(fmt.Sprintf("bolt: a commit record does not decode: %v", err))
-	}
-	b.active.apply(lsn, record, decoded)
+	b.active.apply(lsn, record, operations)
 	b.publish(func(v *memView) { v.asOf = lsn })
 	return lsn, nil
 }

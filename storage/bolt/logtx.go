@@ -45,6 +45,69 @@ type pendingChain struct {
 	keys    map[string]uint64
 }
 
+// logScratch is the memory of the last writable logTx, which the next one
+// reuses: its operations, its chain map and the chains' entries and key
+// maps. A group commit of single appends otherwise allocates a map and a
+// chain record per append. The holder of the writer slot owns it.
+type logScratch struct {
+	operations []operation
+	chains     map[string]*pendingChain
+	spare      []*pendingChain
+}
+
+// Bounds of what logScratch keeps: a huge transaction's memory is left to
+// the collector instead of being held by the handle.
+const (
+	scratchOperationsMax = 1 << 16
+	scratchChainsMax     = 1 << 10
+	scratchChainKeysMax  = 1 << 12
+)
+
+// takeScratch gives a writable transaction the memory of the last one.
+// The caller holds the writer slot.
+func (t *logTx) takeScratch() {
+	s := &t.b.logScratch
+	t.operations, t.chains = s.operations[:0], s.chains
+	s.operations, s.chains = nil, nil
+}
+
+// returnScratch hands the transaction's memory back for the next writer,
+// cleared of everything it pointed to. The caller still holds the writer
+// slot and nothing reads the transaction's writes any more.
+func (t *logTx) returnScratch() {
+	s := &t.b.logScratch
+	if cap(t.operations) <= scratchOperationsMax {
+		clear(t.operations)
+		s.operations = t.operations[:0]
+	}
+	for name, p := range t.chains {
+		delete(t.chains, name)
+		if len(s.spare) >= scratchChainsMax || len(p.keys) > scratchChainKeysMax || cap(p.entries) > scratchChainKeysMax {
+			continue
+		}
+		clear(p.entries)
+		p.entries = p.entries[:0]
+		clear(p.keys)
+		s.spare = append(s.spare, p)
+	}
+	if len(t.chains) == 0 && t.chains != nil {
+		s.chains = t.chains
+	}
+	t.operations, t.chains = nil, nil
+}
+
+// newPendingChain returns an empty pendingChain, a spare one when there is.
+func (t *logTx) newPendingChain() *pendingChain {
+	s := &t.b.logScratch
+	if n := len(s.spare); n > 0 {
+		p := s.spare[n-1]
+		s.spare[n-1] = nil
+		s.spare = s.spare[:n-1]
+		return p
+	}
+	return &pendingChain{}
+}
+
 // scanChunkSize is how many items a scan copies out of a memory table at a
 // time, under the table's lock.
 const scanChunkSize = 256
@@ -154,7 +217,7 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 		if t.chains == nil {
 			t.chains = map[string]*pendingChain{}
 		}
-		p = &pendingChain{}
+		p = t.newPendingChain()
 		t.chains[chain] = p
 	}
 	p.entries = append(p.entries, memEntry{seq: rec.Seq, key: rec.IdempotencyKey, data: rec.Data, head: head})
@@ -589,6 +652,7 @@ func (t *logTx) end() {
 	}
 	t.base.Rollback()
 	if t.writable {
+		t.returnScratch()
 		t.b.releaseWriter()
 	}
 }
@@ -626,6 +690,7 @@ func (t *logTx) CommitAsync() (wait func() error, err error) {
 	t.base.Rollback()
 	defer t.b.releaseWriter()
 	lsn, err := t.b.commitNoSync(t.operations, t.recordSize)
+	t.returnScratch()
 	if err != nil {
 		return nil, err
 	}

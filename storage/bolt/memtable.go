@@ -76,7 +76,9 @@ func newMemtable() *memtable {
 	return &memtable{chains: map[string]*memChain{}, state: map[string]*memState{}}
 }
 
-// apply adds one commit, decoded from record, which the table keeps.
+// apply adds one commit whose operations' byte slices point into record
+// (decoded from it, or encoded into it by encodeCommitAliased), which the
+// table keeps.
 func (m *memtable) apply(lsn uint64, record []byte, operations []operation) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -116,6 +116,42 @@ func encodeCommit(buf []byte, operations []operation) []byte {
 	return buf
 }
 
+// encodeCommitAliased is encodeCommit that also points the byte slices of
+// operations (entry data, state keys and values) into the record it
+// returns, as decodeCommit of that record would: a commit applies its own
+// operations to the memory table without decoding the record again, and
+// the table keeps the record alone alive, not the caller's buffers.
+func encodeCommitAliased(buf []byte, operations []operation) []byte {
+	offset := len(buf) + commitHeaderSize
+	buf = encodeCommit(buf, operations)
+	alias := func(n int) []byte {
+		b := buf[offset : offset+n : offset+n]
+		offset += n
+		return b
+	}
+	for i := range operations {
+		o := &operations[i]
+		offset++ // kind
+		switch o.kind {
+		case operationAppend:
+			offset += 2 + len(o.chain) + 8 + 2 + len(o.key) + storage.HashSize + 8 + 4
+			o.data = alias(len(o.data))
+		case operationStatePut:
+			offset += 2
+			o.state = alias(len(o.state))
+			offset += 4
+			o.data = alias(len(o.data))
+		case operationStateDelete:
+			offset += 2
+			o.state = alias(len(o.state))
+		}
+	}
+	if offset != len(buf) {
+		panic(fmt.Sprintf("bolt: commit record of %d bytes, operations end at %d", len(buf), offset))
+	}
+	return buf
+}
+
 // recordReader takes fields off the front of a commit record; the first
 // shortfall sets err and every later read returns zero values.
 type recordReader struct {

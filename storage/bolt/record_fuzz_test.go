@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/ledgerworks/ledger/storage"
 )
@@ -41,7 +42,61 @@ func FuzzDecodeCommit(f *testing.F) {
 		if again := encodeCommit(nil, operations); !bytes.Equal(again, record) {
 			t.Fatalf("decoded record encodes to %x, want %x", again, record)
 		}
+		checkAliased(t, record, operations)
 	})
+}
+
+// checkAliased encodes a copy of operations (decoded from record) with
+// encodeCommitAliased: the record must be the same bytes and the copy's
+// slices must equal the decoded ones and point into the new record, as
+// the memory table is given them instead of a second decode.
+func checkAliased(t *testing.T, record []byte, decoded []operation) {
+	t.Helper()
+	operations := make([]operation, len(decoded))
+	for i, o := range decoded {
+		o.data, o.state = bytes.Clone(o.data), bytes.Clone(o.state)
+		operations[i] = o
+	}
+	aliased := encodeCommitAliased(make([]byte, 0, len(record)), operations)
+	if !bytes.Equal(aliased, record) {
+		t.Fatalf("aliased encoding %x, want %x", aliased, record)
+	}
+	inside := func(b []byte) bool {
+		if len(b) == 0 {
+			return cap(b) == 0 || len(aliased) > 0
+		}
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(aliased)))
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		return p >= start && p+uintptr(cap(b)) <= start+uintptr(len(aliased))
+	}
+	for i := range decoded {
+		got, want := operations[i], decoded[i]
+		if got.kind != want.kind || got.chain != want.chain || got.seq != want.seq || got.key != want.key ||
+			got.head != want.head || !bytes.Equal(got.data, want.data) || !bytes.Equal(got.state, want.state) ||
+			(got.data == nil) != (want.data == nil) || (got.state == nil) != (want.state == nil) {
+			t.Fatalf("operation %d after the aliased encoding: %+v, want %+v", i, got, want)
+		}
+		if !inside(got.data) || !inside(got.state) || cap(got.data) != len(got.data) || cap(got.state) != len(got.state) {
+			t.Fatalf("operation %d: data or state does not point into the record alone", i)
+		}
+	}
+}
+
+func TestEncodeCommitAliased(t *testing.T) {
+	record := encodeCommit(nil, seedOperations())
+	decoded, err := decodeCommit(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAliased(t, record, decoded)
+	// The aliased operations are the record: a change of the record's
+	// bytes is a change of what the memory table holds.
+	operations := seedOperations()
+	aliased := encodeCommitAliased(nil, operations)
+	aliased[len(aliased)-len("stock/acme/old")] = 'X'
+	if string(operations[4].state) != "Xtock/acme/old" {
+		t.Fatalf("state key %q does not point into the record", operations[4].state)
+	}
 }
 
 func TestCommitRecordRoundTrip(t *testing.T) {
