@@ -187,6 +187,62 @@ type keyIndexChecker struct {
 	free           chan *keyBatch
 	workers        []*keyWorker
 	wg             sync.WaitGroup
+	// ahead, when set, is the index side being summed on a goroutine of
+	// its own while the entries are read (see sumIndexAhead).
+	ahead *indexAhead
+}
+
+// indexAhead is a chain's index side summed through a transaction of its
+// own; sum and err are read once done is closed.
+type indexAhead struct {
+	done chan struct{}
+	sum  multisetSum
+	err  error
+}
+
+// sumIndexAhead begins summing the chain's index records through stx, a
+// fork of the scan's transaction, on a goroutine of its own, so that the
+// index is read while the entries are rather than after them: on a
+// chain verified in chunks it was a sixth of the CPU, most of it on one
+// goroutine while the other cores waited. The caller calls waitAhead
+// before stx ends; finish then takes the sum instead of scanning.
+func (k *keyIndexChecker) sumIndexAhead(ctx context.Context, stx storage.Tx) {
+	a := &indexAhead{done: make(chan struct{})}
+	k.ahead = a
+	go func() {
+		defer close(a.done)
+		a.sum, a.err = sumIndex(ctx, stx, k.chain, k.key)
+	}()
+}
+
+// waitAhead waits for the goroutine of sumIndexAhead, if any.
+func (k *keyIndexChecker) waitAhead() {
+	if k.ahead != nil {
+		<-k.ahead.done
+	}
+}
+
+// sumIndex sums the chain's index records as read through stx, a batch
+// of keyCheckBatchSize at a time.
+func sumIndex(ctx context.Context, stx storage.Tx, chain string, key *multisetKey) (multisetSum, error) {
+	var m multisetSum
+	mh := newMultisetHasher(key)
+	items := make([]keyItem, 0, keyCheckBatchSize)
+	for ref, err := range stx.ScanKeys(ctx, chain) {
+		if err != nil {
+			return m, err
+		}
+		items = append(items, keyItem{digest: ref.Digest, seq: ref.Seq})
+		if len(items) == keyCheckBatchSize {
+			mh.sum(&m, items, true)
+			items = items[:0]
+			if err := ctx.Err(); err != nil {
+				return m, err
+			}
+		}
+	}
+	mh.sum(&m, items, true)
+	return m, nil
 }
 
 // keyWorker is one goroutine of a checker with its partial sums, read once
@@ -293,20 +349,37 @@ func (k *keyIndexChecker) stop() {
 // The error is an operating failure.
 func (k *keyIndexChecker) finish(add func(Failure)) error {
 	k.flush()
-	k.batch.fromIndex = true
-	for ref, err := range k.tx.stx.ScanKeys(k.ctx, k.chain) {
-		if err != nil {
-			k.stop()
-			return storageError(err)
-		}
-		k.addRef(ref)
+	if err := k.sumIndexSide(); err != nil {
+		k.stop()
+		return storageError(err)
 	}
-	k.flush()
 	k.stop()
 	if k.entries == k.index {
 		return nil
 	}
 	return k.pinpoint(add)
+}
+
+// sumIndexSide sums the chain's index records into the index side: the
+// sum sumIndexAhead made, or a scan here.
+func (k *keyIndexChecker) sumIndexSide() error {
+	if k.ahead != nil {
+		k.waitAhead()
+		if k.ahead.err != nil {
+			return k.ahead.err
+		}
+		k.index.merge(&k.ahead.sum)
+		return nil
+	}
+	k.batch.fromIndex = true
+	for ref, err := range k.tx.stx.ScanKeys(k.ctx, k.chain) {
+		if err != nil {
+			return err
+		}
+		k.addRef(ref)
+	}
+	k.flush()
+	return nil
 }
 
 // pinpoint runs when the sums differ. It looks up each keyed entry's key

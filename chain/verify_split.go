@@ -51,6 +51,10 @@ func init() { verifyChunkEntries.Store(verifyChunkEntriesDefault) }
 // must know the chunks were used.
 var verifySplitChains atomic.Int64
 
+// verifyIndexAheadChains counts the chains whose key index was summed
+// while their entries were read (sumIndexAhead), for tests that must know.
+var verifyIndexAheadChains atomic.Int64
+
 // verifyChunking returns the entries per chunk and the number of chunks of
 // a chain whose stored head is at headSeq. The last chunk reads to the
 // chain's end, wherever that is.
@@ -229,12 +233,23 @@ func (db *DB) verifySplit(ctx context.Context, tx *Tx, chain string, stored *Hea
 		}
 		stxs = append(stxs, fork)
 	}
+	chunkCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// One more fork reads the key index meanwhile; without it finish
+	// reads the index after the entries.
+	if fork, err := forker.Fork(ctx); err == nil {
+		keys.sumIndexAhead(chunkCtx, fork)
+		verifyIndexAheadChains.Add(1)
+		defer func() {
+			cancel(nil) // a verify that stops early does not wait for the whole index
+			keys.waitAhead()
+			fork.Rollback()
+		}()
+	}
 
 	s := &verifyChunks{count: count, ahead: workers * verifyChunksAhead, done: map[uint64]*verifyChunk{}}
 	s.cond = sync.NewCond(&s.mu)
 	shared := &verifyProgress{nudge: make(chan struct{}, 1)}
-	chunkCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	var wg sync.WaitGroup
 	defer func() {
 		s.stop()
@@ -296,6 +311,7 @@ func (db *DB) verifySplit(ctx context.Context, tx *Tx, chain string, stored *Hea
 	}
 	s.stop()
 	wg.Wait()
+	keys.waitAhead() // before the deferred cancel, which would stop it
 	for _, seq := range settled {
 		delete(want, seq)
 	}

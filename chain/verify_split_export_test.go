@@ -15,3 +15,7 @@ func VerifyChunking(headSeq uint64) (size, count uint64) { return verifyChunking
 // VerifySplitChains counts the chains verified in chunks since the process
 // began.
 func VerifySplitChains() int64 { return verifySplitChains.Load() }
+
+// VerifyIndexAheadChains counts the chains whose key index was summed on
+// a goroutine of its own while their entries were read.
+func VerifyIndexAheadChains() int64 { return verifyIndexAheadChains.Load() }

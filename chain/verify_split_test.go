@@ -1,6 +1,7 @@
 package chain_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -421,4 +422,64 @@ func newPropertyBase(t *rapid.T, path string, n, keyEvery int) (b struct {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The key index of a chain read in chunks is summed on a goroutine of its
+// own while the entries are read: a clean index passes, a record removed
+// from a run or from the recent keys is reported at its entry, and a run
+// that cannot be read stops the verify with ErrCorrupt, as when the index
+// is read after the entries.
+func TestVerifyIndexAhead(t *testing.T) {
+	defer chain.SetVerifyChunkEntries(100)()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	verify := func(t *testing.T, path string) (chain.Report, error) {
+		t.Helper()
+		db, err := chain.Open(path, chain.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ahead := chain.VerifyIndexAheadChains()
+		report, err := db.Verify(context.Background(), chain.VerifyOptions{})
+		if chain.VerifyIndexAheadChains() == ahead {
+			t.Fatal("no key index was summed while the entries were read")
+		}
+		return report, err
+	}
+	t.Run("clean", func(t *testing.T) {
+		l := newKeyedLedger(t)
+		if report, err := verify(t, l.path); err != nil || !report.OK() {
+			t.Fatalf("verify: %v %v", report.Failures, err)
+		}
+	})
+	t.Run("missing", func(t *testing.T) {
+		l := newKeyedLedger(t)
+		l.tamper(t, func(btx *bbolt.Tx) error {
+			if err := bolt.DeleteKeyRecord(btx, keyedLedgerBig, l.runKey); err != nil {
+				return err
+			}
+			return bolt.DeleteKeyRecord(btx, keyedLedgerBig, l.recentKey)
+		})
+		report, err := verify(t, l.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertFailures(t, report.Failures,
+			failureKey{keyedLedgerBig, l.runSeq, chain.ReasonKeyIndexMismatch},
+			failureKey{keyedLedgerBig, l.recentSeq, chain.ReasonKeyIndexMismatch})
+	})
+	t.Run("unreadable", func(t *testing.T) {
+		l := newKeyedLedger(t)
+		l.tamper(t, func(btx *bbolt.Tx) error {
+			runs := btx.Bucket(bolt.BucketKeyRuns)
+			name, _ := runs.Cursor().First()
+			run := runs.Bucket(name)
+			k, v := run.Cursor().First()
+			return run.Put(bytes.Clone(k), append(bytes.Clone(v), 0))
+		})
+		report, err := verify(t, l.path)
+		if !errors.Is(err, chain.ErrCorrupt) {
+			t.Fatalf("verify: %v (failures %v), want an error matching ErrCorrupt", err, report.Failures)
+		}
+	})
 }
