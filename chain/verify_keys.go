@@ -88,7 +88,8 @@ func (m *multisetSum) merge(o *multisetSum) {
 // goroutine, its buffers reused.
 type multisetHasher struct {
 	key      *multisetKey
-	inputs   []byte // the messages, back to back
+	inputs   []byte // the keys' digest messages, back to back
+	elements []byte // the elements' messages, multisetElementSize each
 	messages [][]byte
 	hashes   [][blake3batch.Size]byte
 }
@@ -101,47 +102,46 @@ func newMultisetHasher(k *multisetKey) *multisetHasher {
 const multisetElementSize = storage.KeyDigestSize + 8
 
 // sum adds the elements of items to m. When digested is false the items
-// carry keys, whose digests (storage.KeyDigest) are computed first.
+// carry keys, whose digests (storage.KeyDigest) are computed first and go
+// straight into the elements' messages.
 func (mh *multisetHasher) sum(m *multisetSum, items []keyItem, digested bool) {
+	n := len(items)
+	if cap(mh.hashes) < n {
+		mh.hashes = make([][blake3batch.Size]byte, n)
+	}
+	mh.hashes = mh.hashes[:n]
 	if !digested {
-		mh.inputs = mh.inputs[:0]
+		mh.inputs, mh.messages = mh.inputs[:0], mh.messages[:0]
 		for i := range items {
 			mh.inputs = append(append(mh.inputs, storage.KeyDigestDomain...), items[i].key...)
 		}
-		mh.hashAll(items, func(i int) int { return len(storage.KeyDigestDomain) + len(items[i].key) }, nil)
+		o := 0
 		for i := range items {
-			copy(items[i].digest[:], mh.hashes[i][:storage.KeyDigestSize])
+			size := len(storage.KeyDigestDomain) + len(items[i].key)
+			mh.messages = append(mh.messages, mh.inputs[o:o+size:o+size])
+			o += size
 		}
-	}
-	mh.inputs = mh.inputs[:0]
-	for i := range items {
-		mh.inputs = append(mh.inputs, items[i].digest[:]...)
-		mh.inputs = binary.BigEndian.AppendUint64(mh.inputs, items[i].seq)
-	}
-	mh.hashAll(items, func(int) int { return multisetElementSize }, (*[blake3batch.KeySize]byte)(mh.key))
-	for i := range items {
-		m.addHash(&mh.hashes[i])
-	}
-}
-
-// hashAll hashes the messages of mh.inputs, item i's of size(i) bytes,
-// into mh.hashes; keyed when key is set.
-func (mh *multisetHasher) hashAll(items []keyItem, size func(i int) int, key *[blake3batch.KeySize]byte) {
-	mh.messages = mh.messages[:0]
-	o := 0
-	for i := range items {
-		n := size(i)
-		mh.messages = append(mh.messages, mh.inputs[o:o+n])
-		o += n
-	}
-	if cap(mh.hashes) < len(items) {
-		mh.hashes = make([][blake3batch.Size]byte, len(items))
-	}
-	mh.hashes = mh.hashes[:len(items)]
-	if key == nil {
 		blake3batch.Sum256(mh.hashes, mh.messages)
-	} else {
-		blake3batch.Sum256Keyed(mh.hashes, key, mh.messages)
+	}
+	// The elements are laid out at a fixed stride: digest || u64be(seq).
+	if cap(mh.elements) < n*multisetElementSize {
+		mh.elements = make([]byte, n*multisetElementSize)
+	}
+	mh.elements = mh.elements[:n*multisetElementSize]
+	mh.messages = mh.messages[:0]
+	for i := range items {
+		e := mh.elements[i*multisetElementSize : (i+1)*multisetElementSize : (i+1)*multisetElementSize]
+		if digested {
+			copy(e, items[i].digest[:])
+		} else {
+			copy(e, mh.hashes[i][:storage.KeyDigestSize])
+		}
+		binary.BigEndian.PutUint64(e[storage.KeyDigestSize:], items[i].seq)
+		mh.messages = append(mh.messages, e)
+	}
+	blake3batch.Sum256Keyed(mh.hashes, (*[blake3batch.KeySize]byte)(mh.key), mh.messages)
+	for i := range mh.hashes {
+		m.addHash(&mh.hashes[i])
 	}
 }
 

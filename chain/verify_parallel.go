@@ -90,7 +90,7 @@ func (s *verifyScratch) hashItems(chain string, items []verifyItem) {
 			it.calculated, s.large = entryHash(s.large, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
 			continue
 		}
-		s.inputs = appendHashInput(s.inputs, chain, it.seq, &f.prevHash, f.timeUnixNano, f.key, f.typ, f.payload)
+		s.inputs = appendRecordHashInput(s.inputs, chain, it.seq, it.data)
 		s.ends = append(s.ends, len(s.inputs))
 		s.pending = append(s.pending, i)
 	}
@@ -252,6 +252,31 @@ func decodeItem(chain string, it *verifyItem) (recordFields, bool) {
 	return f, true
 }
 
+// Where decodeFields finds the fixed fields of a stored entry, and where
+// its key, type and payload begin, each with its 4-byte length.
+const (
+	recordTimeOffset     = 1
+	recordPrevHashOffset = recordTimeOffset + 8
+	recordHashOffset     = recordPrevHashOffset + HashSize
+	recordFieldsOffset   = recordHashOffset + HashSize
+)
+
+// appendRecordHashInput appends the Format v1 hash input of a stored entry
+// that decodeFields accepted: what appendHashInput appends for its fields,
+// in fewer copies. A record holds key, type and payload as lp(key) ||
+// lp(type) || lp(payload), exactly the end of the hash input, and its time
+// big-endian like the input: those are copied as they are stored.
+func appendRecordHashInput(buf []byte, chain string, seq uint64, data []byte) []byte {
+	buf = append(buf, domainEntry...)
+	buf = append(buf, 0)
+	buf = binary.BigEndian.AppendUint64(buf, seq)
+	buf = append(buf, data[recordPrevHashOffset:recordHashOffset]...)
+	buf = append(buf, data[recordTimeOffset:recordPrevHashOffset]...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(chain)))
+	buf = append(buf, chain...)
+	return append(buf, data[recordFieldsOffset:]...)
+}
+
 // recordFields are the fields of a stored entry, aliasing its bytes.
 type recordFields struct {
 	timeUnixNano int64
@@ -269,10 +294,10 @@ func decodeFields(data []byte) (recordFields, bool) {
 	if len(data) < recordFixedSize || data[0] != recordVersion {
 		return f, false
 	}
-	f.timeUnixNano = int64(binary.BigEndian.Uint64(data[1:9]))
-	copy(f.prevHash[:], data[9:41])
-	copy(f.hash[:], data[41:73])
-	rest := data[73:]
+	f.timeUnixNano = int64(binary.BigEndian.Uint64(data[recordTimeOffset:]))
+	f.prevHash = Hash(data[recordPrevHashOffset:recordHashOffset])
+	f.hash = Hash(data[recordHashOffset:recordFieldsOffset])
+	rest := data[recordFieldsOffset:]
 	var fields [3][]byte
 	limits := [3]int{IdempotencyKeyLengthMax, TypeLengthMax, PayloadSizeLimit}
 	for i := range fields {

@@ -68,6 +68,7 @@ type laneState struct {
 	flags    [lanesMax]uint32
 
 	messages  [lanesMax][]byte
+	base      [lanesMax]unsafe.Pointer // where each message begins
 	outs      [lanesMax]*[Size]byte
 	last      [lanesMax]int // index of the lane's last block; -1 for no message
 	lastBlock [lanesMax]*[blockSize]byte
@@ -98,7 +99,7 @@ var laneStates = sync.Pool{New: func() any { return new(laneState) }}
 // messages and outputs, and without copies of its key or message bytes.
 func (s *laneState) release() {
 	s.blocks, s.lastBlock = [lanesMax]*[blockSize]byte{}, [lanesMax]*[blockSize]byte{}
-	s.messages, s.outs = [lanesMax][]byte{}, [lanesMax]*[Size]byte{}
+	s.messages, s.outs, s.base = [lanesMax][]byte{}, [lanesMax]*[Size]byte{}, [lanesMax]unsafe.Pointer{}
 	s.keyRows, s.keyed, s.tail = nil, [8][lanesMax]uint32{}, [lanesMax][blockSize]byte{}
 	laneStates.Put(s)
 }
@@ -147,16 +148,21 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 }
 
 // hash hashes s.messages[:n] into s.outs[:n], each a single chunk, n at
-// most s.width.
+// most s.width. The blocks below every lane's last are full blocks of
+// every message, with one length and one set of flags: their loop only
+// points the lanes at them (entries of a chain are of similar lengths, so
+// that is most blocks). Lanes without a message compress the zero block.
 func (s *laneState) hash(n int, flags uint32) {
 	s.cv = *s.keyRows
-	blocksMax := 0
-	for i := range s.width {
+	blocksMax, fullBlocks := 0, ChunkSize/blockSize // fullBlocks: the blocks below every lane's last
+	for i := range n {
+		s.prepareLast(i)
+		blocksMax = max(blocksMax, s.last[i]+1)
+		fullBlocks = min(fullBlocks, s.last[i])
+	}
+	for i := n; i < s.width; i++ {
 		s.last[i] = -1
-		if i < n {
-			s.prepareLast(i)
-			blocksMax = max(blocksMax, s.last[i]+1)
-		}
+		s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
 	}
 	for b := range blocksMax {
 		start := uint32(0)
@@ -164,15 +170,26 @@ func (s *laneState) hash(n int, flags uint32) {
 			start = flagChunkStart
 		}
 		ended := false
-		for i := range s.width {
-			switch last := s.last[i]; {
-			case b < last:
-				s.blocks[i], s.blockLen[i], s.flags[i] = (*[blockSize]byte)(s.messages[i][b*blockSize:]), blockSize, flags|start
-			case b == last:
-				s.blocks[i], s.blockLen[i], s.flags[i] = s.lastBlock[i], s.lastLen[i], flags|start|flagChunkEnd|flagRoot
-				ended = true
-			default: // the lane's message has ended, or it has none
-				s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
+		if b < fullBlocks {
+			if b <= 1 { // the flags change after the first block only
+				for i := range n {
+					s.blockLen[i], s.flags[i] = blockSize, flags|start
+				}
+			}
+			for i := range n {
+				s.blocks[i] = (*[blockSize]byte)(unsafe.Add(s.base[i], b*blockSize))
+			}
+		} else {
+			for i := range n {
+				switch last := s.last[i]; {
+				case b < last:
+					s.blocks[i], s.blockLen[i], s.flags[i] = (*[blockSize]byte)(unsafe.Add(s.base[i], b*blockSize)), blockSize, flags|start
+				case b == last:
+					s.blocks[i], s.blockLen[i], s.flags[i] = s.lastBlock[i], s.lastLen[i], flags|start|flagChunkEnd|flagRoot
+					ended = true
+				default: // the lane's message has ended
+					s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
+				}
 			}
 		}
 		if s.width == lanesMax {
@@ -199,6 +216,7 @@ func (s *laneState) hash(n int, flags uint32) {
 // An empty message is one empty block.
 func (s *laneState) prepareLast(i int) {
 	m := s.messages[i]
+	s.base[i] = unsafe.Pointer(unsafe.SliceData(m))
 	last := 0
 	if len(m) > 0 {
 		last = (len(m) - 1) / blockSize
