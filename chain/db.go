@@ -52,6 +52,9 @@ type DB struct {
 	log      *slog.Logger
 	metrics  Metrics
 	readOnly bool
+	// prober, when the backend has one, rules new keys out without a read
+	// transaction (see Append).
+	prober storage.KeyProber
 
 	queue   chan *request
 	closing chan struct{}
@@ -102,6 +105,7 @@ func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
 	if db.clock == nil {
 		db.clock = time.Now
 	}
+	db.prober, _ = backend.(storage.KeyProber)
 	if db.log == nil {
 		db.log = slog.Default()
 	}
@@ -126,32 +130,34 @@ func (db *DB) Close() error {
 	return storageError(db.backend.Close())
 }
 
-// enter guards every call against a closed DB; the returned function must be
-// called when the call is done.
-func (db *DB) enter() (func(), error) {
+// enter guards every call against a closed DB; when it returns nil, the
+// caller calls db.mu.RUnlock when it is done (a returned func would cost
+// every call an allocation).
+func (db *DB) enter() error {
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
-	return db.mu.RUnlock, nil
+	return nil
 }
 
 // Append appends one entry, or returns the entry an earlier request with the
 // same idempotency key recorded. A replay reads only: it takes no write lock
 // and waits for no fsync. Concurrent appends share group commits.
+//
+// A key the backend's KeyProber rules out goes straight to the committer:
+// most appends carry a new key, and the read transaction that would look it
+// up costs as much as the rest of the append's work. The committer's
+// transaction looks every key up again, and that lookup decides, so a key
+// the prober wrongly ruled out (a commit racing this call) is still
+// answered with its entry, as Replayed.
 func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 	if err := ValidateRequest(req, db.opts.PayloadSizeMax); err != nil {
 		return Result{}, err
 	}
-	if req.IdempotencyKey != "" {
-		var res Result
-		var found bool
-		err := db.View(ctx, func(tx *Tx) error {
-			var err error
-			res, found, err = tx.replay(req)
-			return err
-		})
+	if req.IdempotencyKey != "" && (db.prober == nil || db.prober.MayHoldKey(req.Chain, req.IdempotencyKey)) {
+		res, found, err := db.replayed(ctx, req)
 		if err != nil || found {
 			if found && db.metrics != nil {
 				db.metrics.Replayed()
@@ -165,7 +171,26 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 		res, err = tx.Append(req)
 		return err
 	})
+	if err == nil && res.Replayed && db.metrics != nil {
+		db.metrics.Replayed()
+	}
 	return res, err
+}
+
+// replayed looks req's key up in a read transaction, as View would, and
+// returns its entry; found is false when the key is new.
+func (db *DB) replayed(ctx context.Context, req Request) (res Result, found bool, err error) {
+	if err := db.enter(); err != nil {
+		return Result{}, false, err
+	}
+	defer db.mu.RUnlock()
+	stx, err := db.backend.Begin(ctx, false)
+	if err != nil {
+		return Result{}, false, storageError(err)
+	}
+	defer stx.Rollback()
+	tx := Tx{db: db, ctx: ctx, stx: stx}
+	return tx.replay(req)
 }
 
 // Update runs fn in a write transaction: every append fn makes is committed
@@ -175,11 +200,10 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 // runs on the committer's goroutine: it must not call the DB's Append or
 // Update (that would wait for itself).
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
-	leave, err := db.enter()
-	if err != nil {
+	if err := db.enter(); err != nil {
 		return err
 	}
-	defer leave()
+	defer db.mu.RUnlock()
 	if db.readOnly {
 		return ErrReadOnly
 	}
@@ -205,11 +229,10 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 
 // View runs fn in a read-only transaction that sees one consistent snapshot.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
-	leave, err := db.enter()
-	if err != nil {
+	if err := db.enter(); err != nil {
 		return err
 	}
-	defer leave()
+	defer db.mu.RUnlock()
 	stx, err := db.backend.Begin(ctx, false)
 	if err != nil {
 		return storageError(err)

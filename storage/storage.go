@@ -149,6 +149,21 @@ type AsyncCommitter interface {
 	CommitAsync() (wait func() error, err error)
 }
 
+// KeyProber is implemented by a Backend that can tell, without beginning a
+// transaction, that a chain holds no entry with an idempotency key, so that
+// an append of a new key (the common case) skips the read transaction it
+// would otherwise look the key up in. The answer is a hint: a writable
+// transaction's own lookup stays the authority on UNIQUE(chain, key), so a
+// wrong "absent" costs a trip through the write path, never a second entry.
+type KeyProber interface {
+	// MayHoldKey reports whether the chain may hold an entry with the
+	// non-empty idempotency key. false means that no commit acknowledged
+	// before the call began holds it; true may be wrong (a filter's false
+	// positive, a chain or key the prober cannot rule out). It is safe for
+	// concurrent use and never blocks on a writer.
+	MayHoldKey(chain, key string) bool
+}
+
 // KeyDigestSize is the size of a KeyDigest.
 const KeyDigestSize = 16
 

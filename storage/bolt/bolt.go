@@ -154,6 +154,7 @@ func Open(path string, opts Options) (*Backend, error) {
 		db.Close()
 		return nil, err
 	}
+	b.prepareProbe(opts.ReadOnly)
 	return b, nil
 }
 

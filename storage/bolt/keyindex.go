@@ -139,8 +139,11 @@ type runCache struct {
 	deletedUpTo uint64 // the newest commit that deleted runs
 	list        atomic.Pointer[runList]
 	// filter covers every committed key (see keyFilter); nil until a write
-	// transaction builds it, so a read-only handle never has one.
+	// transaction builds it (or Open finds the index empty: prepareProbe),
+	// so a read-only handle never has one.
 	filter atomic.Pointer[keyFilter]
+	// chains holds the ids of committed chains (see chainIDs).
+	chains chainIDs
 }
 
 type runList struct {
@@ -281,16 +284,14 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, [KeyDigestSize
 	if f != nil && !f.mayContain(chainID, digest[:]) {
 		return 0, false, digest, nil
 	}
-	k := keyIndexKey(chainID, key)
-	if v := t.keys().Get(k); v != nil {
-		if len(v) != 8 {
-			return 0, false, digest, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
-		}
-		return binary.BigEndian.Uint64(v), true, digest, nil
-	}
 	if err := t.loadRuns(); err != nil {
 		return 0, false, digest, err
 	}
+	// The runs before the recent B-tree: a key is in exactly one of them,
+	// the runs hold nearly every key (all of them with the log, whose
+	// checkpoints write runs directly), and a run costs a filter probe
+	// unless it may hold the key, where the recent B-tree costs opening
+	// its bucket and a descent.
 	var target [keyRecordPrefix]byte
 	binary.BigEndian.PutUint64(target[:8], chainID)
 	copy(target[8:], digest[:])
@@ -306,6 +307,12 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, [KeyDigestSize
 		if err != nil || ok {
 			return seq, ok, digest, err
 		}
+	}
+	if v := t.keys().Get(keyIndexKey(chainID, key)); v != nil {
+		if len(v) != 8 {
+			return 0, false, digest, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
+		}
+		return binary.BigEndian.Uint64(v), true, digest, nil
 	}
 	return 0, false, digest, nil
 }

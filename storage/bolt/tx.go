@@ -37,6 +37,9 @@ type tx struct {
 	lastMiss []byte
 	// lastMissDigest is the digest of that key.
 	lastMissDigest [KeyDigestSize]byte
+	// newChains lists the chains this write transaction created: their ids
+	// go to the backend's map once the commit has succeeded.
+	newChains []newChain
 	// lastChain is the chain record a read transaction read last.
 	lastChain struct {
 		name   string
@@ -120,6 +123,26 @@ func (t *tx) chain(name string) (chainRecord, error) {
 	return c, nil
 }
 
+// chainID returns the id of a chain, from the backend's map of committed
+// chains when it is there: a lookup by key or seq needs the id, not the
+// head, and an id holds in every snapshot (see chainIDs). The id of a chain
+// created after this transaction's snapshot finds nothing in it, as the
+// missing chain record would.
+func (t *tx) chainID(name string) (uint64, error) {
+	if c, ok := t.heads[name]; ok {
+		return c.id, nil
+	}
+	if id, ok := t.cache.chains.get(name); ok {
+		return id, nil
+	}
+	c, err := t.chain(name)
+	if err != nil {
+		return 0, err
+	}
+	t.cache.chains.add(name, c.id) // read from the file: committed
+	return c.id, nil
+}
+
 func (t *tx) Head(ctx context.Context, chain string) (storage.Head, error) {
 	if err := t.usable(false); err != nil {
 		return storage.Head{}, err
@@ -147,6 +170,7 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		if c.id, err = t.nextChainID(); err != nil {
 			return err
 		}
+		t.newChains = append(t.newChains, newChain{name: chain, id: c.id})
 	case err != nil:
 		return err
 	case rec.Seq != c.head.Seq+1:
@@ -224,11 +248,11 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 	if err := t.usable(false); err != nil {
 		return nil, err
 	}
-	c, err := t.chain(chain)
+	id, err := t.chainID(chain)
 	if err != nil {
 		return nil, err
 	}
-	v := t.entries().Get(EntryKey(c.id, seq))
+	v := t.entries().Get(EntryKey(id, seq))
 	if v == nil {
 		return nil, storage.ErrNotFound
 	}
@@ -239,17 +263,17 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if err := t.usable(false); err != nil {
 		return 0, err
 	}
-	c, err := t.chain(chain)
+	id, err := t.chainID(chain)
 	if err != nil {
 		return 0, err
 	}
-	seq, found, digest, err := t.lookupKey(c.id, key)
+	seq, found, digest, err := t.lookupKey(id, key)
 	if err != nil {
 		return 0, fmt.Errorf("key %q of chain %q: %w", key, chain, err)
 	}
 	if !found {
 		if t.tx.Writable() {
-			t.lastMiss = append(binary.BigEndian.AppendUint64(t.lastMiss[:0], c.id), key...)
+			t.lastMiss = append(binary.BigEndian.AppendUint64(t.lastMiss[:0], id), key...)
 			t.lastMissDigest = digest
 		}
 		return 0, storage.ErrNotFound
@@ -400,8 +424,12 @@ func (t *tx) Commit() error {
 	}
 	if err := t.tx.Commit(); err != nil {
 		// bbolt may have written the meta page before it failed: the
-		// filter can no longer prove what the file holds.
+		// filter can no longer prove what the file holds, nor the map of
+		// chain ids which chains it has.
 		t.cache.dropFilter()
+		if len(t.newChains) > 0 {
+			t.cache.chains.complete.Store(false)
+		}
 		return fmt.Errorf("commit %s: %w: %v", t.path, storage.ErrIO, err)
 	}
 	return nil
@@ -419,6 +447,13 @@ func (t *tx) prepareCommit() error {
 	}
 	txid := uint64(t.tx.ID())
 	records := t.index.records
+	if created := t.newChains; len(created) > 0 {
+		t.tx.OnCommit(func() {
+			for _, c := range created {
+				t.cache.chains.add(c.name, c.id)
+			}
+		})
+	}
 	t.tx.OnCommit(func() { t.cache.keysCommitted(txid, records) })
 	if !t.index.changed {
 		if l := t.cache.list.Load(); l != nil && l.txid == txid-1 {
