@@ -667,8 +667,9 @@ func (t *logTx) Commit() error {
 
 var _ storage.AsyncCommitter = (*logTx)(nil)
 
-// CommitAsync appends the transaction's record to the log without waiting
-// for the fdatasync, applies it to the memory table for the next writer
+// CommitAsync queues the transaction's record in the log (the group sync
+// of wait writes it with the records queued beside it, then fdatasyncs
+// them), applies it to the memory table for the next writer
 // and releases the writer slot; readers see it once wait has made it
 // durable (see storage.AsyncCommitter). A transaction that wrote nothing
 // waits, in wait, for the commits its view saw.

@@ -37,14 +37,18 @@
 // A record that does not fit in what is left of the segment starts a new
 // one; a record larger than a segment gets a segment of its own, exactly as
 // large as it needs. Rotate makes the next Append start a new segment.
-// AppendNoSync writes the record without the fdatasync, and Sync(lsn) makes
-// every record up to lsn durable: its first caller fdatasyncs everything
-// written so far, and a caller that sync already covered returns without a
-// system call (a group sync), so a writer can write its next record while
-// the previous one is being synced. DurableLSN is the last record known
-// durable. Append is AppendNoSync followed by Sync. A failed fdatasync
-// poisons the log and overwrites the records it did not make durable with
-// zeros, best effort, so that a reopen ends at the durable prefix. A
+// AppendNoSync queues the record for the segment without a system call,
+// and Sync(lsn) makes every record up to lsn durable: its first caller
+// writes everything queued so far with one pwritev and fdatasyncs it, and
+// a caller that sync already covered returns without a system call (a
+// group sync), so a writer can queue its next record while the previous
+// one is being synced. A record queued for a segment is written and synced
+// before the next segment takes a record. The payload of a queued record
+// must not change until a Sync covered it. DurableLSN is the last record
+// known durable. Append is AppendNoSync followed by Sync. A failed write
+// or fdatasync poisons the log and overwrites the records it did not make
+// durable with zeros, best effort, so that a reopen ends at the durable
+// prefix. A
 // writable Open zeroes whatever is not zero behind the end of the log too:
 // records written before an earlier one was synced can reach the disk out
 // of order, and a kept later record must not continue the log again once

@@ -8,12 +8,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writeAt writes header, payload and padding at offset in one system call
-// (pwritev), continuing after a short write.
+// iovecsMax is the most buffers one pwritev takes (IOV_MAX).
+const iovecsMax = 1024
+
+// writeAt writes buffers (records' headers, payloads and padding) at
+// offset in one system call (pwritev) per iovecsMax buffers, continuing
+// after a short write.
 func writeAt(f *os.File, offset int64, buffers [][]byte) error {
 	fd := int(f.Fd())
 	for len(buffers) > 0 {
-		written, err := unix.Pwritev(fd, buffers, offset)
+		written, err := unix.Pwritev(fd, buffers[:min(len(buffers), iovecsMax)], offset)
 		if err == unix.EINTR {
 			continue
 		}

@@ -71,16 +71,25 @@ type Log struct {
 	// too, so that Sync may flush it from another goroutine.
 	current        *os.File // the last segment, open for writing; nil when there is none or read-only
 	currentRecords uint64
-	offset         int64
+	offset         int64 // in current, after the last record queued
 	capacity       int64
-	header         [RecordHeaderSizeBytes]byte
+
+	// pendingMu guards the records AppendNoSync queued for current and no
+	// Sync has written yet: their buffers (header, payload, padding), the
+	// offset of the first and the end and LSN of the last. The next Sync
+	// writes them all with one pwritev before its fdatasync, so the
+	// appending goroutine makes no system call for a record.
+	pendingMu   sync.Mutex
+	pending     [][]byte
+	pendingFrom int64
+	pendingEnd  int64
+	pendingLast uint64
+	// pendingSpare is the buffer list the last Sync wrote, kept for reuse.
+	pendingSpare [][]byte
 
 	// poisoned is the error of a failed write or sync; every later Append
 	// and Sync returns it.
 	poisoned atomic.Pointer[error]
-	// writtenEnd is the offset in current after the last record written,
-	// stored after the write and before lastLSN.
-	writtenEnd atomic.Int64
 
 	// syncMu serializes Sync, and the switch of current to a new segment.
 	syncMu sync.Mutex
@@ -283,7 +292,6 @@ func (l *Log) recover(segments []segment) error {
 			l.currentRecords = scan.records
 			l.offset = scan.endOffset
 			l.capacity = segment.sizeBytes
-			l.writtenEnd.Store(scan.endOffset)
 			l.durableEnd = scan.endOffset
 		}
 	}
@@ -352,10 +360,13 @@ func (l *Log) Append(lsn uint64, payload []byte) error {
 	return err
 }
 
-// AppendNoSync writes one record like Append but does not wait for it to be
-// durable: Sync does. LastLSN counts it at once; DurableLSN once a Sync
-// covered it. Only the appending goroutine calls it; Sync may run on
-// others at the same time.
+// AppendNoSync queues one record for the segment, where the next Sync
+// writes it (with every record queued before it, in one pwritev) and makes
+// it durable: the appending goroutine makes no system call unless the
+// record starts a segment. payload must not change until a Sync covered
+// it. LastLSN counts the record at once; DurableLSN once a Sync covered
+// it. Only the appending goroutine calls it; Sync may run on others at the
+// same time.
 func (l *Log) AppendNoSync(lsn uint64, payload []byte) error {
 	if len(payload) > RecordSizeMax {
 		panic(fmt.Sprintf("wal: payload of %d bytes over RecordSizeMax", len(payload)))
@@ -395,27 +406,57 @@ func (l *Log) AppendNoSync(lsn uint64, payload []byte) error {
 			return fmt.Errorf("wal: start a segment at LSN %d in %s: %w: %w", lsn, l.dir, storage.ErrIO, err)
 		}
 	}
-	encodeHeader(l.header[:], lsn, payload)
-	buffers := [][]byte{l.header[:], payload}
+	header := make([]byte, RecordHeaderSizeBytes)
+	encodeHeader(header, lsn, payload)
+	l.pendingMu.Lock()
+	if len(l.pending) == 0 {
+		l.pendingFrom = l.offset
+	}
+	l.pending = append(l.pending, header, payload)
 	if padding := size - RecordHeaderSizeBytes - int64(len(payload)); padding > 0 {
-		buffers = append(buffers, zeroPadding[:padding])
+		l.pending = append(l.pending, zeroPadding[:padding])
 	}
-	if err := writeAt(l.current, l.offset, buffers); err != nil {
-		return l.poison(err)
-	}
+	l.pendingEnd = l.offset + size
+	l.pendingLast = lsn
+	l.pendingMu.Unlock()
 	l.offset += size
 	l.currentRecords++
-	l.writtenEnd.Store(l.offset)
 	l.lastLSN.Store(lsn)
 	return nil
 }
 
+// writePending writes the records queued for current, if any, with one
+// pwritev, and returns the end and the LSN of the last one (durableEnd and
+// 0 when none was queued). The caller holds syncMu.
+func (l *Log) writePending() (end int64, last uint64, err error) {
+	l.pendingMu.Lock()
+	if len(l.pending) == 0 {
+		l.pendingMu.Unlock()
+		return l.durableEnd, 0, nil
+	}
+	buffers, from, end, last := l.pending, l.pendingFrom, l.pendingEnd, l.pendingLast
+	l.pending, l.pendingSpare = l.pendingSpare, nil
+	l.pendingMu.Unlock()
+	err = writeAt(l.current, from, buffers)
+	clear(buffers) // the payloads are the callers'
+	if cap(buffers) <= pendingBuffersSpareMax {
+		l.pendingMu.Lock()
+		l.pendingSpare = buffers[:0]
+		l.pendingMu.Unlock()
+	}
+	return end, last, err
+}
+
+// pendingBuffersSpareMax bounds the buffer list kept for reuse.
+const pendingBuffersSpareMax = 4096
+
 // Sync makes every record through lsn durable and returns the LSN through
 // which the log is durable then (at least lsn). It is a group sync: the
-// first caller fdatasyncs every record written so far, and callers whose
-// record that covered return without a system call. A record of a segment
-// Append has left was synced when it left it. A failed fdatasync poisons
-// the log: the failed Sync and every later one for a record it did not
+// first caller writes every record queued so far (one pwritev) and
+// fdatasyncs them, and callers whose record that covered return without a
+// system call. A record of a segment Append has left was synced when it
+// left it. A failed write or fdatasync poisons the log: the failed Sync
+// and every later one for a record it did not
 // cover return an error wrapping ErrUnusable and storage.ErrIO. The log
 // then overwrites, as far as it can, the records past DurableLSN with
 // zeros, so that a reopened log ends where it was durable; a crash may
@@ -437,11 +478,16 @@ func (l *Log) Sync(lsn uint64) (uint64, error) {
 		return l.durableLSN.Load(), fmt.Errorf("wal: sync %s: %w", l.dir, storage.ErrClosed)
 	}
 	target := l.lastLSN.Load()
-	end := l.writtenEnd.Load()
 	if target < lsn {
 		panic(fmt.Sprintf("wal: sync of LSN %d, written through %d", lsn, target))
 	}
-	if err := l.syncCurrent(); err != nil {
+	// Every record through target is queued or written: the queued ones
+	// go first, in the same call as the fdatasync that covers them.
+	end, last, err := l.writePending()
+	if err == nil {
+		err = l.syncCurrent()
+	}
+	if err != nil {
 		if end > l.durableEnd {
 			// Best effort: the failure leaves the tail's fate unknown.
 			_ = writeAt(l.current, l.durableEnd, [][]byte{make([]byte, end-l.durableEnd)})
@@ -449,8 +495,8 @@ func (l *Log) Sync(lsn uint64) (uint64, error) {
 		return l.durableLSN.Load(), l.poison(err)
 	}
 	l.durableEnd = end
-	l.durableLSN.Store(target)
-	return target, nil
+	l.durableLSN.Store(max(target, last))
+	return l.durableLSN.Load(), nil
 }
 
 // syncCurrent fdatasyncs current, after the test hook. The caller holds
@@ -563,7 +609,11 @@ func (l *Log) switchSegment(f *os.File) error {
 	defer l.syncMu.Unlock()
 	if l.current != nil {
 		if last := l.lastLSN.Load(); l.durableLSN.Load() < last {
-			if err := l.syncCurrent(); err != nil {
+			_, _, err := l.writePending()
+			if err == nil {
+				err = l.syncCurrent()
+			}
+			if err != nil {
 				return l.poison(err)
 			}
 			l.durableLSN.Store(last)
@@ -571,7 +621,6 @@ func (l *Log) switchSegment(f *os.File) error {
 		l.current.Close()
 	}
 	l.current = f
-	l.writtenEnd.Store(0)
 	l.durableEnd = 0
 	return nil
 }

@@ -1,0 +1,168 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// fileBytes reads a whole segment file.
+func fileBytes(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestAppendNoSyncWritesInSync: AppendNoSync makes no write of its own (the
+// segment holds zeros past the durable end until a Sync), and one Sync
+// writes every queued record, more of them than one pwritev takes, in
+// order.
+func TestAppendNoSyncWritesInSync(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	opts := Options{SegmentSizeBytes: 1 << 20}
+	l := openLog(t, dir, opts)
+	appendRange(t, l, 1, 2)
+	durableEnd := l.offset
+	const through = 900 // three buffers a record at most: above iovecsMax
+	for lsn := uint64(3); lsn <= through; lsn++ {
+		if err := l.AppendNoSync(lsn, payloadFor(lsn, int(lsn%5)*100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.LastLSN() != through || l.DurableLSN() != 2 {
+		t.Fatalf("LastLSN %d DurableLSN %d, want %d and 2", l.LastLSN(), l.DurableLSN(), through)
+	}
+	segments := segmentFiles(t, dir)
+	if len(segments) != 1 {
+		t.Fatalf("%d segments, want 1", len(segments))
+	}
+	if tail := fileBytes(t, segments[0])[durableEnd:]; !bytes.Equal(tail, make([]byte, len(tail))) {
+		t.Fatal("AppendNoSync wrote into the segment before a Sync")
+	}
+	durable, err := l.Sync(3)
+	if err != nil || durable != through {
+		t.Fatalf("Sync(3): %d, %v; want %d (everything queued)", durable, err, through)
+	}
+	if durable, err := l.Sync(through); err != nil || durable != through {
+		t.Fatalf("Sync(%d) after: %d, %v", through, durable, err)
+	}
+	l.Close()
+	l = openLog(t, dir, opts)
+	records, err := readAll(t, l, 0)
+	if err != nil || len(records) != through {
+		t.Fatalf("%d records (%v), want %d", len(records), err, through)
+	}
+	for i, record := range records {
+		lsn := uint64(i + 1)
+		want := payloadFor(lsn, sizeFor(lsn))
+		if lsn > 2 {
+			want = payloadFor(lsn, int(lsn%5)*100)
+		}
+		if record.lsn != lsn || !bytes.Equal(record.payload, want) {
+			t.Fatalf("record %d: LSN %d or its payload is wrong", i, record.lsn)
+		}
+	}
+}
+
+// TestAppendNoSyncAcrossSegments: records queued for a segment are written
+// and synced before the next segment takes records, whether a record does
+// not fit or Rotate asked for a new segment.
+func TestAppendNoSyncAcrossSegments(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	opts := Options{SegmentSizeBytes: testSegmentSizeBytes}
+	l := openLog(t, dir, opts)
+	const through = 120
+	for lsn := uint64(1); lsn <= through; lsn++ {
+		if err := l.AppendNoSync(lsn, payloadFor(lsn, sizeFor(lsn))); err != nil {
+			t.Fatal(err)
+		}
+		if lsn%7 == 0 {
+			l.Rotate()
+		}
+		if lsn%13 == 0 {
+			if _, err := l.Sync(lsn); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if l.DurableLSN() >= through {
+		t.Fatalf("DurableLSN %d before the last Sync", l.DurableLSN())
+	}
+	if durable, err := l.Sync(through); err != nil || durable != through {
+		t.Fatalf("Sync: %d, %v", durable, err)
+	}
+	if n := len(segmentFiles(t, dir)); n < 10 {
+		t.Fatalf("%d segments, want the records spread over many", n)
+	}
+	l.Close()
+	l = openLog(t, dir, opts)
+	checkRecords(t, l, 0, through)
+}
+
+// TestSyncWriteFailurePoisons: when the queued records cannot be written,
+// the Sync fails, the log is unusable and a reopened log ends at the
+// durable LSN.
+func TestSyncWriteFailurePoisons(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	opts := Options{SegmentSizeBytes: 1 << 20}
+	l := openLog(t, dir, opts)
+	appendRange(t, l, 1, 5)
+	for lsn := uint64(6); lsn <= 9; lsn++ {
+		if err := l.AppendNoSync(lsn, payloadFor(lsn, sizeFor(lsn))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A read-only descriptor in place of the segment: the write fails as
+	// an I/O error would.
+	readOnly, err := os.Open(l.current.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writable := l.current
+	l.current = readOnly
+	durable, err := l.Sync(9)
+	if !errors.Is(err, storage.ErrIO) || !errors.Is(err, ErrUnusable) || durable != 5 {
+		t.Fatalf("Sync with a failing write: %d, %v; want 5 and ErrUnusable", durable, err)
+	}
+	if err := l.AppendNoSync(10, nil); !errors.Is(err, ErrUnusable) {
+		t.Fatalf("AppendNoSync after the failure: %v, want ErrUnusable", err)
+	}
+	if _, err := l.Sync(9); !errors.Is(err, ErrUnusable) {
+		t.Fatalf("Sync after the failure: %v, want ErrUnusable", err)
+	}
+	l.current = writable
+	readOnly.Close()
+	l.Close()
+	l = openLog(t, dir, opts)
+	checkRecords(t, l, 0, 5)
+}
+
+// TestSyncFailureWithQueuedRecords: a failed fdatasync after the queued
+// records were written zeroes them, so a reopened log ends where it was
+// durable.
+func TestSyncFailureWithQueuedRecords(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	opts := Options{SegmentSizeBytes: 1 << 20}
+	l := openLog(t, dir, opts)
+	appendRange(t, l, 1, 5)
+	for lsn := uint64(6); lsn <= 9; lsn++ {
+		if err := l.AppendNoSync(lsn, payloadFor(lsn, sizeFor(lsn))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	injected := errors.New("injected fdatasync failure")
+	l.SetSyncHook(func() error { return injected })
+	if durable, err := l.Sync(7); !errors.Is(err, injected) || durable != 5 {
+		t.Fatalf("Sync: %d, %v; want 5 and the injected failure", durable, err)
+	}
+	l.Close()
+	l = openLog(t, dir, opts)
+	checkRecords(t, l, 0, 5)
+}
