@@ -17,8 +17,11 @@ import (
 // pages of the map every few MiB it reads (they stay in the page cache).
 const (
 	// scanQuietBytes is how much a scan reads before it reads ahead and
-	// releases: short scans pay nothing.
-	scanQuietBytes = 1 << 20
+	// releases: short scans pay nothing. It is small because every chunk
+	// of a verify is a scan of its own: with 1 MiB, a cold verify of
+	// 1,000,000 entries took about 6,000 major faults (one synchronous
+	// read each) where it takes 2,500 with 64 KiB.
+	scanQuietBytes = 64 << 10
 	// scanReadAheadBytes is the window read ahead of a scan.
 	scanReadAheadBytes = 16 << 20
 	// scanCheckBytes is how much a scan reads between two looks at where
@@ -40,6 +43,7 @@ type scanMemory struct {
 	disabled         bool
 	aheadStart       uintptr
 	aheadEnd         uintptr
+	releases         int // how many times the map was released, for tests
 }
 
 // observe is called with every value a scan yields, inside the read
@@ -50,9 +54,12 @@ func (s *scanMemory) observe(v []byte) {
 	}
 	s.read += len(v)
 	s.sinceCheck += len(v)
-	if s.read < scanQuietBytes || s.sinceCheck < scanCheckBytes {
+	// The first look comes as soon as the scan is past quiet: a cold
+	// scan faults one page at a time until then.
+	if s.read < scanQuietBytes || (s.mapEnd != 0 && s.sinceCheck < scanCheckBytes) {
 		return
 	}
+	read := s.sinceCheck
 	s.sinceCheck = 0
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
 	if s.mapEnd == 0 {
@@ -71,9 +78,10 @@ func (s *scanMemory) observe(v []byte) {
 		madvise(start, end-start, unix.MADV_WILLNEED)
 		s.aheadStart, s.aheadEnd = start, end
 	}
-	s.sinceRelease += scanCheckBytes
+	s.sinceRelease += read
 	if s.sinceRelease >= scanReleaseBytes {
 		s.sinceRelease = 0
+		s.releases++
 		madvise(s.mapStart, s.mapEnd-s.mapStart, unix.MADV_DONTNEED)
 	}
 }
