@@ -24,6 +24,9 @@ const (
 	scanQuietBytes = 64 << 10
 	// scanReadAheadBytes is the window read ahead of a scan.
 	scanReadAheadBytes = 16 << 20
+	// scanAdviceBytes is the most one MADV_WILLNEED asks for: less than
+	// any device's read-ahead size is not needed, more is not read.
+	scanAdviceBytes = 1 << 20
 	// scanCheckBytes is how much a scan reads between two looks at where
 	// it is in the map: leaf pages are not in file order, so looking at
 	// every value would advise on every jump.
@@ -71,18 +74,33 @@ func (s *scanMemory) observe(v []byte) {
 	if addr < s.mapStart || addr >= s.mapEnd {
 		return
 	}
-	page := uintptr(os.Getpagesize())
-	if addr < s.aheadStart || addr+scanReadAheadBytes/2 > s.aheadEnd {
-		start := addr &^ (page - 1)
-		end := min(start+scanReadAheadBytes, s.mapEnd)
-		madvise(start, end-start, unix.MADV_WILLNEED)
-		s.aheadStart, s.aheadEnd = start, end
-	}
+	s.readAhead(addr)
 	s.sinceRelease += read
 	if s.sinceRelease >= scanReleaseBytes {
 		s.sinceRelease = 0
 		s.releases++
 		madvise(s.mapStart, s.mapEnd-s.mapStart, unix.MADV_DONTNEED)
+	}
+}
+
+// readAhead keeps the scanReadAheadBytes of the map past addr advised,
+// topping the window up a piece of at most scanAdviceBytes at a time, so
+// that the kernel reads all of it: one MADV_WILLNEED reads at most the
+// device's read-ahead size (read_ahead_kb), and a window advised whole
+// again once the scan was half through it had only its first part read,
+// which the scan then caught up with. A scan that jumps (leaf pages are
+// mostly in file order, not always) starts a window where it is.
+func (s *scanMemory) readAhead(addr uintptr) {
+	page := uintptr(os.Getpagesize())
+	if addr < s.aheadStart || addr > s.aheadEnd {
+		s.aheadStart = addr &^ (page - 1)
+		s.aheadEnd = s.aheadStart
+	}
+	end := min((addr+scanReadAheadBytes+page-1)&^(page-1), s.mapEnd)
+	for s.aheadEnd < end {
+		n := min(end-s.aheadEnd, scanAdviceBytes)
+		madvise(s.aheadEnd, n, unix.MADV_WILLNEED)
+		s.aheadEnd += n
 	}
 }
 

@@ -16,14 +16,14 @@ import (
 func mapFile(t *testing.T, size int) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "scan")
-	if err := os.WriteFile(path, make([]byte, size), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
+	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	if err := f.Truncate(int64(size)); err != nil {
+		t.Fatal(err)
+	}
 	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		t.Fatal(err)
@@ -34,11 +34,12 @@ func mapFile(t *testing.T, size int) []byte {
 
 // A scan reads ahead as soon as it is past scanQuietBytes (a cold scan
 // faults one page at a time until then, and a verify's chunks each begin
-// a scan), then looks at its place every scanCheckBytes and releases the
-// map every scanReleaseBytes; a shorter scan makes no system call at all.
+// a scan), then looks at its place every scanCheckBytes, keeps the window
+// ahead of it full and releases the map every scanReleaseBytes; a shorter
+// scan makes no system call at all.
 func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 	const value = 4 << 10
-	m := mapFile(t, 2*scanReleaseBytes+scanReadAheadBytes)
+	m := mapFile(t, 2*scanReleaseBytes+scanCheckBytes+scanReadAheadBytes+value)
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 	var s scanMemory
 	read := 0
@@ -53,12 +54,18 @@ func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 	if s.mapStart != start || s.mapEnd != start+uintptr(len(m)) {
 		t.Fatalf("map %#x-%#x, want %#x-%#x", s.mapStart, s.mapEnd, start, start+uintptr(len(m)))
 	}
-	if addr := start + uintptr(read-value); s.aheadStart > addr || s.aheadEnd != min(s.aheadStart+scanReadAheadBytes, s.mapEnd) {
-		t.Fatalf("past %d bytes read ahead %#x-%#x, want from at most %#x for %d bytes", read, s.aheadStart, s.aheadEnd, addr, scanReadAheadBytes)
+	checkWindow := func(addr uintptr) {
+		t.Helper()
+		if s.aheadStart > addr || s.aheadEnd < addr+scanReadAheadBytes {
+			t.Fatalf("after %d bytes, at %#x: read ahead %#x-%#x, want at least %#x-%#x",
+				read, addr, s.aheadStart, s.aheadEnd, addr, addr+scanReadAheadBytes)
+		}
 	}
+	checkWindow(start + uintptr(read-value))
 	for ; read+value <= 2*scanReleaseBytes+scanCheckBytes; read += value { // looks every scanCheckBytes from the first
 		s.observe(m[read : read+value])
 	}
+	checkWindow(start + uintptr(read-scanCheckBytes)) // the last look was at most this far back
 	if s.releases != 2 {
 		t.Fatalf("%d releases after %d bytes, want 2", s.releases, read)
 	}
