@@ -20,8 +20,9 @@ import (
 // every key of every snapshot up to C. Only the process that holds the
 // file's exclusive lock writes it, so the filter cannot miss a key written by
 // another. It is filled only from committed state: built from a write
-// transaction's snapshot before that transaction changes the index, and
-// updated with a transaction's new keys after its commit succeeded.
+// transaction's snapshot before that transaction changes the index (or,
+// at a writable Open, from the file before any writer runs), and updated
+// with a transaction's new keys after its commit succeeded.
 //
 // Words are read and set atomically: read transactions probe it while the
 // committer adds to it.

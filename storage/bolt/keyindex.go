@@ -139,8 +139,8 @@ type runCache struct {
 	deletedUpTo uint64 // the newest commit that deleted runs
 	list        atomic.Pointer[runList]
 	// filter covers every committed key (see keyFilter); nil until a write
-	// transaction builds it (or Open finds the index empty: prepareProbe),
-	// so a read-only handle never has one.
+	// transaction or a writable Open (prepareProbe) builds it, so a
+	// read-only handle never has one.
 	filter atomic.Pointer[keyFilter]
 	// chains holds the ids of committed chains (see chainIDs).
 	chains chainIDs
