@@ -38,6 +38,21 @@ type durableGroup struct {
 	start   time.Time
 }
 
+// pipeline is what the committer and the acknowledger share.
+type pipeline struct {
+	// acks hands committed groups to the acknowledger, unbuffered.
+	acks chan durableGroup
+	// running is set while the committer collects and runs a group.
+	running atomic.Bool
+	// idle wakes an acknowledger waiting for a running group when the
+	// group ended without a hand-off (every request failed, or the store
+	// committed it durably itself).
+	idle chan struct{}
+}
+
+// groupsMergedMax bounds the groups one wait makes durable together.
+const groupsMergedMax = 4
+
 // commitLoop is the group committer. It takes every request that queued while
 // the previous commit was in flight (up to BatchSizeMax), runs them in one
 // storage transaction and commits once: one fsync for the whole group. No
@@ -46,15 +61,16 @@ type durableGroup struct {
 // When the store commits asynchronously, the committer hands the group to
 // the acknowledger and runs the next group while the previous one is made
 // durable: the functions of group N+1 overlap the fsync of group N. The
-// hand-off is unbuffered, so at most two groups are in flight (one being
-// made durable, one committed and waiting its turn): a slow disk holds the
-// committer back instead of queueing groups without bound.
+// hand-off is unbuffered, so at most groupsMergedMax+1 groups are in
+// flight (the ones one wait makes durable, see acknowledge, and one
+// committed and waiting its turn): a slow disk holds the committer back
+// instead of queueing groups without bound.
 func (db *DB) commitLoop() {
-	acks := make(chan durableGroup)
+	p := &pipeline{acks: make(chan durableGroup), idle: make(chan struct{}, 1)}
 	acknowledged := make(chan struct{})
-	go db.acknowledge(acks, acknowledged)
+	go db.acknowledge(p, acknowledged)
 	defer func() {
-		close(acks)
+		close(p.acks)
 		<-acknowledged
 		close(db.stopped)
 	}()
@@ -64,9 +80,10 @@ func (db *DB) commitLoop() {
 		select {
 		case first = <-db.queue:
 		case <-db.closing:
-			db.drain(acks)
+			db.drain(p)
 			return
 		}
+		p.running.Store(true)
 		batch = db.collect(append(batch[:0], first))
 		// Callers woken by the previous commit are still on their way to the
 		// queue; yielding lets them join this group instead of waiting a
@@ -78,7 +95,7 @@ func (db *DB) commitLoop() {
 				break
 			}
 		}
-		db.runGroup(batch, acks)
+		db.runGroup(batch, p)
 	}
 }
 
@@ -86,11 +103,56 @@ func (db *DB) commitLoop() {
 // commit order, each once its wait returns: nil answers the callers with
 // their own results, an error (the store could not make the commit
 // durable, and refuses every later one) answers them with it.
-func (db *DB) acknowledge(acks <-chan durableGroup, acknowledged chan<- struct{}) {
+//
+// Before it waits, it lets the callers it just answered queue again (a few
+// yields) and, while the committer runs a group, waits for that group too
+// (up to groupsMergedMax groups, BatchSizeMax requests): the last group's
+// wait is one fdatasync for all of them. Without this, the callers split
+// into two cohorts that take turns, each fdatasync covering about half of
+// them: the callers answered by one sync come back while the next one
+// already runs. A lone caller pays a few yields, not a timer.
+func (db *DB) acknowledge(p *pipeline, acknowledged chan<- struct{}) {
 	defer close(acknowledged)
-	for g := range acks {
-		db.answer(g.pending, storageError(g.wait()), g.start)
+	merged := make([]durableGroup, 0, groupsMergedMax)
+	for g := range p.acks {
+		merged = db.merge(p, append(merged[:0], g))
+		// The last group's wait makes every earlier one durable too; each
+		// earlier wait then returns at once (or with the failure that
+		// stopped the store, which fails every later commit as well).
+		last := storageError(merged[len(merged)-1].wait())
+		for i, m := range merged {
+			err := last
+			if i < len(merged)-1 {
+				err = storageError(m.wait())
+			}
+			db.answer(m.pending, err, m.start)
+		}
+		clear(merged)
 	}
+}
+
+// merge adds to merged the groups the committer is running, as long as it
+// runs one, within the bounds.
+func (db *DB) merge(p *pipeline, merged []durableGroup) []durableGroup {
+	requests := len(merged[0].pending)
+	for range groupYieldsMax {
+		if p.running.Load() {
+			break
+		}
+		runtime.Gosched()
+	}
+	for len(merged) < groupsMergedMax && requests < db.opts.BatchSizeMax && p.running.Load() {
+		select {
+		case g, ok := <-p.acks:
+			if !ok {
+				return merged
+			}
+			merged = append(merged, g)
+			requests += len(g.pending)
+		case <-p.idle: // the running group ended without a hand-off
+		}
+	}
+	return merged
 }
 
 // commitRetriesMax bounds how often a group runs again after the store
@@ -117,11 +179,12 @@ func (db *DB) collect(batch []*request) []*request {
 // drain finishes the requests still queued at Close. Update holds the DB's
 // read lock while it queues, and Close takes the write lock first, so nothing
 // is queued after drain starts.
-func (db *DB) drain(acks chan<- durableGroup) {
+func (db *DB) drain(p *pipeline) {
 	for {
 		select {
 		case r := <-db.queue:
-			db.runGroup([]*request{r}, acks)
+			p.running.Store(true)
+			db.runGroup([]*request{r}, p)
 		default:
 			return
 		}
@@ -135,10 +198,20 @@ func (db *DB) drain(acks chan<- durableGroup) {
 // that request, so one caller's failure never reaches another. When the store
 // rolls the transaction back itself with storage.ErrRetry (a serialization
 // failure), the whole group runs again, up to commitRetriesMax times. A
-// store that commits asynchronously gets the group's callers handed to acks
-// with the commit's wait; any other is committed here and its callers
-// answered.
-func (db *DB) runGroup(batch []*request, acks chan<- durableGroup) {
+// store that commits asynchronously gets the group's callers handed to the
+// acknowledger with the commit's wait; any other is committed here and its
+// callers answered. Either way p.running is cleared.
+func (db *DB) runGroup(batch []*request, p *pipeline) {
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			p.running.Store(false)
+			select {
+			case p.idle <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	pending := batch[:0:0]
 	for _, r := range batch {
 		if r.state.CompareAndSwap(requestQueued, requestRunning) {
@@ -197,7 +270,11 @@ func (db *DB) runGroup(batch []*request, acks chan<- durableGroup) {
 			continue
 		}
 		if commitErr == nil && wait != nil {
-			acks <- durableGroup{pending: pending, wait: wait, start: start}
+			handedOff = true
+			// Requests already queued make the next group, which the
+			// acknowledger may then wait for.
+			p.running.Store(len(db.queue) > 0)
+			p.acks <- durableGroup{pending: pending, wait: wait, start: start}
 			return
 		}
 		db.answer(pending, commitErr, start)

@@ -1,0 +1,4 @@
+package chain
+
+// GroupsMergedMax is groupsMergedMax, for the pipeline tests.
+const GroupsMergedMax = groupsMergedMax
