@@ -156,6 +156,11 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 	if err := ValidateRequest(req, db.opts.PayloadSizeMax); err != nil {
 		return Result{}, err
 	}
+	// A context that has ended ends the call here, whichever way it would
+	// go: Update's queueing would race it against the committer.
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	if req.IdempotencyKey != "" && (db.prober == nil || db.prober.MayHoldKey(req.Chain, req.IdempotencyKey)) {
 		res, found, err := db.replayed(ctx, req)
 		if err != nil || found {
