@@ -48,11 +48,13 @@
 // known durable. Append is AppendNoSync followed by Sync. A failed write
 // or fdatasync poisons the log and overwrites the records it did not make
 // durable with zeros, best effort, so that a reopen ends at the durable
-// prefix. A
-// writable Open zeroes whatever is not zero behind the end of the log too:
-// records written before an earlier one was synced can reach the disk out
-// of order, and a kept later record must not continue the log again once
-// the next Append has rewritten the place of a lost earlier one.
+// prefix. The
+// first append after a writable Open zeroes whatever is not zero behind
+// the end of the log too: records written before an earlier one was synced
+// can reach the disk out of order, and a kept later record must not
+// continue the log again once that append has rewritten the place of a
+// lost earlier one. Open itself changes no segment, so a caller that gives
+// up after opening leaves the log as it was.
 // Release(lsn) removes the segments that hold only records up to lsn (never
 // the one being appended to, nor the last one holding a record, so LastLSN
 // survives a reopen); Records(afterLSN) reads the records after an

@@ -34,13 +34,7 @@ func syncDirectory(dir string) error {
 const zeroTailChunkBytes = 64 << 10
 
 // zeroTail overwrites with zeros whatever is not zero in f between offset
-// and sizeBytes, and syncs it when it wrote anything. A writable Open does
-// it behind the end of the log: bytes there are a torn record or records a
-// crash kept although an earlier one was lost (records written without a
-// sync can reach the disk out of order). Left in place, one of them could
-// continue the log again once the next Append has rewritten the place of
-// the lost one with a record of the same length, and come back at the next
-// Open although it was never acknowledged.
+// and sizeBytes, and syncs it when it wrote anything (see Log.clearTail).
 func zeroTail(f *os.File, offset, sizeBytes int64) error {
 	chunk := make([]byte, zeroTailChunkBytes)
 	zeros := make([]byte, zeroTailChunkBytes)

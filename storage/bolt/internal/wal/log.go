@@ -73,6 +73,9 @@ type Log struct {
 	currentRecords uint64
 	offset         int64 // in current, after the last record queued
 	capacity       int64
+	// tailUncleared is set by a writable Open that appends into the last
+	// segment it found: clearTail zeroes what is behind the end first.
+	tailUncleared bool
 
 	// pendingMu guards the records AppendNoSync queued for current and no
 	// Sync has written yet: their buffers (header, payload, padding), the
@@ -284,10 +287,11 @@ func (l *Log) recover(segments []segment) error {
 			segments = nil
 			break
 		} else {
-			if err := zeroTail(f, scan.endOffset, segment.sizeBytes); err != nil {
-				f.Close()
-				return fmt.Errorf("wal: clear the end of %s: %w: %w", segment.path, storage.ErrIO, err)
-			}
+			// What is behind the end is zeroed before the first append
+			// (clearTail), not here: an Open whose caller then gives up
+			// (a ledger that cannot checkpoint what it recovered) leaves
+			// the log as it found it.
+			l.tailUncleared = true
 			l.current = f
 			l.currentRecords = scan.records
 			l.offset = scan.endOffset
@@ -389,6 +393,14 @@ func (l *Log) AppendNoSync(lsn uint64, payload []byte) error {
 	if lsn == 0 || (last != 0 && (last == math.MaxUint64 || lsn != last+1)) {
 		panic(fmt.Sprintf("wal: append of LSN %d after LSN %d", lsn, last))
 	}
+	if err := l.clearTail(); err != nil {
+		if rotate {
+			l.mu.Lock()
+			l.rotatePending = true
+			l.mu.Unlock()
+		}
+		return err
+	}
 	size := recordSizeBytes(len(payload))
 	if l.current == nil || (rotate && l.currentRecords > 0) || l.offset+size > l.capacity {
 		if err := l.startSegment(lsn, size); err != nil {
@@ -422,6 +434,26 @@ func (l *Log) AppendNoSync(lsn uint64, payload []byte) error {
 	l.offset += size
 	l.currentRecords++
 	l.lastLSN.Store(lsn)
+	return nil
+}
+
+// clearTail zeroes, before the first append after a writable Open, what is
+// not zero behind the end of the log in the segment Open found last (and
+// syncs it when it wrote anything): bytes there are a torn record or
+// records a crash kept although an earlier one was lost (records written
+// without a sync can reach the disk out of order). Left in place, one of
+// them could continue the log again once this append rewrote the place of
+// the lost one with a record of the same length, and come back at the next
+// Open although it was never acknowledged. A failure writes no record: the
+// next append tries again.
+func (l *Log) clearTail() error {
+	if !l.tailUncleared {
+		return nil
+	}
+	if err := zeroTail(l.current, l.offset, l.capacity); err != nil {
+		return fmt.Errorf("wal: clear the end of %s: %w: %w", l.current.Name(), storage.ErrIO, err)
+	}
+	l.tailUncleared = false
 	return nil
 }
 

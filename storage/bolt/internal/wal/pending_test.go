@@ -166,3 +166,41 @@ func TestSyncFailureWithQueuedRecords(t *testing.T) {
 	l = openLog(t, dir, opts)
 	checkRecords(t, l, 0, 5)
 }
+
+// TestTailClearedByFirstAppend: a segment whose record 2 was lost while the
+// later record 3 was kept (records written without a sync reach the disk
+// out of order). A writable Open changes nothing; the first append, which
+// takes LSN 2 with a record as long as the lost one, zeroes record 3
+// first, so that it never continues the log.
+func TestTailClearedByFirstAppend(t *testing.T) {
+	dir := fuzzDirectory(t)
+	payloads := [][]byte{[]byte("one"), []byte("two, lost"), []byte("three, kept")}
+	segment := encodeSegment(1, payloads, SegmentSizeMin)
+	lost := encodeSegment(1, payloads[:1], 0)
+	second := len(encodeSegment(1, payloads[:2], 0))
+	clear(segment[len(lost):second])
+	path := segmentPath(dir, 1)
+	if err := os.WriteFile(path, segment, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(dir, Options{SegmentSizeBytes: SegmentSizeMin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LastLSN() != 1 {
+		t.Fatalf("LastLSN %d, want 1 (record 2 lost)", l.LastLSN())
+	}
+	l.Close()
+	if !bytes.Equal(fileBytes(t, path), segment) {
+		t.Fatal("a writable Open without an append changed the segment")
+	}
+	l = openLog(t, dir, Options{SegmentSizeBytes: SegmentSizeMin})
+	if err := l.Append(2, []byte("two, anew")); err != nil { // as long as the lost one
+		t.Fatal(err)
+	}
+	l.Close()
+	l = openLog(t, dir, Options{SegmentSizeBytes: SegmentSizeMin, ReadOnly: true})
+	if l.LastLSN() != 2 {
+		t.Fatalf("LastLSN %d after the append of 2, want 2: the kept record 3 continued the log", l.LastLSN())
+	}
+}
