@@ -41,12 +41,22 @@
 // first. A handle opened for writing also keeps one filter over every
 // committed key of the file, the keys bucket and all runs (keyfilter.go): it
 // is asked first, and its "no" proves a key new in one cache line instead of
-// a probe per run. It is built by the first write transaction that looks a
-// key up, from that transaction's snapshot, and after each commit takes the
-// commit's new keys; a rolled-back transaction leaves it as it was, and a
-// failed commit drops it (the next write transaction builds it again). Keys
-// never leave the index and only the process holding the exclusive lock
-// writes the file, so it cannot miss a key. A read-only handle has none. A digest stands for
+// a probe per run. A writable Open builds it from the file (reading about
+// 32 bytes per key), and after each commit it takes the commit's new keys;
+// a rolled-back transaction leaves it as it was, and a failed commit drops
+// it (the next write transaction builds it again). Keys never leave the
+// index and only the process holding the exclusive lock writes the file, so
+// it cannot miss a key. A read-only handle has none.
+//
+// The Backend is a storage.KeyProber (probe.go): MayHoldKey asks that
+// filter, under the chain's id from an in-memory map of the file's chains
+// (complete up to ChainIDsMax names), and the log's memory tables, without
+// a transaction, so that the chain package's Append sends a new key
+// straight to its committer instead of looking it up in a read transaction
+// first. Its "no" is exact for every commit acknowledged before the call;
+// its "maybe" may be wrong (the filter's false positives), and a read-only
+// handle always says "maybe". The committer's lookup in the write
+// transaction decides in every case. A digest stands for
 // a key, so the chain package checks that the entry it finds holds the key
 // it asked for: a collision of 128-bit digests could refuse a key, never
 // answer for another. Files of the previous layout (ledger/bolt/v1, keys
