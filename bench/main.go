@@ -180,6 +180,15 @@ func tempDir(cfg config) (string, func(), error) {
 		if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
 			return "", nil, err
 		}
+		// The figures are of new files: a ledger left by an earlier run
+		// would be appended to, and P2 would measure a larger file.
+		names, err := os.ReadDir(cfg.dir)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(names) > 0 {
+			return "", nil, fmt.Errorf("-dir %s holds %d files (%s, …): name an empty or new folder", cfg.dir, len(names), names[0].Name())
+		}
 		return cfg.dir, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "ledger-bench-")
