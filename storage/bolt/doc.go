@@ -70,15 +70,17 @@
 // transaction reads through its own writes, then the memory tables, then a
 // bbolt read transaction, and collects its writes; Commit encodes them as
 // one commit record (record.go, docs/FORMAT.md), appends it to the log in
-// the directory <path>-wal (internal/wal: one write and one fdatasync of a
-// preallocated segment) and only then applies it to the active memory
+// the directory <path>-wal (internal/wal: one pwritev and one fdatasync
+// of a preallocated segment) and only then applies it to the active memory
 // table and publishes it to new transactions. A failed log append returns
 // an error matching storage.ErrIO and applies nothing. One writable
 // transaction runs at a time (a writer slot, whose wait honours the
 // context), as with bbolt's own writer lock.
 //
-// A log transaction is a storage.AsyncCommitter: CommitAsync writes the
-// record without its fdatasync, applies it, publishes it to the writable
+// A log transaction is a storage.AsyncCommitter: CommitAsync queues the
+// record in the log without a system call (the group sync writes everything
+// queued with one pwritev, then fdatasyncs), applies it to the memory table
+// from the operations in hand, publishes it to the writable
 // transactions begun after it and releases the writer slot; read-only
 // transactions and forks see it only once a group sync (internal/wal
 // Sync) has made it durable, and its wait returns then. The chain
