@@ -136,28 +136,39 @@ func (v *ChainVerifier) Entry(e *Entry) { v.hashed(e, e.ComputeHash()) }
 // hashed is Entry for an entry whose hash over its fields is calculated
 // (Verify computes hashes in a pool of workers).
 func (v *ChainVerifier) hashed(e *Entry, calculated Hash) {
-	linkable := v.linkable
-	switch {
-	case e.Chain != v.chain:
+	if e.Chain != v.chain {
 		v.fail(e.Seq, ReasonSeqGap, fmt.Sprintf("entry of chain %q inside chain %q", e.Chain, v.chain))
 		return
-	case e.Seq > v.next:
-		v.fail(v.next, ReasonSeqGap, fmt.Sprintf("seq %d to %d missing", v.next, e.Seq-1))
+	}
+	if v.link(e.Seq, &e.PrevHash, &e.Hash, &calculated) {
+		v.last = e.Head()
+	}
+}
+
+// link checks the seq, hash and link of an entry of v's chain, given by
+// its fields (a chunk of Verify reads them where they are stored), and
+// moves v past it; false when the entry is behind v and skipped. The
+// caller sets v.last for an entry it moved past.
+func (v *ChainVerifier) link(seq uint64, prevHash, hash, calculated *Hash) bool {
+	linkable := v.linkable
+	switch {
+	case seq > v.next:
+		v.fail(v.next, ReasonSeqGap, fmt.Sprintf("seq %d to %d missing", v.next, seq-1))
 		linkable = false
-	case e.Seq < v.next:
-		v.fail(e.Seq, ReasonSeqGap, fmt.Sprintf("seq %d after seq %d", e.Seq, v.next-1))
-		return
+	case seq < v.next:
+		v.fail(seq, ReasonSeqGap, fmt.Sprintf("seq %d after seq %d", seq, v.next-1))
+		return false
 	}
-	if calculated != e.Hash {
-		v.add(Failure{Chain: v.chain, Seq: e.Seq, Reason: ReasonHashMismatch,
-			Detail: "stored hash differs from the hash of the entry", Expected: e.Hash, Calculated: calculated})
+	if *calculated != *hash {
+		v.add(Failure{Chain: v.chain, Seq: seq, Reason: ReasonHashMismatch,
+			Detail: "stored hash differs from the hash of the entry", Expected: *hash, Calculated: *calculated})
 	}
-	if linkable && e.PrevHash != v.prev {
-		v.add(Failure{Chain: v.chain, Seq: e.Seq, Reason: ReasonBrokenLink,
-			Detail: "prev_hash differs from the previous entry's hash", Expected: e.PrevHash, Calculated: v.prev})
+	if linkable && *prevHash != v.prev {
+		v.add(Failure{Chain: v.chain, Seq: seq, Reason: ReasonBrokenLink,
+			Detail: "prev_hash differs from the previous entry's hash", Expected: *prevHash, Calculated: v.prev})
 	}
-	v.next, v.prev, v.linkable = e.Seq+1, e.Hash, true
-	v.last = e.Head()
+	v.next, v.prev, v.linkable = seq+1, *hash, true
+	return true
 }
 
 // Undecodable records an entry whose bytes could not be decoded.

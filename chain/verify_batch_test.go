@@ -52,7 +52,7 @@ func TestHashItemsMatchesComputeHash(t *testing.T) {
 		for i := range items {
 			it := &items[i]
 			want, wantErr := DecodeRecord(chainName, it.seq, it.data)
-			if (it.err == nil) != (wantErr == nil) {
+			if (it.err == nil) != (wantErr == nil) || (wantErr != nil && it.err.Error() != wantErr.Error()) {
 				t.Fatalf("batch %d item %d: error %v, DecodeRecord %v", batch, i, it.err, wantErr)
 			}
 			if wantErr != nil {
@@ -62,9 +62,9 @@ func TestHashItemsMatchesComputeHash(t *testing.T) {
 				t.Fatalf("batch %d item %d (%d-byte payload): hash %s, ComputeHash %s",
 					batch, i, len(want.Payload), it.calculated, want.ComputeHash())
 			}
-			if it.entry.Hash != want.Hash || it.entry.PrevHash != want.PrevHash || it.entry.Seq != want.Seq ||
-				it.entry.IdempotencyKey != want.IdempotencyKey || it.entry.TimeUnixNano != want.TimeUnixNano {
-				t.Fatalf("batch %d item %d: entry %+v, DecodeRecord %+v", batch, i, it.entry, want)
+			if got := it.entry(chainName); got.Hash != want.Hash || got.PrevHash != want.PrevHash || got.Seq != want.Seq ||
+				got.IdempotencyKey != want.IdempotencyKey || got.TimeUnixNano != want.TimeUnixNano || got.Chain != chainName {
+				t.Fatalf("batch %d item %d: fields read in place %+v, DecodeRecord %+v", batch, i, got, want)
 			}
 		}
 	}

@@ -26,12 +26,39 @@ const (
 )
 
 // verifyItem is one stored entry on its way through the pool.
+// Once hashed, an item without err holds a record DecodeRecord accepts,
+// and its fields are read in place (prevHash, hash, timeUnixNano, key): a
+// chunk checks an entry without building an Entry for it.
 type verifyItem struct {
 	seq        uint64
 	data       []byte // stored bytes, valid while the read transaction lasts
-	entry      Entry  // decoded without its key, type and payload
 	calculated Hash
 	err        error // the entry is undecodable
+}
+
+// prevHash, hash, timeUnixNano and key read a decodable item's fields
+// where they are stored.
+func (it *verifyItem) prevHash() *Hash {
+	return (*Hash)(it.data[recordPrevHashOffset:recordHashOffset])
+}
+
+func (it *verifyItem) hash() *Hash { return (*Hash)(it.data[recordHashOffset:recordFieldsOffset]) }
+
+func (it *verifyItem) timeUnixNano() int64 {
+	return int64(binary.BigEndian.Uint64(it.data[recordTimeOffset:recordPrevHashOffset]))
+}
+
+// key aliases the stored bytes, like every field fn must not keep.
+func (it *verifyItem) key() string {
+	n := binary.BigEndian.Uint32(it.data[recordFieldsOffset:])
+	return unsafeString(it.data[recordFieldsOffset+4 : recordFieldsOffset+4+uint64(n)])
+}
+
+// entry builds the item's Entry, without its type and payload, for the
+// checks that take one.
+func (it *verifyItem) entry(chain string) Entry {
+	return Entry{Chain: chain, Seq: it.seq, PrevHash: *it.prevHash(), TimeUnixNano: it.timeUnixNano(),
+		IdempotencyKey: it.key(), Hash: *it.hash()}
 }
 
 // verifyBatch is a batch of items on its way through the pool. The reader
@@ -133,13 +160,16 @@ func (db *DB) scanEntries(ctx context.Context, tx *Tx, chain string,
 		}
 	}()
 	deliver := func(b *verifyBatch) error {
+		var e Entry
 		for i := range b.items {
 			it := &b.items[i]
-			var e *Entry
+			ep := &e
 			if it.err == nil {
-				e = &it.entry
+				e = it.entry(chain)
+			} else {
+				ep = nil
 			}
-			if err := fn(it.seq, e, it.calculated, it.err); err != nil {
+			if err := fn(it.seq, ep, it.calculated, it.err); err != nil {
 				return err
 			}
 		}
@@ -234,21 +264,21 @@ func hashItem(chain string, it *verifyItem, scratch []byte) []byte {
 // decodeItem decodes an item's stored bytes in place and returns its fields
 // for hashing, or reports false when it has done all of the item itself:
 // a record decodeFields does not accept is decoded, or rejected, and
-// hashed by DecodeRecord and ComputeHash.
+// hashed by DecodeRecord and ComputeHash. Either way an item left without
+// err holds a record of DecodeRecord's shape, whose fields its methods
+// read in place.
 func decodeItem(chain string, it *verifyItem) (recordFields, bool) {
+	it.err = nil
 	f, ok := decodeFields(it.data)
 	if !ok {
 		// The exact failure, as DecodeRecord words it.
 		if e, err := DecodeRecord(chain, it.seq, it.data); err != nil {
 			it.err = err
 		} else {
-			it.entry = e
 			it.calculated = e.ComputeHash()
 		}
 		return f, false
 	}
-	it.entry = Entry{Chain: chain, Seq: it.seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano, Hash: f.hash,
-		IdempotencyKey: unsafeString(f.key)} // aliases the stored bytes, like the fields fn must not keep
 	return f, true
 }
 

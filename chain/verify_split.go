@@ -88,9 +88,14 @@ type verifyChunk struct {
 		prevHash  Hash
 		linkAt    int
 	}
-	end      ChainVerifier // its state after the chunk's last entry
-	keys     multisetSum   // the chunk's keyed entries
-	settled  []uint64      // the saved heads' seqs it met
+	end ChainVerifier // its state after the chunk's last entry
+	// lastSeq and lastData are the chunk's newest entry when it was
+	// decodable (lastData is its stored bytes): end.last is set from them
+	// once, at the chunk's end, not per entry.
+	lastSeq  uint64
+	lastData []byte
+	keys     multisetSum // the chunk's keyed entries
+	settled  []uint64    // the saved heads' seqs it met
 	failMax  int
 	progress *verifyProgress
 	err      error
@@ -166,6 +171,11 @@ func (p *verifyChunk) run(ctx context.Context, stx storage.Tx, chain string, wan
 	}
 	w.hasher.sum(&p.keys, keyItems, false) // the keys alias the transaction's pages: summed before it ends
 	w.items, w.keyItems = items[:0], keyItems[:0]
+	if p.lastData != nil {
+		last := verifyItem{seq: p.lastSeq, data: p.lastData}
+		v.last = Head{Chain: chain, Seq: last.seq, Hash: *last.hash(), TimeUnixNano: last.timeUnixNano()}
+		p.lastData = nil // the transaction's pages
+	}
 	return nil
 }
 
@@ -176,11 +186,14 @@ func (p *verifyChunk) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Ha
 	first := !p.first.seen
 	if first {
 		p.first.seen, p.first.seq, p.first.decodable = true, it.seq, it.err == nil
-		p.first.prevHash = it.entry.PrevHash
+		if it.err == nil {
+			p.first.prevHash = *it.prevHash()
+		}
 		v.next, v.linkable = it.seq, false
 	}
 	if it.err != nil {
 		v.Undecodable(it.seq, it.err)
+		p.lastData = nil // v.last is the undecodable entry's
 		if first {
 			p.first.linkAt = len(p.failures)
 		}
@@ -189,20 +202,25 @@ func (p *verifyChunk) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Ha
 		}
 		return
 	}
-	e := &it.entry
-	v.hashed(e, it.calculated)
+	if !v.link(it.seq, it.prevHash(), it.hash(), &it.calculated) {
+		return
+	}
+	p.lastSeq, p.lastData = it.seq, it.data
 	if first {
 		p.first.linkAt = len(p.failures)
 	}
-	if e.IdempotencyKey != "" {
-		*keyItems = append(*keyItems, keyItem{key: e.IdempotencyKey, seq: e.Seq})
+	if key := it.key(); key != "" {
+		*keyItems = append(*keyItems, keyItem{key: key, seq: it.seq})
 	}
-	if h, ok := want[e.Seq]; ok {
-		if h != e.Hash {
-			p.add(Failure{Chain: v.chain, Seq: e.Seq, Reason: ReasonHeadMismatch,
-				Detail: "entry differs from the saved head", Expected: h, Calculated: e.Hash})
+	if len(want) == 0 {
+		return
+	}
+	if h, ok := want[it.seq]; ok {
+		if h != *it.hash() {
+			p.add(Failure{Chain: v.chain, Seq: it.seq, Reason: ReasonHeadMismatch,
+				Detail: "entry differs from the saved head", Expected: h, Calculated: *it.hash()})
 		}
-		p.settled = append(p.settled, e.Seq)
+		p.settled = append(p.settled, it.seq)
 	}
 }
 
