@@ -21,10 +21,15 @@ type filterLedger struct {
 	b     *Backend
 	heads map[string]uint64
 	keys  int // committed keys
+	opts  Options
 }
 
 func newFilterLedger(t *testing.T) *filterLedger {
-	l := &filterLedger{t: t, path: filepath.Join(t.TempDir(), "l.db"), heads: map[string]uint64{}}
+	return newFilterLedgerWith(t, Options{Log: LogOff})
+}
+
+func newFilterLedgerWith(t *testing.T, opts Options) *filterLedger {
+	l := &filterLedger{t: t, path: filepath.Join(t.TempDir(), "l.db"), heads: map[string]uint64{}, opts: opts}
 	l.reopen()
 	t.Cleanup(func() {
 		if err := l.b.Check(); err != nil {
@@ -42,7 +47,7 @@ func (l *filterLedger) reopen() {
 			l.t.Fatal(err)
 		}
 	}
-	b, err := Open(l.path, Options{Log: LogOff})
+	b, err := Open(l.path, l.opts)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -193,6 +198,41 @@ func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
 	if f := l.checkFilterCovers(); f.capacity <= capacity {
 		t.Fatalf("capacity %d after %d keys, was %d", f.capacity, l.keys, capacity)
 	}
+}
+
+// TestKeyFilterThroughCheckpoints: with the log, keys reach the file only
+// through checkpoints, which index them without looking them up (the log
+// commit did); the filter still takes every one of them, and a checkpoint
+// is still where it is built larger once it has outgrown its capacity.
+func TestKeyFilterThroughCheckpoints(t *testing.T) {
+	l := newFilterLedgerWith(t, Options{Log: LogOn, MemtableBytesMax: 1 << 40})
+	checkpoint := func() {
+		t.Helper()
+		if err := l.b.forceCheckpoint(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chains := []string{"a", "b", "c"}
+	for i := range 4 {
+		l.appendKeys(chains, 3+i*KeyRunDirectMin, fmt.Sprintf("small%d", i), true)
+	}
+	checkpoint()
+	l.checkFilterCovers()
+	capacity := l.b.cache.filter.Load().capacity
+	for i := 0; uint64(l.keys) <= capacity; i++ {
+		l.appendKeys(chains, 10_000, fmt.Sprintf("grow%d", i), true)
+	}
+	checkpoint() // takes the filter past its capacity
+	l.checkFilterCovers()
+	l.appendKeys(chains, 5, "next", true)
+	checkpoint() // the first transaction to see it past its capacity
+	if f := l.checkFilterCovers(); f.capacity <= capacity {
+		t.Fatalf("capacity %d after %d keys, was %d: no checkpoint built it again", f.capacity, l.keys, capacity)
+	}
+	l.reopen()
+	l.appendKeys(chains, 50, "after-reopen", true)
+	checkpoint()
+	l.checkFilterCovers()
 }
 
 // TestKeyFilterOldFile turns a file back into the first layout (every key

@@ -467,7 +467,9 @@ func (b *Backend) checkpointRange(m *memtable, after, through uint64) error {
 	if err != nil {
 		return err
 	}
-	t := &tx{tx: btx, path: b.path, cache: b.cache, scratch: &b.scratch}
+	// Every key of the table was proven new by the log commit that
+	// recorded it, against everything committed before it.
+	t := &tx{tx: btx, path: b.path, cache: b.cache, scratch: &b.scratch, keysProvenNew: true}
 	if s := b.scratch.Swap(nil); s != nil {
 		t.index.pending, t.index.records = s.pending, s.records[:0]
 	}

@@ -37,6 +37,10 @@ type tx struct {
 	lastMiss []byte
 	// lastMissDigest is the digest of that key.
 	lastMissDigest [KeyDigestSize]byte
+	// keysProvenNew is set on a checkpoint's transaction: every key it
+	// appends was looked up by the log commit that recorded it, against
+	// everything committed before, so it is indexed without a lookup.
+	keysProvenNew bool
 	// newChains lists the chains this write transaction created: their ids
 	// go to the backend's map once the commit has succeeded.
 	newChains []newChain
@@ -178,7 +182,16 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 	}
 	if rec.IdempotencyKey != "" {
 		digest := t.lastMissDigest
-		if !t.justMissed(c.id, rec.IdempotencyKey) {
+		switch {
+		case t.keysProvenNew:
+			// The filter is still taken, as a lookup would: a write
+			// transaction is where it is built again when it is missing
+			// or has outgrown its capacity.
+			if _, err := t.keyFilter(); err != nil {
+				return err
+			}
+			digest = KeyDigest(rec.IdempotencyKey)
+		case !t.justMissed(c.id, rec.IdempotencyKey):
 			var found bool
 			_, found, digest, err = t.lookupKey(c.id, rec.IdempotencyKey)
 			if err != nil {
