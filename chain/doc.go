@@ -19,7 +19,8 @@
 // original entry with Result.Replayed set when the type and payload are the
 // same, and an error matching ErrIdempotencyConflict when they differ;
 // either way nothing is written. A replay is answered from a read
-// transaction.
+// transaction; a key the backend's storage.KeyProber rules out skips that
+// read and goes to the committer, whose lookup decides in every case.
 //
 // Update appends to several chains atomically and is where domain packages
 // keep derived state (Tx.StatePut) in the same transaction as the entries it
