@@ -85,11 +85,15 @@ func (m *multisetSum) merge(o *multisetSum) {
 
 // multisetHasher maps elements to numbers, a batch at a time through
 // blake3batch (many short messages per vector compression); one per
-// goroutine, its buffers reused.
+// goroutine, its buffers reused. The messages of one block (every element,
+// and the digest of a key up to keyBlockLengthMax bytes) are laid out
+// zero-padded at the stride of a block and hashed by Sum256Blocks, which
+// compresses them where they lie.
 type multisetHasher struct {
 	key      *multisetKey
-	inputs   []byte // the keys' digest messages, back to back
-	elements []byte // the elements' messages, multisetElementSize each
+	inputs   []byte // the digest messages of long keys, back to back
+	blocks   []byte // one-block messages, blake3batch.BlockSize each
+	lengths  []uint8
 	messages [][]byte
 	hashes   [][blake3batch.Size]byte
 }
@@ -101,6 +105,10 @@ func newMultisetHasher(k *multisetKey) *multisetHasher {
 // multisetElementSize is the message of one element: digest || u64be(seq).
 const multisetElementSize = storage.KeyDigestSize + 8
 
+// keyBlockLengthMax is the longest key whose digest message fits in one
+// block.
+const keyBlockLengthMax = blake3batch.BlockSize - len(storage.KeyDigestDomain)
+
 // sum adds the elements of items to m. When digested is false the items
 // carry keys, whose digests (storage.KeyDigest) are computed first and go
 // straight into the elements' messages.
@@ -110,39 +118,62 @@ func (mh *multisetHasher) sum(m *multisetSum, items []keyItem, digested bool) {
 		mh.hashes = make([][blake3batch.Size]byte, n)
 	}
 	mh.hashes = mh.hashes[:n]
+	if cap(mh.blocks) < n*blake3batch.BlockSize {
+		mh.blocks = make([]byte, n*blake3batch.BlockSize)
+		mh.lengths = make([]uint8, n)
+	}
+	mh.blocks, mh.lengths = mh.blocks[:n*blake3batch.BlockSize], mh.lengths[:n]
 	if !digested {
-		mh.inputs, mh.messages = mh.inputs[:0], mh.messages[:0]
-		for i := range items {
-			mh.inputs = append(append(mh.inputs, storage.KeyDigestDomain...), items[i].key...)
-		}
-		o := 0
-		for i := range items {
-			size := len(storage.KeyDigestDomain) + len(items[i].key)
-			mh.messages = append(mh.messages, mh.inputs[o:o+size:o+size])
-			o += size
-		}
-		blake3batch.Sum256(mh.hashes, mh.messages)
+		mh.digest(items)
 	}
-	// The elements are laid out at a fixed stride: digest || u64be(seq).
-	if cap(mh.elements) < n*multisetElementSize {
-		mh.elements = make([]byte, n*multisetElementSize)
-	}
-	mh.elements = mh.elements[:n*multisetElementSize]
-	mh.messages = mh.messages[:0]
+	// The elements, each in its block: digest || u64be(seq), then zeros.
 	for i := range items {
-		e := mh.elements[i*multisetElementSize : (i+1)*multisetElementSize : (i+1)*multisetElementSize]
+		e := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
 		if digested {
-			copy(e, items[i].digest[:])
+			copy(e[:], items[i].digest[:])
 		} else {
-			copy(e, mh.hashes[i][:storage.KeyDigestSize])
+			copy(e[:], mh.hashes[i][:storage.KeyDigestSize])
 		}
 		binary.BigEndian.PutUint64(e[storage.KeyDigestSize:], items[i].seq)
-		mh.messages = append(mh.messages, e)
+		clear(e[multisetElementSize:])
+		mh.lengths[i] = multisetElementSize
 	}
-	blake3batch.Sum256Keyed(mh.hashes, (*[blake3batch.KeySize]byte)(mh.key), mh.messages)
+	blake3batch.Sum256Blocks(mh.hashes, (*[blake3batch.KeySize]byte)(mh.key), mh.blocks, mh.lengths)
 	for i := range mh.hashes {
 		m.addHash(&mh.hashes[i])
 	}
+}
+
+// digest sets mh.hashes[i] to the hash whose first bytes are
+// storage.KeyDigest(items[i].key): through Sum256Blocks when every key is
+// short enough for one block, as the keys of a chain nearly always are.
+func (mh *multisetHasher) digest(items []keyItem) {
+	short := true
+	for i := range items {
+		short = short && len(items[i].key) <= keyBlockLengthMax
+	}
+	if short {
+		for i := range items {
+			b := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
+			length := copy(b[:], storage.KeyDigestDomain)
+			length += copy(b[length:], items[i].key)
+			clear(b[length:])
+			mh.lengths[i] = uint8(length)
+		}
+		blake3batch.Sum256Blocks(mh.hashes, nil, mh.blocks, mh.lengths)
+		return
+	}
+	mh.inputs, mh.messages = mh.inputs[:0], mh.messages[:0]
+	for i := range items {
+		mh.inputs = append(append(mh.inputs, storage.KeyDigestDomain...), items[i].key...)
+	}
+	o := 0
+	for i := range items {
+		size := len(storage.KeyDigestDomain) + len(items[i].key)
+		mh.messages = append(mh.messages, mh.inputs[o:o+size:o+size])
+		o += size
+	}
+	blake3batch.Sum256(mh.hashes, mh.messages)
 }
 
 // keyItem is one element on its way to a worker: from the entries a key

@@ -134,3 +134,45 @@ func TestMultisetElementDefinition(t *testing.T) {
 		t.Fatal("another key gives the same sum")
 	}
 }
+
+// One hasher, reused across batches, sums keys of every length (one-block
+// digest messages up to keyBlockLengthMax bytes, longer ones, both in one
+// batch) and digests as the definition does: each element's number is
+// computed here one at a time with storage.KeyDigest and zeebo/blake3. A
+// block left dirty by a longer message before it, or a long key hashed as
+// one block, changes the sum.
+func TestMultisetHasherKeysOfEveryLength(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var k multisetKey
+		copy(k[:], rapid.SliceOfN(rapid.Byte(), multisetKeySize, multisetKeySize).Draw(t, "key"))
+		mh := newMultisetHasher(&k)
+		for batch := range rapid.IntRange(1, 4).Draw(t, "batches") {
+			longest := rapid.SampledFrom([]int{keyBlockLengthMax, keyBlockLengthMax + 1, IdempotencyKeyLengthMax}).Draw(t, "longest")
+			n := rapid.IntRange(0, 40).Draw(t, "items")
+			digested := rapid.Bool().Draw(t, "digested")
+			items := make([]keyItem, n)
+			var want multisetSum
+			for i := range items {
+				key := string(rapid.SliceOfN(rapid.Byte(), 0, longest).Draw(t, "item key"))
+				items[i] = keyItem{key: key, digest: storage.KeyDigest(key), seq: rapid.Uint64().Draw(t, "item seq")}
+				if digested {
+					items[i].key = "" // the index side carries digests only
+				}
+				h, err := blake3.NewKeyed(k[:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.Write(items[i].digest[:])
+				h.Write(binary.BigEndian.AppendUint64(nil, items[i].seq))
+				var sum [32]byte
+				h.Sum(sum[:0])
+				want.addHash(&sum)
+			}
+			var got multisetSum
+			mh.sum(&got, items, digested)
+			if got != want {
+				t.Fatalf("batch %d (%d items, keys up to %d bytes, digested %v): sum %v, want %v", batch, n, longest, digested, got, want)
+			}
+		}
+	})
+}

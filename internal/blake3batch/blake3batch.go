@@ -12,6 +12,9 @@ const (
 	KeySize = 32
 	// Size is the length of a hash.
 	Size = 32
+	// BlockSize is the stride of Sum256Blocks: one BLAKE3 block, the
+	// longest message it hashes.
+	BlockSize = blockSize
 )
 
 // BLAKE3 constants the lane path needs.
@@ -41,11 +44,50 @@ func Sum256Keyed(out [][Size]byte, key *[KeySize]byte, messages [][]byte) {
 	if len(out) < len(messages) {
 		panic("blake3batch: out is shorter than messages")
 	}
+	words := keyWords(key)
+	sum256(out[:len(messages)], messages, &words, flagKeyedHash, key)
+}
+
+// Sum256Blocks sets out[i] to the BLAKE3-256 hash of the first lengths[i]
+// bytes of blocks[i*BlockSize:(i+1)*BlockSize], keyed with key unless key
+// is nil: many messages of one block each (digests of short keys, multiset
+// elements), laid out at a fixed stride. Every byte of a block past its
+// message must be zero: the lanes compress each block where it lies, with
+// no zero-padded copy and no slice per message. It panics if out or
+// blocks is shorter than lengths needs, or a length is over BlockSize.
+func Sum256Blocks(out [][Size]byte, key *[KeySize]byte, blocks []byte, lengths []uint8) {
+	n := len(lengths)
+	if len(out) < n || len(blocks) < n*BlockSize {
+		panic("blake3batch: out or blocks is shorter than lengths")
+	}
+	for _, length := range lengths {
+		if length > BlockSize {
+			panic("blake3batch: a message is longer than a block")
+		}
+	}
+	if key == nil {
+		sum256Blocks(out[:n], blocks[:n*BlockSize], lengths, &iv, 0, nil)
+		return
+	}
+	words := keyWords(key)
+	sum256Blocks(out[:n], blocks[:n*BlockSize], lengths, &words, flagKeyedHash, key)
+}
+
+// keyWords is a key as BLAKE3's eight little-endian words.
+func keyWords(key *[KeySize]byte) [8]uint32 {
 	var words [8]uint32
 	for i := range words {
 		words[i] = uint32(key[4*i]) | uint32(key[4*i+1])<<8 | uint32(key[4*i+2])<<16 | uint32(key[4*i+3])<<24
 	}
-	sum256(out[:len(messages)], messages, &words, flagKeyedHash, key)
+	return words
+}
+
+// sumBlocksEach is Sum256Blocks one message at a time.
+func sumBlocksEach(out [][Size]byte, blocks []byte, lengths []uint8, key *[KeySize]byte) {
+	var keyed *blake3.Hasher
+	for i, length := range lengths {
+		keyed = sumOne(&out[i], blocks[i*BlockSize:i*BlockSize+int(length)], key, keyed)
+	}
 }
 
 // sumOne hashes one message through zeebo/blake3: the path for everything

@@ -277,3 +277,142 @@ func benchmarkSum256(b *testing.B, width, length, batch int) {
 		b.ReportMetric(baselinePerMessage, "baseline-ns/message")
 	})
 }
+
+// Sum256Blocks hashes each zero-padded block's message as zeebo/blake3
+// does, unkeyed and keyed, at every lane width: 0 to 40 messages of 0 to
+// 64 bytes (groups of every size, a short last group, empty messages and
+// full blocks), leaving the outputs past them and the blocks untouched.
+func TestSum256Blocks(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			lengths := rapid.SliceOfN(rapid.Uint8Range(0, BlockSize), 0, 40).Draw(t, "lengths")
+			seed := rapid.Uint64().Draw(t, "seed")
+			r := rand.New(rand.NewPCG(seed, seed))
+			blocks := make([]byte, len(lengths)*BlockSize)
+			for i, length := range lengths {
+				for j := range int(length) {
+					blocks[i*BlockSize+j] = byte(r.Uint32())
+				}
+			}
+			saved := bytes.Clone(blocks)
+			key := testKey(r)
+			sentinel := [Size]byte{0x5a}
+			for _, k := range []*[KeySize]byte{nil, key} {
+				out := make([][Size]byte, len(lengths)+1)
+				out[len(lengths)] = sentinel
+				Sum256Blocks(out, k, blocks, lengths)
+				for i, length := range lengths {
+					message := blocks[i*BlockSize : i*BlockSize+int(length)]
+					want := blake3.Sum256(message)
+					if k != nil {
+						want = zeeboKeyed(k, message)
+					}
+					if out[i] != want {
+						t.Fatalf("message %d of %d (%d bytes, keyed %v): %x, want %x", i, len(lengths), length, k != nil, out[i], want)
+					}
+				}
+				if out[len(lengths)] != sentinel {
+					t.Fatal("an output past the messages was written")
+				}
+			}
+			if !bytes.Equal(blocks, saved) {
+				t.Fatal("the blocks were written")
+			}
+		})
+	})
+}
+
+// Sum256Blocks panics on a message longer than a block and on outputs or
+// blocks too short for the lengths.
+func TestSum256BlocksPanics(t *testing.T) {
+	cases := map[string]func(){
+		"long message": func() { Sum256Blocks(make([][Size]byte, 1), nil, make([]byte, BlockSize), []uint8{BlockSize + 1}) },
+		"short output": func() { Sum256Blocks(make([][Size]byte, 1), nil, make([]byte, 2*BlockSize), []uint8{1, 2}) },
+		"short blocks": func() { Sum256Blocks(make([][Size]byte, 2), nil, make([]byte, BlockSize+1), []uint8{1, 2}) },
+	}
+	for name, fn := range cases {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			fn()
+		})
+	}
+}
+
+// One batch of Sum256Blocks on the lane path allocates nothing once the
+// pool holds a lane state (one at a time, a keyed batch makes its hasher).
+func TestSum256BlocksDoesNotAllocate(t *testing.T) {
+	if !lanePathAvailable() {
+		t.Skip("no lane path in this build")
+	}
+	lengths := make([]uint8, 512)
+	for i := range lengths {
+		lengths[i] = uint8(i % (BlockSize + 1))
+	}
+	blocks := make([]byte, len(lengths)*BlockSize)
+	out := make([][Size]byte, len(lengths))
+	key := new([KeySize]byte)
+	Sum256Blocks(out, key, blocks, lengths)
+	if n := testing.AllocsPerRun(10, func() { Sum256Blocks(out, key, blocks, lengths) }); n != 0 {
+		t.Fatalf("Sum256Blocks allocates %v times per batch", n)
+	}
+}
+
+// BenchmarkSum256Blocks hashes a verify's one-block messages (a key's
+// digest message, 46 bytes; a multiset element, 32 bytes) keyed, laid out
+// at the block stride, beside Sum256Keyed over the same messages as
+// slices (the lane path with a zero-padded copy of each) in the same run.
+func BenchmarkSum256Blocks(b *testing.B) {
+	for _, width := range lanePaths() {
+		if width == 0 {
+			continue
+		}
+		for _, length := range []int{46, 32} {
+			benchmarkSum256Blocks(b, width, length, 512)
+		}
+	}
+}
+
+func benchmarkSum256Blocks(b *testing.B, width, length, batch int) {
+	r := rand.New(rand.NewPCG(9, uint64(length)))
+	blocks := make([]byte, batch*BlockSize)
+	lengths := make([]uint8, batch)
+	messages := make([][]byte, batch)
+	for i := range lengths {
+		lengths[i] = uint8(length)
+		copy(blocks[i*BlockSize:], randomBytes(r, length))
+		messages[i] = blocks[i*BlockSize : i*BlockSize+length]
+	}
+	key := testKey(r)
+	out := make([][Size]byte, batch)
+	b.Run(fmt.Sprintf("lanes=%d/bytes=%d/batch=%d", width, length, batch), func(b *testing.B) {
+		defer useLaneWidth(width)()
+		var (
+			baseline         time.Duration
+			baselineMessages int
+			iteration        int
+		)
+		// The baseline is timed every 16th iteration with the timer
+		// stopped, as in BenchmarkSum256.
+		for b.Loop() {
+			Sum256Blocks(out, key, blocks, lengths)
+			if iteration%16 == 0 {
+				b.StopTimer()
+				start := time.Now()
+				Sum256Keyed(out, key, messages)
+				baseline += time.Since(start)
+				baselineMessages += batch
+				b.StartTimer()
+			}
+			iteration++
+		}
+		perMessage := float64(b.Elapsed().Nanoseconds()) / float64(b.N*batch)
+		baselinePerMessage := float64(baseline.Nanoseconds()) / float64(baselineMessages)
+		b.ReportMetric(baselinePerMessage/perMessage, "ratio")
+		b.ReportMetric(perMessage, "ns/message")
+		b.ReportMetric(baselinePerMessage, "baseline-ns/message")
+	})
+}

@@ -147,6 +147,59 @@ func sum256(out [][Size]byte, messages [][]byte, key *[8]uint32, flags uint32, k
 	}
 }
 
+// sum256Blocks is Sum256Blocks: each group of up to laneWidth messages is
+// one compression, every lane pointed at its block where it lies (the
+// caller zero-padded it), with the flags of a chunk's only block.
+func sum256Blocks(out [][Size]byte, blocks []byte, lengths []uint8, key *[8]uint32, flags uint32, keyBytes *[KeySize]byte) {
+	if laneWidth == 0 || len(lengths) < laneMessagesMin {
+		sumBlocksEach(out, blocks, lengths, keyBytes)
+		return
+	}
+	state := laneStates.Get().(*laneState)
+	defer state.release()
+	state.keyRows = &ivRows
+	if flags&flagKeyedHash != 0 {
+		state.keyed = rows(key)
+		state.keyRows = &state.keyed
+	}
+	flags |= flagChunkStart | flagChunkEnd | flagRoot
+	for first := 0; first < len(lengths); first += laneWidth {
+		n := min(laneWidth, len(lengths)-first)
+		if n < laneMessagesMin {
+			sumBlocksEach(out[first:], blocks[first*BlockSize:], lengths[first:], keyBytes)
+			return
+		}
+		state.hashBlocks(out[first:first+n], blocks[first*BlockSize:], lengths[first:first+n], flags)
+	}
+}
+
+// hashBlocks hashes len(lengths) one-block messages, at most laneWidth,
+// in one compression: the narrower one when they fit in 8 lanes.
+func (s *laneState) hashBlocks(out [][Size]byte, blocks []byte, lengths []uint8, flags uint32) {
+	n := len(lengths)
+	s.cv = *s.keyRows
+	for i := range n {
+		s.blocks[i] = (*[blockSize]byte)(blocks[i*blockSize : (i+1)*blockSize])
+		s.blockLen[i], s.flags[i] = uint32(lengths[i]), flags
+	}
+	width := laneWidth
+	if n <= 8 {
+		width = 8 // AVX-512 implies AVX2
+	}
+	for i := n; i < width; i++ {
+		s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
+	}
+	if width == lanesMax {
+		compress16AVX512(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+	} else {
+		compress8AVX2(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+	}
+	transpose16AVX2(&s.hashes, &s.cv)
+	for i := range out {
+		out[i] = *(*[Size]byte)(unsafe.Pointer(&s.hashes[i]))
+	}
+}
+
 // hash hashes s.messages[:n] into s.outs[:n], each a single chunk, n at
 // most s.width. The blocks below every lane's last are full blocks of
 // every message, with one length and one set of flags: their loop only

@@ -6,3 +6,8 @@ package blake3batch
 func sum256(out [][Size]byte, messages [][]byte, _ *[8]uint32, _ uint32, key *[KeySize]byte) {
 	sumEach(out, messages, key)
 }
+
+// sum256Blocks hashes one message at a time: this build has no lane path.
+func sum256Blocks(out [][Size]byte, blocks []byte, lengths []uint8, _ *[8]uint32, _ uint32, key *[KeySize]byte) {
+	sumBlocksEach(out, blocks, lengths, key)
+}
