@@ -174,15 +174,19 @@ func TestSum256ShortOutputPanics(t *testing.T) {
 		"Sum256":      func() { Sum256(make([][Size]byte, 1), make([][]byte, 2)) },
 		"Sum256Keyed": func() { Sum256Keyed(make([][Size]byte, 1), new([KeySize]byte), make([][]byte, 2)) },
 	} {
-		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Fatal("no panic")
-				}
-			}()
-			call()
-		})
+		t.Run(name, func(t *testing.T) { mustPanic(t, call) })
 	}
+}
+
+// mustPanic fails t unless call panics.
+func mustPanic(t *testing.T, call func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	call()
 }
 
 // The lane path hashes without allocating.
@@ -331,14 +335,7 @@ func TestSum256BlocksPanics(t *testing.T) {
 		"short blocks": func() { Sum256Blocks(make([][Size]byte, 2), nil, make([]byte, BlockSize+1), []uint8{1, 2}) },
 	}
 	for name, fn := range cases {
-		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Fatal("no panic")
-				}
-			}()
-			fn()
-		})
+		t.Run(name, func(t *testing.T) { mustPanic(t, fn) })
 	}
 }
 
