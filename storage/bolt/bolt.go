@@ -85,6 +85,9 @@ type Backend struct {
 	path   string
 	closed atomic.Bool
 	cache  *runCache
+	// readers keeps the bbolt read transactions of a handle that runs the
+	// log for its next transactions (readpool.go).
+	readers readPool
 	// scratch is the memory of the last write transaction, reused by the
 	// next: a batch of a thousand keys would otherwise grow a map and a
 	// slice from nothing. Swapped atomically: a transaction hands it back
@@ -155,6 +158,9 @@ func Open(path string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.prepareProbe(opts.ReadOnly)
+	if b.overlay {
+		b.readers.start(b.db)
+	}
 	return b, nil
 }
 
@@ -285,6 +291,7 @@ func (b *Backend) Close() error {
 	if b.log != nil {
 		logErr = b.closeLog()
 	}
+	b.readers.close()
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("close %s: %w: %v", b.path, storage.ErrIO, err)
 	}
@@ -339,6 +346,7 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 	}
 	t := &tx{tx: btx, path: b.path, cache: b.cache}
 	if writable {
+		t.readers = &b.readers
 		t.scratch = &b.scratch
 		if s := b.scratch.Swap(nil); s != nil {
 			t.index.pending, t.index.records = s.pending, s.records[:0]
@@ -348,9 +356,17 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 }
 
 // beginBolt begins a bbolt transaction.
+// A writable one empties the pool of read transactions first (see
+// readPool); the caller's tx ends what this began (tx.readers).
 func (b *Backend) beginBolt(writable bool) (*bbolt.Tx, error) {
+	if writable {
+		b.readers.beginWrite()
+	}
 	btx, err := b.db.Begin(writable)
 	if err != nil {
+		if writable {
+			b.readers.endWrite(writeRolledBack, 0)
+		}
 		switch {
 		case errors.Is(err, bbolterrors.ErrDatabaseNotOpen):
 			return nil, storage.ErrClosed

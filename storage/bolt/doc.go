@@ -89,6 +89,16 @@
 // on it) with storage.ErrIO and stops the handle; reopening recovers the
 // durable prefix. Commit is CommitAsync followed by its wait.
 //
+// With the log the file changes only when a checkpoint commits, so every
+// transaction between two checkpoints reads the same snapshot of it: a
+// transaction's bbolt read transaction goes back to a small pool when it
+// ends (readpool.go, up to 8 idle) and the next transaction reuses it, with
+// the buckets and runs it opened. One is kept only while it reads the
+// file's last commit, and a bbolt write transaction empties the pool
+// before it begins (its commit may grow the file's map, which waits for
+// every read transaction to end). Close and a crash-like abandon empty it
+// too.
+//
 // A memory table (memtable.go) holds, per chain, its entries in seq order
 // with the head after each, its idempotency keys, and the state puts and
 // deletes in key order. Every item carries the LSN of its commit, and a

@@ -298,29 +298,42 @@ func (b *Backend) publish(update func(v *memView)) {
 // A writer's view sees every applied commit; a reader's sees only the
 // durable ones. Checkpoints write durable commits only, so a reader's view
 // is never older than the file's checkpoint for long.
-func (b *Backend) beginView(writable bool) (*memView, *bbolt.Tx, error) {
+func (b *Backend) beginView(writable bool) (*memView, *tx, error) {
 	for {
 		v := b.published.Load()
 		if durable := b.durableLSN.Load(); !writable && durable < v.asOf {
 			v = &memView{tables: v.tables, asOf: durable}
 		}
-		btx, err := b.beginBolt(false)
+		t, err := b.beginFileRead()
 		if err != nil {
 			return nil, nil, err
 		}
 		if b.checkpointingLSN.Load() <= v.asOf {
-			return v, btx, nil
+			return v, t, nil
 		}
-		checkpoint, err := b.guardedCheckpointLSN(btx)
+		checkpoint, err := b.guardedCheckpointLSN(t.tx)
 		if err != nil {
-			btx.Rollback()
+			t.tx.Rollback()
 			return nil, nil, err
 		}
 		if checkpoint <= v.asOf {
-			return v, btx, nil
+			return v, t, nil
 		}
-		btx.Rollback()
+		t.tx.Rollback()
 	}
+}
+
+// beginFileRead returns a read transaction of the file: an idle one of the
+// pool (which reads the file's last commit) or a new one.
+func (b *Backend) beginFileRead() (*tx, error) {
+	if t := b.readers.take(); t != nil {
+		return t, nil
+	}
+	btx, err := b.beginBolt(false)
+	if err != nil {
+		return nil, err
+	}
+	return &tx{tx: btx, path: b.path, cache: b.cache}, nil
 }
 
 func (b *Backend) guardedCheckpointLSN(btx *bbolt.Tx) (lsn uint64, err error) {
@@ -351,14 +364,14 @@ func (b *Backend) beginLogged(ctx context.Context, writable bool) (storage.Tx, e
 			return nil, err
 		}
 	}
-	v, btx, err := b.beginView(writable)
+	v, ft, err := b.beginView(writable)
 	if err != nil {
 		if writable {
 			b.releaseWriter()
 		}
 		return nil, err
 	}
-	t := &logTx{b: b, view: v, base: &guardedTx{t: &tx{tx: btx, path: b.path, cache: b.cache}}, writable: writable}
+	t := &logTx{b: b, view: v, base: &guardedTx{t: ft}, writable: writable}
 	if writable {
 		t.takeScratch()
 	}
@@ -469,7 +482,7 @@ func (b *Backend) checkpointRange(m *memtable, after, through uint64) error {
 	}
 	// Every key of the table was proven new by the log commit that
 	// recorded it, against everything committed before it.
-	t := &tx{tx: btx, path: b.path, cache: b.cache, scratch: &b.scratch, keysProvenNew: true}
+	t := &tx{tx: btx, path: b.path, cache: b.cache, scratch: &b.scratch, keysProvenNew: true, readers: &b.readers}
 	if s := b.scratch.Swap(nil); s != nil {
 		t.index.pending, t.index.records = s.pending, s.records[:0]
 	}
@@ -653,5 +666,6 @@ func (b *Backend) abandon() {
 		_ = b.waitCheckpoint(context.Background())
 		b.log.Close()
 	}
+	b.readers.close()
 	b.db.Close()
 }

@@ -650,10 +650,19 @@ func (t *logTx) end() {
 		go t.base.t.tx.Rollback()
 		return
 	}
-	t.base.Rollback()
+	t.endBase()
 	if t.writable {
 		t.returnScratch()
 		t.b.releaseWriter()
+	}
+}
+
+// endBase ends the file transaction of the view: it goes back to the pool
+// for the next transaction when it is sound and reads the file's last
+// commit (readPool), and is rolled back otherwise.
+func (t *logTx) endBase() {
+	if t.base.broken != nil || t.base.t.done || !t.b.readers.give(t.base.t) {
+		t.base.Rollback()
 	}
 }
 
@@ -688,7 +697,7 @@ func (t *logTx) CommitAsync() (wait func() error, err error) {
 	// The view's bbolt read transaction ends before the commit: the writer
 	// must not hold one while it may wait for a checkpoint.
 	t.done = true
-	t.base.Rollback()
+	t.endBase()
 	defer t.b.releaseWriter()
 	lsn, err := t.b.commitNoSync(t.operations, t.recordSize)
 	t.returnScratch()

@@ -184,6 +184,7 @@ func (g *guardedTx) Rollback() (err error) {
 // rollback ends the bbolt transaction of a broken guardedTx, so that its
 // locks are released; a second panic there leaves nothing more to do.
 func (g *guardedTx) rollback() {
+	defer g.t.finishWrite(writeFailed, 0) // what a panic left of the file is not known
 	defer func() { _ = recover() }()
 	g.t.done = true
 	_ = g.t.tx.Rollback()

@@ -37,6 +37,9 @@ type tx struct {
 	lastMiss []byte
 	// lastMissDigest is the digest of that key.
 	lastMissDigest [KeyDigestSize]byte
+	// readers is set on a writable transaction begun by beginBolt, which
+	// counted it in the pool of read transactions; finishWrite ends that.
+	readers *readPool
 	// keysProvenNew is set on a checkpoint's transaction: every key it
 	// appends was looked up by the log commit that recorded it, against
 	// everything committed before, so it is indexed without a lookup.
@@ -433,9 +436,17 @@ func (t *tx) Commit() error {
 	}
 	if err := t.prepareCommit(); err != nil {
 		t.tx.Rollback()
+		t.finishWrite(writeRolledBack, 0)
 		return err
 	}
-	if err := t.tx.Commit(); err != nil {
+	txid := uint64(t.tx.ID())
+	err := t.tx.Commit()
+	if err == nil {
+		t.finishWrite(writeCommitted, txid)
+	} else {
+		t.finishWrite(writeFailed, 0)
+	}
+	if err != nil {
 		// bbolt may have written the meta page before it failed: the
 		// filter can no longer prove what the file holds, nor the map of
 		// chain ids which chains it has.
@@ -486,8 +497,22 @@ func (t *tx) Rollback() error {
 	}
 	t.done = true
 	defer t.release()
-	if err := t.tx.Rollback(); err != nil {
+	err := t.tx.Rollback()
+	t.finishWrite(writeRolledBack, 0)
+	if err != nil {
 		return fmt.Errorf("rollback %s: %w: %v", t.path, storage.ErrIO, err)
 	}
 	return nil
+}
+
+// finishWrite tells the pool of read transactions how a writable
+// transaction ended, once (a read transaction has nothing to tell); txid is
+// the committed transaction's id.
+func (t *tx) finishWrite(outcome writeOutcome, txid uint64) {
+	if t.readers == nil {
+		return
+	}
+	r := t.readers
+	t.readers = nil
+	r.endWrite(outcome, txid)
 }
