@@ -24,6 +24,10 @@ func newPooledLedger(t *testing.T, opts Options) *pooledLedger {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// bbolt's check must not run beside a checkpoint's commit.
+		if err := b.waitCheckpoint(context.Background()); err != nil {
+			t.Error(err)
+		}
 		if err := b.Check(); err != nil {
 			t.Error(err)
 		}
