@@ -114,11 +114,7 @@ func TestSyncWriteFailurePoisons(t *testing.T) {
 	opts := Options{SegmentSizeBytes: 1 << 20}
 	l := openLog(t, dir, opts)
 	appendRange(t, l, 1, 5)
-	for lsn := uint64(6); lsn <= 9; lsn++ {
-		if err := l.AppendNoSync(lsn, payloadFor(lsn, sizeFor(lsn))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	queueRange(t, l, 6, 9)
 	// A read-only descriptor in place of the segment: the write fails as
 	// an I/O error would.
 	readOnly, err := os.Open(l.current.Name())
@@ -152,11 +148,7 @@ func TestSyncFailureWithQueuedRecords(t *testing.T) {
 	opts := Options{SegmentSizeBytes: 1 << 20}
 	l := openLog(t, dir, opts)
 	appendRange(t, l, 1, 5)
-	for lsn := uint64(6); lsn <= 9; lsn++ {
-		if err := l.AppendNoSync(lsn, payloadFor(lsn, sizeFor(lsn))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	queueRange(t, l, 6, 9)
 	injected := errors.New("injected fdatasync failure")
 	l.SetSyncHook(func() error { return injected })
 	if durable, err := l.Sync(7); !errors.Is(err, injected) || durable != 5 {
@@ -202,5 +194,15 @@ func TestTailClearedByFirstAppend(t *testing.T) {
 	l = openLog(t, dir, Options{SegmentSizeBytes: SegmentSizeMin, ReadOnly: true})
 	if l.LastLSN() != 2 {
 		t.Fatalf("LastLSN %d after the append of 2, want 2: the kept record 3 continued the log", l.LastLSN())
+	}
+}
+
+// queueRange queues records first..last without syncing them.
+func queueRange(t *testing.T, l *Log, first, last uint64) {
+	t.Helper()
+	for lsn := first; lsn <= last; lsn++ {
+		if err := l.AppendNoSync(lsn, payloadFor(lsn, sizeFor(lsn))); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
