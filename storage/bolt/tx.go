@@ -268,6 +268,12 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
+	return t.entryAt(id, seq)
+}
+
+// entryAt returns the stored bytes of the entry (chain id, seq), valid
+// while the transaction lasts, or storage.ErrNotFound.
+func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
 	v := t.entries().Get(EntryKey(id, seq))
 	if v == nil {
 		return nil, storage.ErrNotFound
