@@ -18,7 +18,16 @@ const recordFixedSize = 1 + 8 + HashSize + HashSize + 3*4
 //
 //	u8 version=1 | i64be time | prev_hash | hash | lp(key) | lp(type) | lp(payload)
 func EncodeRecord(e *Entry) []byte {
-	b := make([]byte, 0, recordFixedSize+len(e.IdempotencyKey)+len(e.Type)+len(e.Payload))
+	return appendRecord(make([]byte, 0, recordSize(e)), e)
+}
+
+// recordSize is the length of EncodeRecord(e).
+func recordSize(e *Entry) int {
+	return recordFixedSize + len(e.IdempotencyKey) + len(e.Type) + len(e.Payload)
+}
+
+// appendRecord appends EncodeRecord(e) to b.
+func appendRecord(b []byte, e *Entry) []byte {
 	b = append(b, recordVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.TimeUnixNano))
 	b = append(b, e.PrevHash[:]...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Limits checked on every request before anything is written.
@@ -55,6 +56,16 @@ func ValidateChain(chain string) error {
 }
 
 func validateText(field, s string, lengthMin, lengthMax int, sentinel error) error {
+	// Ids, keys and types are printable ASCII as a rule: valid UTF-8
+	// without a control character, checked eight bytes at a time.
+	if len(s) >= lengthMin && len(s) <= lengthMax && printableASCII(unsafe.Slice(unsafe.StringData(s), len(s))) {
+		return nil
+	}
+	return validateTextRunes(field, s, lengthMin, lengthMax, sentinel)
+}
+
+// validateTextRunes is validateText rune by rune, and the error it returns.
+func validateTextRunes(field, s string, lengthMin, lengthMax int, sentinel error) error {
 	invalid := func(format string, args ...any) error {
 		return &InvalidError{Field: field, Err: sentinel, Reason: fmt.Sprintf(format, args...)}
 	}

@@ -59,10 +59,19 @@ func (tx *Tx) Append(req Request) (Result, error) {
 		TimeUnixNano:   now,
 		IdempotencyKey: req.IdempotencyKey,
 		Type:           req.Type,
-		Payload:        append([]byte(nil), req.Payload...),
+		Payload:        req.Payload,
+	}
+	// One allocation holds the entry's copy of the payload and, behind
+	// it, the record; the payload's capacity ends where the record starts,
+	// so an append to the caller's entry cannot reach the stored bytes.
+	buf := make([]byte, len(req.Payload), len(req.Payload)+recordSize(&e))
+	copy(buf, req.Payload)
+	e.Payload = nil // an empty payload is nil, as a decoded one is
+	if len(req.Payload) > 0 {
+		e.Payload = buf[:len(req.Payload):len(req.Payload)]
 	}
 	e.Hash = hashOf(&e)
-	rec := storage.Record{Seq: e.Seq, IdempotencyKey: e.IdempotencyKey, Data: EncodeRecord(&e)}
+	rec := storage.Record{Seq: e.Seq, IdempotencyKey: e.IdempotencyKey, Data: appendRecord(buf[len(buf):], &e)}
 	tx.dirty = true
 	if err := tx.stx.Append(tx.ctx, e.Chain, rec, storage.Head{Seq: e.Seq, Hash: e.Hash, TimeUnixNano: e.TimeUnixNano}); err != nil {
 		return Result{}, tx.failed(err)

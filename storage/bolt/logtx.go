@@ -34,15 +34,19 @@ type logTx struct {
 	chains     map[string]*pendingChain
 	state      map[string]stateVersion
 	// lastMiss is the chain and key of the newest LookupKey that found
-	// nothing, with no append since: the engine looks a key up before it
-	// appends it, and the append needs no second lookup.
-	lastMiss struct{ chain, key string }
+	// nothing, with no append since, and the key's keyHash: the engine
+	// looks a key up before it appends it, and the append needs no second
+	// lookup nor hash.
+	lastMiss struct {
+		chain, key string
+		hash       uint64
+	}
 }
 
 // pendingChain is what a writable logTx appended to one chain.
 type pendingChain struct {
 	entries []memEntry
-	keys    map[string]uint64
+	keys    keyTable
 }
 
 // logScratch is the memory of the last writable logTx, which the next one
@@ -82,12 +86,12 @@ func (t *logTx) returnScratch() {
 	}
 	for name, p := range t.chains {
 		delete(t.chains, name)
-		if len(s.spare) >= scratchChainsMax || len(p.keys) > scratchChainKeysMax || cap(p.entries) > scratchChainKeysMax {
+		if len(s.spare) >= scratchChainsMax || len(p.keys.slots) > 2*scratchChainKeysMax || cap(p.entries) > scratchChainKeysMax {
 			continue
 		}
 		clear(p.entries)
 		p.entries = p.entries[:0]
-		clear(p.keys)
+		p.keys.reset()
 		s.spare = append(s.spare, p)
 	}
 	if len(t.chains) == 0 && t.chains != nil {
@@ -198,16 +202,22 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 	case rec.Seq != current.Seq+1:
 		return fmt.Errorf("append %q: seq %d after head %d: %w", chain, rec.Seq, current.Seq, storage.ErrDuplicate)
 	}
-	if rec.IdempotencyKey != "" && (t.lastMiss.chain != chain || t.lastMiss.key != rec.IdempotencyKey) {
-		_, err := t.lookupKey(ctx, chain, rec.IdempotencyKey)
-		switch {
-		case err == nil:
-			return fmt.Errorf("append %q: key %q: %w", chain, rec.IdempotencyKey, storage.ErrDuplicate)
-		case !errors.Is(err, storage.ErrNotFound):
-			return err
+	var hash uint64
+	if rec.IdempotencyKey != "" {
+		if t.lastMiss.chain == chain && t.lastMiss.key == rec.IdempotencyKey {
+			hash = t.lastMiss.hash
+		} else {
+			hash = keyHash(rec.IdempotencyKey)
+			_, err := t.lookupKeyHash(ctx, chain, rec.IdempotencyKey, hash)
+			switch {
+			case err == nil:
+				return fmt.Errorf("append %q: key %q: %w", chain, rec.IdempotencyKey, storage.ErrDuplicate)
+			case !errors.Is(err, storage.ErrNotFound):
+				return err
+			}
 		}
 	}
-	o := operation{kind: operationAppend, chain: chain, seq: rec.Seq, key: rec.IdempotencyKey, head: head, data: rec.Data}
+	o := operation{kind: operationAppend, chain: chain, seq: rec.Seq, key: rec.IdempotencyKey, keyHash: hash, head: head, data: rec.Data}
 	if err := t.add(o); err != nil {
 		return err
 	}
@@ -222,10 +232,7 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 	}
 	p.entries = append(p.entries, memEntry{seq: rec.Seq, key: rec.IdempotencyKey, data: rec.Data, head: head})
 	if rec.IdempotencyKey != "" {
-		if p.keys == nil {
-			p.keys = map[string]uint64{}
-		}
-		p.keys[rec.IdempotencyKey] = rec.Seq
+		p.keys.put(hash, rec.IdempotencyKey, len(p.entries)-1, p.entries)
 	}
 	return nil
 }
@@ -267,23 +274,25 @@ func (t *logTx) LookupKey(ctx context.Context, chain, key string) (uint64, error
 	if err := t.usable(false); err != nil {
 		return 0, err
 	}
-	seq, err := t.lookupKey(ctx, chain, key)
+	hash := keyHash(key)
+	seq, err := t.lookupKeyHash(ctx, chain, key, hash)
 	if t.writable && errors.Is(err, storage.ErrNotFound) {
-		t.lastMiss.chain, t.lastMiss.key = chain, key
+		t.lastMiss.chain, t.lastMiss.key, t.lastMiss.hash = chain, key, hash
 	}
 	return seq, err
 }
 
-// lookupKey consults the transaction's keys and the memory tables before
-// the file: the file's key filter only knows checkpointed keys.
-func (t *logTx) lookupKey(ctx context.Context, chain, key string) (uint64, error) {
+// lookupKeyHash consults the transaction's keys and the memory tables
+// before the file (the file's key filter only knows checkpointed keys),
+// for a key whose keyHash the caller has.
+func (t *logTx) lookupKeyHash(ctx context.Context, chain, key string, hash uint64) (uint64, error) {
 	if p := t.chains[chain]; p != nil {
-		if seq, ok := p.keys[key]; ok {
-			return seq, nil
+		if i, ok := p.keys.find(hash, key, p.entries); ok {
+			return p.entries[i].seq, nil
 		}
 	}
 	for _, m := range t.view.tables {
-		if seq, ok := m.lookupKey(chain, key, t.view.asOf); ok {
+		if seq, ok := m.lookupKeyHash(chain, key, hash, t.view.asOf); ok {
 			return seq, nil
 		}
 	}

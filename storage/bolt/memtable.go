@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
@@ -38,7 +39,7 @@ type memtable struct {
 // memChain is one chain's part of a memory table: consecutive entries.
 type memChain struct {
 	entries []memEntry
-	keys    map[string]memKey
+	keys    keyTable
 }
 
 type memEntry struct {
@@ -49,8 +50,123 @@ type memEntry struct {
 	head storage.Head
 }
 
-type memKey struct {
-	seq, lsn uint64
+// keyTable indexes the idempotency keys of a run of entries (a memory
+// table's chain, or a write transaction's) by position in the run. It is an
+// open-addressing table of 64-bit key hashes (keyHash) with linear probing,
+// at most half full, and the table grows by moving slots without hashing a
+// key again (a Go map of strings hashes every key again as it grows: a
+// quarter of a commit's CPU when a memory table filled). Equal hashes are
+// told apart by the keys themselves, which the entries hold.
+//
+// A filter of one 64-bit word per 8 slots (16 to 32 bits per key) comes
+// first: a new key, the common lookup of a write, is ruled out by a word
+// that stays in the processor's cache, instead of a slot of a table of
+// megabytes, a miss to memory.
+type keyTable struct {
+	slots  []keySlot // a power of two long, or nil
+	filter []uint64  // len(slots)/keyTableSlotsPerWord words
+	count  int
+}
+
+type keySlot struct {
+	hash     uint64 // keyHash of the key; 0 marks an empty slot
+	position int    // of the entry in the run
+}
+
+const (
+	keyTableSlotsMin     = 8
+	keyTableSlotsPerWord = 8
+)
+
+// keySeed makes the hashes of keyTable unpredictable, so that no chosen set
+// of keys collides on purpose.
+var keySeed = maphash.MakeSeed()
+
+// keyHash is the hash of an idempotency key in a keyTable, never 0.
+func keyHash(key string) uint64 {
+	return max(maphash.String(keySeed, key), 1)
+}
+
+// filterWord and filterBits place a hash in the filter: a word chosen by
+// its top bits (the slot by its low ones) and four bits of it chosen by
+// 24 bits in between.
+func (k *keyTable) filterWord(hash uint64) *uint64 {
+	return &k.filter[(hash>>32)&uint64(len(k.filter)-1)]
+}
+
+func filterBits(hash uint64) uint64 {
+	return 1<<(hash>>8&63) | 1<<(hash>>14&63) | 1<<(hash>>20&63) | 1<<(hash>>26&63)
+}
+
+// find returns the position of key (whose keyHash is hash) in entries.
+func (k *keyTable) find(hash uint64, key string, entries []memEntry) (int, bool) {
+	if k.count == 0 {
+		return 0, false
+	}
+	if bits := filterBits(hash); *k.filterWord(hash)&bits != bits {
+		return 0, false
+	}
+	mask := uint64(len(k.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		s := &k.slots[i]
+		if s.hash == 0 {
+			return 0, false
+		}
+		if s.hash == hash && entries[s.position].key == key {
+			return s.position, true
+		}
+	}
+}
+
+// put maps key (whose keyHash is hash) to position in entries, replacing
+// the position it had.
+func (k *keyTable) put(hash uint64, key string, position int, entries []memEntry) {
+	if 2*(k.count+1) > len(k.slots) {
+		k.grow()
+	}
+	mask := uint64(len(k.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		s := &k.slots[i]
+		if s.hash == 0 {
+			*s = keySlot{hash: hash, position: position}
+			*k.filterWord(hash) |= filterBits(hash)
+			k.count++
+			return
+		}
+		if s.hash == hash && entries[s.position].key == key {
+			s.position = position
+			return
+		}
+	}
+}
+
+// grow doubles the slots and the filter, moving each slot by its stored
+// hash.
+func (k *keyTable) grow() {
+	old := k.slots
+	k.slots = make([]keySlot, max(2*len(old), keyTableSlotsMin))
+	k.filter = make([]uint64, len(k.slots)/keyTableSlotsPerWord)
+	mask := uint64(len(k.slots) - 1)
+	for _, s := range old {
+		if s.hash == 0 {
+			continue
+		}
+		i := s.hash & mask
+		for k.slots[i].hash != 0 {
+			i = (i + 1) & mask
+		}
+		k.slots[i] = s
+		*k.filterWord(s.hash) |= filterBits(s.hash)
+	}
+}
+
+// reset empties the table and keeps its slots.
+func (k *keyTable) reset() {
+	if k.count > 0 {
+		clear(k.slots)
+		clear(k.filter)
+	}
+	k.count = 0
 }
 
 // memState holds the versions of one state key, oldest first.
@@ -91,24 +207,37 @@ func (m *memtable) apply(lsn uint64, record []byte, operations []operation) {
 	m.lastLSN = lsn
 	m.records = append(m.records, record)
 	m.sizeBytes += int64(len(record))
+	// The chain of the previous append: a transaction's appends come in
+	// runs, which look the chain up once.
+	var c *memChain
+	var chain string
 	for i := range operations {
 		o := &operations[i]
 		switch o.kind {
 		case operationAppend:
-			c := m.chains[o.chain]
-			if c == nil {
-				c = &memChain{}
-				m.chains[o.chain] = c
+			if c == nil || o.chain != chain {
+				c, chain = m.chains[o.chain], o.chain
+				if c == nil {
+					c = &memChain{}
+					m.chains[o.chain] = c
+				}
 			}
-			if n := len(c.entries); n > 0 && c.entries[n-1].seq+1 != o.seq {
+			n := len(c.entries)
+			if n > 0 && c.entries[n-1].seq+1 != o.seq {
 				panic("bolt: memory table entries out of order")
+			}
+			if n == cap(c.entries) {
+				// Doubling: append's growth of large slices, 1.25 times,
+				// copies each entry four times over as a table fills.
+				c.entries = slices.Grow(c.entries, max(n, 16))
 			}
 			c.entries = append(c.entries, memEntry{seq: o.seq, lsn: lsn, key: o.key, data: o.data, head: o.head})
 			if o.key != "" {
-				if c.keys == nil {
-					c.keys = map[string]memKey{}
+				hash := o.keyHash
+				if hash == 0 {
+					hash = keyHash(o.key)
 				}
-				c.keys[o.key] = memKey{seq: o.seq, lsn: lsn}
+				c.keys.put(hash, o.key, n, c.entries)
 			}
 			m.sizeBytes += memEntryOverheadBytes
 		case operationStatePut, operationStateDelete:
@@ -172,17 +301,22 @@ func (m *memtable) entry(chain string, seq, asOf uint64) ([]byte, bool) {
 }
 
 func (m *memtable) lookupKey(chain, key string, asOf uint64) (uint64, bool) {
+	return m.lookupKeyHash(chain, key, keyHash(key), asOf)
+}
+
+// lookupKeyHash is lookupKey of a key whose keyHash the caller has.
+func (m *memtable) lookupKeyHash(chain, key string, hash, asOf uint64) (uint64, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	c := m.chains[chain]
 	if c == nil {
 		return 0, false
 	}
-	k, ok := c.keys[key]
-	if !ok || k.lsn > asOf {
+	i, ok := c.keys.find(hash, key, c.entries)
+	if !ok || c.entries[i].lsn > asOf {
 		return 0, false
 	}
-	return k.seq, true
+	return c.entries[i].seq, true
 }
 
 // entriesChunk copies up to limit of the chain's entries with seq >= from

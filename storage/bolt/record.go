@@ -58,9 +58,12 @@ type operation struct {
 	chain string
 	seq   uint64
 	key   string // the idempotency key of an append
-	head  storage.Head
-	data  []byte // the entry of an append, the value of a state put
-	state []byte // the key of a state operation
+	// keyHash is keyHash(key) when the writer computed it (its lookup
+	// did), else 0; it is not part of the record.
+	keyHash uint64
+	head    storage.Head
+	data    []byte // the entry of an append, the value of a state put
+	state   []byte // the key of a state operation
 }
 
 // encodedSize is the size of the operation in a commit record.

@@ -1,0 +1,136 @@
+package bolt
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// TestKeyTableModel runs a keyTable against a Go map: puts of new and
+// existing keys, lookups of present and absent ones, and resets, through
+// growth. Hashes are drawn from a small set part of the time, so that
+// distinct keys share a hash (and the filter's word and bits) and must be
+// told apart by the keys the entries hold.
+func TestKeyTableModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var table keyTable
+		var entries []memEntry
+		model := map[string]int{}
+		hashes := map[string]uint64{} // one hash per key, as keyHash gives
+		hashOf := func(t *rapid.T, key string) uint64 {
+			if h, ok := hashes[key]; ok {
+				return h
+			}
+			h := keyHash(key)
+			if rapid.Bool().Draw(t, "shared hash") {
+				h = rapid.Uint64Range(1, 4).Draw(t, "hash")
+			}
+			hashes[key] = h
+			return h
+		}
+		key := func(t *rapid.T) string { return fmt.Sprintf("k%d", rapid.IntRange(0, 300).Draw(t, "key")) }
+		t.Repeat(map[string]func(*rapid.T){
+			"put": func(t *rapid.T) {
+				k := key(t)
+				entries = append(entries, memEntry{seq: uint64(len(entries) + 1), key: k})
+				table.put(hashOf(t, k), k, len(entries)-1, entries)
+				model[k] = len(entries) - 1
+			},
+			"find": func(t *rapid.T) {
+				k := key(t)
+				position, ok := table.find(hashOf(t, k), k, entries)
+				want, wantOK := model[k]
+				if ok != wantOK || position != want {
+					t.Fatalf("find %q: %d %v, want %d %v", k, position, ok, want, wantOK)
+				}
+			},
+			"reset": func(t *rapid.T) {
+				table.reset()
+				entries = entries[:0]
+				clear(model)
+			},
+			"": func(t *rapid.T) {
+				if table.count != len(model) {
+					t.Fatalf("count %d, model %d", table.count, len(model))
+				}
+				if table.count > 0 && 2*table.count > len(table.slots) {
+					t.Fatalf("%d keys in %d slots", table.count, len(table.slots))
+				}
+			},
+		})
+	})
+}
+
+// TestKeyTableFilterRulesOut checks that the filter, not the slots, answers
+// most absent keys, and never rules a present key out.
+func TestKeyTableFilterRulesOut(t *testing.T) {
+	var table keyTable
+	var entries []memEntry
+	const keys = 10_000
+	for i := range keys {
+		k := fmt.Sprintf("present-%d", i)
+		entries = append(entries, memEntry{seq: uint64(i + 1), key: k})
+		table.put(keyHash(k), k, i, entries)
+	}
+	for i := range keys {
+		k := fmt.Sprintf("present-%d", i)
+		if p, ok := table.find(keyHash(k), k, entries); !ok || p != i {
+			t.Fatalf("find %q: %d %v", k, p, ok)
+		}
+	}
+	passed := 0
+	for i := range keys {
+		h := keyHash(fmt.Sprintf("absent-%d", i))
+		if bits := filterBits(h); *table.filterWord(h)&bits == bits {
+			passed++
+		}
+		if _, ok := table.find(h, fmt.Sprintf("absent-%d", i), entries); ok {
+			t.Fatalf("found absent key %d", i)
+		}
+	}
+	// 10,000 keys in 32,768 slots: 4,096 words, about 10 bits set in each;
+	// four of them all set by chance about (10/64)^4, 0.06%.
+	if passed > keys/100 {
+		t.Fatalf("the filter let %d of %d absent keys through", passed, keys)
+	}
+}
+
+// TestMemtableKeysVisibleAsOf checks lookups of a memory table against the
+// LSN of a view: a key is found only by views that include its commit,
+// across the table's growth.
+func TestMemtableKeysVisibleAsOf(t *testing.T) {
+	m := newMemtable()
+	const commits, perCommit = 40, 50
+	for c := range commits {
+		var ops []operation
+		for i := range perCommit {
+			seq := uint64(c*perCommit + i + 1)
+			o := operation{kind: operationAppend, chain: "a", seq: seq, key: fmt.Sprintf("key-%d", seq),
+				head: storage.Head{Seq: seq}, data: []byte{byte(seq)}}
+			if i%2 == 0 { // half as a writer hands them over, half as decoded from the log
+				o.keyHash = keyHash(o.key)
+			}
+			ops = append(ops, o)
+		}
+		m.apply(uint64(c+1), nil, ops)
+	}
+	for seq := uint64(1); seq <= commits*perCommit; seq++ {
+		lsn := (seq-1)/perCommit + 1
+		key := fmt.Sprintf("key-%d", seq)
+		if got, ok := m.lookupKey("a", key, lsn); !ok || got != seq {
+			t.Fatalf("%s as of %d: %d %v, want %d", key, lsn, got, ok, seq)
+		}
+		if _, ok := m.lookupKey("a", key, lsn-1); ok {
+			t.Fatalf("%s seen as of %d, before its commit %d", key, lsn-1, lsn)
+		}
+		if _, ok := m.lookupKey("b", key, lsn); ok {
+			t.Fatalf("%s seen on another chain", key)
+		}
+	}
+	if _, ok := m.lookupKey("a", "key-0", commits); ok {
+		t.Fatal("absent key found")
+	}
+}
