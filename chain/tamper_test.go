@@ -56,16 +56,16 @@ type rawLedger struct {
 	btx *bbolt.Tx
 }
 
-func (r rawLedger) key(chainName string, seq uint64) []byte {
+func (r rawLedger) id(chainName string) uint64 {
 	id, err := bolt.ChainID(r.btx, chainName)
 	if err != nil {
 		r.t.Fatalf("chain id of %q: %v", chainName, err)
 	}
-	return bolt.EntryKey(id, seq)
+	return id
 }
 
 func (r rawLedger) get(chainName string, seq uint64) []byte {
-	v := r.btx.Bucket(bolt.BucketEntries).Get(r.key(chainName, seq))
+	v := bolt.RawEntry(r.btx, r.id(chainName), seq)
 	if v == nil {
 		r.t.Fatalf("no record at %s/%d", chainName, seq)
 	}
@@ -73,13 +73,13 @@ func (r rawLedger) get(chainName string, seq uint64) []byte {
 }
 
 func (r rawLedger) put(chainName string, seq uint64, data []byte) {
-	if err := r.btx.Bucket(bolt.BucketEntries).Put(r.key(chainName, seq), data); err != nil {
+	if err := bolt.PutRawEntry(r.btx, r.id(chainName), seq, data); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
 func (r rawLedger) delete(chainName string, seq uint64) {
-	if err := r.btx.Bucket(bolt.BucketEntries).Delete(r.key(chainName, seq)); err != nil {
+	if err := bolt.DeleteRawEntry(r.btx, r.id(chainName), seq); err != nil {
 		r.t.Fatal(err)
 	}
 }

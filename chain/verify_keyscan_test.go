@@ -3,6 +3,7 @@ package chain_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -169,10 +170,10 @@ func TestVerifyKeyedLedgerIsClean(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if btx.Bucket(bolt.BucketKeys).Get(append(bolt.EntryKey(id, 0)[:8], l.recentKey...)) == nil {
+		if btx.Bucket(bolt.BucketKeys).Get(append(binary.BigEndian.AppendUint64(nil, id), l.recentKey...)) == nil {
 			t.Errorf("key %q is not among the recent keys", l.recentKey)
 		}
-		if btx.Bucket(bolt.BucketKeys).Get(append(bolt.EntryKey(id, 0)[:8], l.runKey...)) != nil {
+		if btx.Bucket(bolt.BucketKeys).Get(append(binary.BigEndian.AppendUint64(nil, id), l.runKey...)) != nil {
 			t.Errorf("key %q is among the recent keys, want it in a run", l.runKey)
 		}
 		return nil

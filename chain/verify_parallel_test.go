@@ -96,19 +96,18 @@ func TestVerifyPoolMatchesSequentialVerifier(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		entries := btx.Bucket(bolt.BucketEntries)
 		for i, seq := range damaged {
-			v := append([]byte(nil), entries.Get(bolt.EntryKey(id, seq))...)
+			v := append([]byte(nil), bolt.RawEntry(btx, id, seq)...)
 			if i%2 == 0 {
 				v[len(v)-1] ^= 1 // payload: hash mismatch
 			} else {
 				v[0] = 9 // version: undecodable
 			}
-			if err := entries.Put(bolt.EntryKey(id, seq), v); err != nil {
+			if err := bolt.PutRawEntry(btx, id, seq, v); err != nil {
 				return err
 			}
 		}
-		return entries.Delete(bolt.EntryKey(id, 2*verifyBatchSize+3)) // a gap
+		return bolt.DeleteRawEntry(btx, id, 2*verifyBatchSize+3) // a gap
 	})
 	raw.Close()
 	if err != nil {

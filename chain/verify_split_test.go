@@ -319,15 +319,14 @@ func TestVerifySplitMatchesWholeProperty(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			bucket := btx.Bucket(bolt.BucketEntries)
-			get := func(seq uint64) []byte { return append([]byte(nil), bucket.Get(bolt.EntryKey(id, seq))...) }
-			put := func(seq uint64, v []byte) error { return bucket.Put(bolt.EntryKey(id, seq), v) }
+			get := func(seq uint64) []byte { return append([]byte(nil), bolt.RawEntry(btx, id, seq)...) }
+			put := func(seq uint64, v []byte) error { return bolt.PutRawEntry(btx, id, seq, v) }
 			for _, edit := range edits {
 				seq := seqOf("seq")
 				var err error
 				switch v := get(seq); edit {
 				case 0:
-					err = bucket.Delete(bolt.EntryKey(id, seq))
+					err = bolt.DeleteRawEntry(btx, id, seq)
 				case 1:
 					if len(v) > 0 {
 						v[len(v)-1] ^= 1

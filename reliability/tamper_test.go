@@ -132,14 +132,13 @@ func writeTamperLedger(t *testing.T, path string) *tamperLedger {
 	info := raw.Info()
 	l.pageSize = info.PageSize
 	err = raw.View(func(btx *bbolt.Tx) error {
-		entries := btx.Bucket(bolt.BucketEntries)
 		for _, c := range l.chains {
 			id, err := bolt.ChainID(btx, c)
 			if err != nil {
 				return err
 			}
 			for seq := uint64(1); seq <= l.heads[c].Seq; seq++ {
-				v := entries.Get(bolt.EntryKey(id, seq))
+				v := bolt.RawEntry(btx, id, seq)
 				if v == nil {
 					return fmt.Errorf("%s seq %d missing", c, seq)
 				}

@@ -202,13 +202,12 @@ func tamperFile(t *testing.T, path, chainName string, fn func(tx *bbolt.Tx, chai
 // flipPayloadByte changes the last byte of a stored entry (its payload).
 func flipPayloadByte(t *testing.T, path, chainName string, seq uint64) {
 	tamperFile(t, path, chainName, func(tx *bbolt.Tx, id uint64) error {
-		entries := tx.Bucket(bolt.BucketEntries)
-		v := append([]byte(nil), entries.Get(bolt.EntryKey(id, seq))...)
+		v := append([]byte(nil), bolt.RawEntry(tx, id, seq)...)
 		if len(v) == 0 {
 			t.Fatalf("no entry %q seq %d", chainName, seq)
 		}
 		v[len(v)-1] ^= 1
-		return entries.Put(bolt.EntryKey(id, seq), v)
+		return bolt.PutRawEntry(tx, id, seq, v)
 	})
 }
 
@@ -219,8 +218,7 @@ func truncateChain(t *testing.T, path, chainName string, previous chain.Head) {
 	tamperFile(t, path, chainName, func(tx *bbolt.Tx, id uint64) error {
 		// A thorough truncation: the newest entry, its key's index record
 		// (which verify would report as naming a seq past the end) and the head.
-		entries := tx.Bucket(bolt.BucketEntries)
-		removed, err := chain.DecodeRecord(chainName, previous.Seq+1, entries.Get(bolt.EntryKey(id, previous.Seq+1)))
+		removed, err := chain.DecodeRecord(chainName, previous.Seq+1, bolt.RawEntry(tx, id, previous.Seq+1))
 		if err != nil {
 			return err
 		}
@@ -229,7 +227,7 @@ func truncateChain(t *testing.T, path, chainName string, previous chain.Head) {
 				return err
 			}
 		}
-		if err := entries.Delete(bolt.EntryKey(id, previous.Seq+1)); err != nil {
+		if err := bolt.DeleteRawEntry(tx, id, previous.Seq+1); err != nil {
 			return err
 		}
 		v := make([]byte, 8+8+chain.HashSize+8)

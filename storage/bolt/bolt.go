@@ -18,12 +18,16 @@ import (
 )
 
 // Format is the value of meta/format in every file this package writes.
-// Files of FormatV1 (no key runs) are read as they are and upgraded when
-// opened for writing.
-const Format = "ledger/bolt/v2"
+// Files of the earlier formats are read as they are and upgraded when
+// opened for writing (upgrade.go).
+const Format = "ledger/bolt/v3"
+
+// FormatV2 is the layout before entry segments: one value per entry in
+// the entries bucket.
+const FormatV2 = "ledger/bolt/v2"
 
 // FormatV1 is the layout before the key runs: every idempotency key in the
-// keys B-tree.
+// keys B-tree (and one value per entry).
 const FormatV1 = "ledger/bolt/v1"
 
 // LockTimeoutDefault is how long Open waits for another process's lock when
@@ -36,8 +40,11 @@ const FileMode os.FileMode = 0o600
 
 // Bucket names of the file layout (see the package documentation).
 var (
-	BucketMeta    = []byte("meta")
-	BucketChains  = []byte("chains")
+	BucketMeta   = []byte("meta")
+	BucketChains = []byte("chains")
+	// BucketSegments holds the entries, in segments (segment.go).
+	BucketSegments = []byte("entry_segments")
+	// BucketEntries held the entries, one value each, before FormatV3.
 	BucketEntries = []byte("entries")
 	BucketKeys    = []byte("keys")
 	BucketState   = []byte("state")
@@ -197,10 +204,15 @@ func (b *Backend) prepare(readOnly bool) error {
 		if meta == nil {
 			return fmt.Errorf("open %s: %w: not a ledger file (no meta bucket)", b.path, storage.ErrCorrupt)
 		}
-		if got := meta.Get(metaFormat); string(got) != Format && string(got) != FormatV1 {
+		got := string(meta.Get(metaFormat))
+		if got != Format && got != FormatV2 && got != FormatV1 {
 			return fmt.Errorf("open %s: %w: format %q, want %q", b.path, storage.ErrCorrupt, got, Format)
 		}
-		for _, name := range [][]byte{BucketChains, BucketEntries, BucketKeys, BucketState} {
+		entries := BucketSegments
+		if got != Format {
+			entries = BucketEntries
+		}
+		for _, name := range [][]byte{BucketChains, entries, BucketKeys, BucketState} {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("open %s: %w: bucket %q missing", b.path, storage.ErrCorrupt, name)
 			}
@@ -222,39 +234,27 @@ func (b *Backend) prepare(readOnly bool) error {
 	}); err != nil || current {
 		return err
 	}
-	return b.db.Update(func(tx *bbolt.Tx) error {
+	created := false
+	err := b.db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(BucketMeta) == nil && isEmpty(tx) {
+			created = true
 			return create(tx)
 		}
 		if err := check(tx); err != nil {
 			return err
 		}
-		return upgrade(tx)
+		return upgradeKeyRuns(tx)
 	})
+	if err != nil || created {
+		return err
+	}
+	return upgradeEntries(b.db)
 }
 
 func isEmpty(tx *bbolt.Tx) bool {
 	empty := true
 	_ = tx.ForEach(func([]byte, *bbolt.Bucket) error { empty = false; return storage.ErrStop })
 	return empty
-}
-
-// upgrade turns a FormatV1 file into a Format file: its keys stay in the
-// recent B-tree, and runs are added beside it.
-func upgrade(tx *bbolt.Tx) error {
-	meta := tx.Bucket(BucketMeta)
-	if string(meta.Get(metaFormat)) == Format {
-		return nil
-	}
-	if _, err := tx.CreateBucketIfNotExists(BucketKeyRuns); err != nil {
-		return err
-	}
-	var recent uint64
-	_ = tx.Bucket(BucketKeys).ForEach(func(k, v []byte) error { recent++; return nil })
-	if err := meta.Put(metaRecentKeys, binary.BigEndian.AppendUint64(nil, recent)); err != nil {
-		return err
-	}
-	return meta.Put(metaFormat, []byte(Format))
 }
 
 func create(tx *bbolt.Tx) error {
@@ -268,7 +268,7 @@ func create(tx *bbolt.Tx) error {
 	if err := meta.Put(metaNextChainID, binary.BigEndian.AppendUint64(nil, 1)); err != nil {
 		return err
 	}
-	for _, name := range [][]byte{BucketChains, BucketEntries, BucketKeys, BucketState, BucketKeyRuns} {
+	for _, name := range [][]byte{BucketChains, BucketSegments, BucketKeys, BucketState, BucketKeyRuns} {
 		if _, err := tx.CreateBucket(name); err != nil {
 			return err
 		}
@@ -378,14 +378,6 @@ func (b *Backend) beginBolt(writable bool) (*bbolt.Tx, error) {
 	return btx, nil
 }
 
-// EntryKey is the key of (chain id, seq) in the entries bucket.
-func EntryKey(chainID, seq uint64) []byte {
-	var k [16]byte
-	binary.BigEndian.PutUint64(k[:8], chainID)
-	binary.BigEndian.PutUint64(k[8:], seq)
-	return k[:]
-}
-
 // ChainID returns the numeric id of a chain in an open bbolt transaction;
 // tests use it to reach a chain's raw entries.
 func ChainID(btx *bbolt.Tx, chain string) (uint64, error) {
@@ -430,9 +422,6 @@ func keyIndexKey(chainID uint64, key string) []byte {
 	binary.BigEndian.PutUint64(k, chainID)
 	return append(k, key...)
 }
-
-// seqOf parses the seq from an entries key of the given chain.
-func seqOf(k []byte) uint64 { return binary.BigEndian.Uint64(k[8:16]) }
 
 // View runs fn in a bbolt read transaction of the file; tests and tools use
 // it to inspect the layout.

@@ -10,11 +10,14 @@
 // writable open removes once it is a minute old and unlocked). The file holds
 // six top-level buckets:
 //
-//	meta      "format" -> "ledger/bolt/v2"; "next_chain_id" -> u64be;
+//	meta      "format" -> "ledger/bolt/v3"; "next_chain_id" -> u64be;
 //	          "recent_keys" -> u64be (how many keys the keys bucket holds);
 //	          "checkpoint_lsn" -> u64be (the last log record the file holds)
 //	chains    chain name -> u64be chain id | u64be head seq | head hash (32) | i64be head time
-//	entries   u64be chain id | u64be seq -> entry bytes (encoded by the chain package)
+//	entry_segments
+//	          u64be chain id | u64be seq of the segment's last entry ->
+//	            u32be n | n × u32be end offset | the n entries' bytes
+//	            (entries as the chain package encoded them, seqs last-n+1..last)
 //	keys      u64be chain id | idempotency key -> u64be seq (recent keys)
 //	key_runs  u8 level | u64be txid -> bucket of one run:
 //	            u64be chain id | key digest (16) of its last record -> up to 120 records
@@ -23,9 +26,23 @@
 //	state     key -> value (derived state of the domain packages)
 //
 // Chains get a dense numeric id when their first entry is written, so the
-// entries of one chain are contiguous in the entries bucket and a chain's
-// appends always land at the end of its range. The entries bucket is written
-// with FillPercent 1.0 because it is append-only: pages are packed full.
+// entries of one chain are contiguous in the entry_segments bucket and a
+// chain's appends always land at the end of its range. Entries are stored
+// several to a value (segment.go): a chain's consecutive entries fill a
+// segment up to SegmentBytesMax (16,344 bytes: two segments, with their
+// keys, fill eight 4 KiB pages), so that the B-tree holds a key per
+// segment, not per entry. A write transaction collects each chain's new
+// entries and writes a segment when it is full and at commit; the next
+// transaction that appends to the chain starts from its last segment when
+// the entry fits there, and replaces it. A lookup of (chain, seq) seeks the
+// first key at or after it, the segment that holds seq. The bucket is
+// written with FillPercent 1.0 because it is append-only: pages are packed
+// full. Files of the earlier formats (ledger/bolt/v2 and v1: one value per
+// entry in an "entries" bucket) are read as they are and upgraded when
+// opened for writing, in transactions of 64 MiB of entries under an
+// "upgrade" bucket that readers ignore, and one more that switches the
+// format: a process killed during the upgrade leaves a v2 file, and the
+// next writable open goes on from where it stopped.
 //
 // The idempotency index is log-structured, because a random key inserted
 // into one large B-tree dirties a page of its own and an index of a million
@@ -59,10 +76,11 @@
 // transaction decides in every case. A digest stands for
 // a key, so the chain package checks that the entry it finds holds the key
 // it asked for: a collision of 128-bit digests could refuse a key, never
-// answer for another. Files of the previous layout (ledger/bolt/v1, keys
+// answer for another. Files of the first layout (ledger/bolt/v1, keys
 // bucket only) are upgraded when opened for writing. Tests that damage a file
-// on purpose reach entries through ChainID and EntryKey, and the index
-// through KeySeq and SetKeySeq, which find a key in either part.
+// on purpose reach entries through ChainID, RawEntry, PutRawEntry and
+// DeleteRawEntry, whatever segment holds them, and the index through KeySeq
+// and SetKeySeq, which find a key in either part.
 //
 // # The write-ahead log
 //

@@ -248,6 +248,9 @@ func TestKeyFilterOldFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = raw.Update(func(btx *bbolt.Tx) error {
+		if err := DowngradeToFormatV2(btx); err != nil {
+			return err
+		}
 		if err := btx.DeleteBucket(BucketKeyRuns); err != nil {
 			return err
 		}

@@ -214,6 +214,9 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = raw.Update(func(btx *bbolt.Tx) error {
+		if err := bolt.DowngradeToFormatV2(btx); err != nil {
+			return err
+		}
 		if err := btx.DeleteBucket(bolt.BucketKeyRuns); err != nil {
 			return err
 		}

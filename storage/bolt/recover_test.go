@@ -63,10 +63,29 @@ func damageLeafOf(t *testing.T, path string, pageSize int, marker string) {
 	if at < 0 {
 		t.Fatalf("%q not in the file", marker)
 	}
-	binary.LittleEndian.PutUint16(data[at/pageSize*pageSize+8:], 0x4000)
+	binary.LittleEndian.PutUint16(data[pageOf(t, data, pageSize, at)+8:], 0x4000)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pageOf returns the offset of the page whose header covers byte at: a
+// value larger than a page continues over overflow pages, which have no
+// header, so it is the nearest page before at that names itself, is a leaf
+// and overflows as far as at.
+func pageOf(t *testing.T, data []byte, pageSize, at int) int {
+	t.Helper()
+	const leafPageFlag = 0x02
+	target := at / pageSize
+	for id := target; id >= 0; id-- {
+		header := data[id*pageSize:]
+		overflow := int(binary.LittleEndian.Uint32(header[12:]))
+		if binary.LittleEndian.Uint64(header) == uint64(id) && binary.LittleEndian.Uint16(header[8:]) == leafPageFlag && id+overflow >= target {
+			return id * pageSize
+		}
+	}
+	t.Fatalf("no leaf page holds byte %d", at)
+	return 0
 }
 
 // TestDamagedPageIsCorruptNotPanic: bbolt panics on a page with unknown

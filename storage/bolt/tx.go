@@ -22,10 +22,10 @@ type tx struct {
 	done bool
 	// The buckets, opened when first used: opening one is a lookup, and a
 	// replay needs four of the six.
-	chainsBucket, entriesBucket, keysBucket *bbolt.Bucket
-	stateBucket, metaBucket, runsBucket     *bbolt.Bucket
-	cache                                   *runCache
-	index                                   keyIndex
+	chainsBucket, segmentsBucket, keysBucket *bbolt.Bucket
+	stateBucket, metaBucket, runsBucket      *bbolt.Bucket
+	cache                                    *runCache
+	index                                    keyIndex
 	// scratch is where a write transaction hands its memory back when it
 	// ends (see Backend.scratch).
 	scratch *atomic.Pointer[writeScratch]
@@ -47,6 +47,12 @@ type tx struct {
 	// newChains lists the chains this write transaction created: their ids
 	// go to the backend's map once the commit has succeeded.
 	newChains []newChain
+	// builders hold the entries this write transaction appended to each
+	// chain (by id) that have not filled a segment yet; arena is the
+	// memory of the segments it sealed, which bbolt reads until the
+	// commit.
+	builders map[uint64]*segmentBuilder
+	arena    []byte
 	// lastChain is the chain record a read transaction read last.
 	lastChain struct {
 		name   string
@@ -72,14 +78,17 @@ func (t *tx) meta() *bbolt.Bucket   { return t.bucket(&t.metaBucket, BucketMeta)
 // runs is nil in a read-only view of a FormatV1 file.
 func (t *tx) runs() *bbolt.Bucket { return t.bucket(&t.runsBucket, BucketKeyRuns) }
 
-func (t *tx) entries() *bbolt.Bucket {
-	if t.entriesBucket == nil {
-		t.entriesBucket = t.tx.Bucket(BucketEntries)
-		if t.tx.Writable() {
-			t.entriesBucket.FillPercent = 1.0 // append-only: pack pages full
+// segments returns the entry_segments bucket, or nil in a file of an
+// older format (read-only, or not yet upgraded), whose entries are one per
+// key in the entries bucket.
+func (t *tx) segments() *bbolt.Bucket {
+	if t.segmentsBucket == nil {
+		t.segmentsBucket = t.tx.Bucket(BucketSegments)
+		if t.segmentsBucket != nil && t.tx.Writable() {
+			t.segmentsBucket.FillPercent = 1.0 // append-only: pack pages full
 		}
 	}
-	return t.entriesBucket
+	return t.segmentsBucket
 }
 
 func (t *tx) usable(write bool) error {
@@ -207,8 +216,8 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		t.addKey(c.id, rec.IdempotencyKey, rec.Seq, &digest)
 	}
 	t.lastMiss = t.lastMiss[:0]
-	if err := t.entries().Put(EntryKey(c.id, rec.Seq), rec.Data); err != nil {
-		return t.writeError(err)
+	if err := t.appendEntry(c.id, rec.Seq, rec.Data); err != nil {
+		return err
 	}
 	c.head = head
 	if p, ok := t.heads[chain]; ok {
@@ -274,11 +283,25 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 // entryAt returns the stored bytes of the entry (chain id, seq), valid
 // while the transaction lasts, or storage.ErrNotFound.
 func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
-	v := t.entries().Get(EntryKey(id, seq))
-	if v == nil {
+	if b := t.builders[id]; b != nil && !b.empty() && seq >= b.first && seq <= b.last() {
+		return b.entry(seq), nil
+	}
+	segments := t.segments()
+	if segments == nil {
+		return legacyEntry(t.tx, id, seq)
+	}
+	k, v := segments.Cursor().Seek(entryKey(id, seq))
+	if len(k) < 8 || binary.BigEndian.Uint64(k) != id {
 		return nil, storage.ErrNotFound
 	}
-	return v, nil
+	s, err := decodeSegment(k, v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: chain id %d seq %d: %w", t.path, id, seq, err)
+	}
+	if seq < s.first {
+		return nil, storage.ErrNotFound
+	}
+	return s.seqEntry(seq)
 }
 
 func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
@@ -312,18 +335,46 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 		if !found {
 			return
 		}
-		prefix := binary.BigEndian.AppendUint64(nil, c.id)
-		cur := t.entries().Cursor()
-		var memory scanMemory
-		for k, v := cur.Seek(EntryKey(c.id, fromSeq)); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
-			memory.observe(v)
-			if len(k) != 16 {
-				yield(storage.Record{}, fmt.Errorf("chain %q: %w: entry key of %d bytes", chain, storage.ErrCorrupt, len(k)))
+		if t.segments() == nil {
+			legacyEntries(t.tx, chain, c.id, fromSeq, yield)
+			return
+		}
+		if err := t.flushSegments(); err != nil {
+			yield(storage.Record{}, err)
+			return
+		}
+		t.scanSegments(chain, c.id, fromSeq, yield)
+	}
+}
+
+// scanSegments yields the chain's entries from fromSeq, segment by segment.
+// Segments of one chain follow each other in seq order: one that starts at
+// or before the previous one's end is reported as damage, as is a segment
+// that does not decode.
+func (t *tx) scanSegments(chain string, id, fromSeq uint64, yield func(storage.Record, error) bool) {
+	cur := t.segments().Cursor()
+	var memory scanMemory
+	var previous uint64 // last seq yielded
+	for k, v := cur.Seek(entryKey(id, fromSeq)); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = cur.Next() {
+		memory.observe(v)
+		s, err := decodeSegment(k, v)
+		if err == nil && previous != 0 && s.first <= previous {
+			err = fmt.Errorf("%w: entry segment of seqs %d..%d after seq %d", storage.ErrCorrupt, s.first, s.last, previous)
+		}
+		if err != nil {
+			yield(storage.Record{}, fmt.Errorf("chain %q: %w", chain, err))
+			return
+		}
+		for seq := max(s.first, fromSeq); seq <= s.last; seq++ {
+			data, err := s.seqEntry(seq)
+			if err != nil {
+				yield(storage.Record{}, fmt.Errorf("chain %q: %w", chain, err))
 				return
 			}
-			if !yield(storage.Record{Seq: seqOf(k), Data: v}, nil) {
+			if !yield(storage.Record{Seq: seq, Data: data}, nil) {
 				return
 			}
+			previous = seq
 		}
 	}
 }
@@ -469,6 +520,9 @@ func (t *tx) Commit() error {
 // new idempotency keys, and tells the backend's cache about the runs once the
 // commit has succeeded.
 func (t *tx) prepareCommit() error {
+	if err := t.flushSegments(); err != nil {
+		return err
+	}
 	if err := t.flushHeads(); err != nil {
 		return err
 	}
