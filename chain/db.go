@@ -55,6 +55,9 @@ type DB struct {
 	// prober, when the backend has one, rules new keys out without a read
 	// transaction (see Append).
 	prober storage.KeyProber
+	// keyReader, when the backend has one, answers a retry in one call
+	// (see Append); it is asked instead of prober.
+	keyReader storage.KeyReader
 
 	queue   chan *request
 	closing chan struct{}
@@ -106,6 +109,7 @@ func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
 		db.clock = time.Now
 	}
 	db.prober, _ = backend.(storage.KeyProber)
+	db.keyReader, _ = backend.(storage.KeyReader)
 	if db.log == nil {
 		db.log = slog.Default()
 	}
@@ -152,6 +156,10 @@ func (db *DB) enter() error {
 // transaction looks every key up again, and that lookup decides, so a key
 // the prober wrongly ruled out (a commit racing this call) is still
 // answered with its entry, as Replayed.
+//
+// A backend that is a storage.KeyReader does the probe, the lookup and the
+// read of a retry's entry in one call, without a Tx; its "absent" is a hint
+// like the probe's, and goes to the committer the same way.
 func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 	if err := ValidateRequest(req, db.opts.PayloadSizeMax); err != nil {
 		return Result{}, err
@@ -161,7 +169,7 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if req.IdempotencyKey != "" && (db.prober == nil || db.prober.MayHoldKey(req.Chain, req.IdempotencyKey)) {
+	if req.IdempotencyKey != "" && (db.keyReader != nil || db.prober == nil || db.prober.MayHoldKey(req.Chain, req.IdempotencyKey)) {
 		res, found, err := db.replayed(ctx, req)
 		if err != nil || found {
 			if found && db.metrics != nil {
@@ -182,13 +190,21 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 	return res, err
 }
 
-// replayed looks req's key up in a read transaction, as View would, and
-// returns its entry; found is false when the key is new.
+// replayed looks req's key up, with the backend's KeyReader or in a read
+// transaction as View would, and returns its entry; found is false when the
+// key is new (or, from a KeyReader, ruled out).
 func (db *DB) replayed(ctx context.Context, req Request) (res Result, found bool, err error) {
 	if err := db.enter(); err != nil {
 		return Result{}, false, err
 	}
 	defer db.mu.RUnlock()
+	if db.keyReader != nil {
+		seq, data, found, err := db.keyReader.ReadKey(ctx, req.Chain, req.IdempotencyKey)
+		if err != nil || !found {
+			return Result{}, false, storageError(err)
+		}
+		return replayRecord(req, seq, data, true)
+	}
 	stx, err := db.backend.Begin(ctx, false)
 	if err != nil {
 		return Result{}, false, storageError(err)

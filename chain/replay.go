@@ -64,15 +64,31 @@ func (tx *Tx) replay(req Request) (res Result, found bool, err error) {
 	if err != nil || !found {
 		return Result{}, false, err
 	}
+	return replayRecord(req, seq, data, false)
+}
+
+// replayRecord answers req from the stored bytes of the entry the index
+// maps its key to: its entry (Replayed), or found and an *ConflictError
+// when the entry's type or payload differ from req's, or an error wrapping
+// ErrCorrupt when the entry does not hold the key. owned tells that data
+// is the caller's copy, which the entry's payload may then share instead
+// of copying it again; otherwise data is the store's.
+func replayRecord(req Request, seq uint64, data []byte, owned bool) (res Result, found bool, err error) {
 	// A retry, the common case, stores exactly the request's key, type and
 	// payload: compared in the stored bytes, and when equal the entry takes
 	// the request's key and type (valid text, as ValidateRequest found) and
-	// a copy of the payload, instead of decoding, validating and copying
-	// all three. decodeFields accepts exactly the records DecodeRecord does.
+	// the payload, instead of decoding, validating and copying all three.
+	// decodeFields accepts exactly the records DecodeRecord does.
 	if f, ok := decodeFields(data); ok && string(f.key) == req.IdempotencyKey && string(f.typ) == req.Type &&
 		bytes.Equal(f.payload, req.Payload) {
+		var payload []byte // nil when empty, as a decoded entry's
+		if owned && len(f.payload) > 0 {
+			payload = f.payload[:len(f.payload):len(f.payload)]
+		} else {
+			payload = append(payload, f.payload...)
+		}
 		e := Entry{Chain: req.Chain, Seq: seq, PrevHash: f.prevHash, TimeUnixNano: f.timeUnixNano,
-			IdempotencyKey: req.IdempotencyKey, Type: req.Type, Payload: append([]byte(nil), f.payload...), Hash: f.hash}
+			IdempotencyKey: req.IdempotencyKey, Type: req.Type, Payload: payload, Hash: f.hash}
 		return Result{Entry: e, Replayed: true}, true, nil
 	}
 	existing, err := keyedEntry(req.Chain, req.IdempotencyKey, seq, data)

@@ -205,3 +205,23 @@ type Stats struct {
 	// SizeBytes is the size of the file or database on disk.
 	SizeBytes int64
 }
+
+// KeyReader is implemented by a Backend that can answer a retry in one
+// call: probe the key, look it up and read the entry it maps to, without a
+// Tx. An append that carries an idempotency key reads it before anything
+// else (most retries are answered here), so the read is worth one pass:
+// one digest of the key, one resolution of the chain, one read view.
+type KeyReader interface {
+	// ReadKey returns the seq and a copy of the stored bytes of the
+	// chain's entry with the non-empty idempotency key, as a read-only
+	// transaction begun during the call would see them: only durable
+	// commits. found is false when that view holds no such entry, or when
+	// the backend's probe rules the key out as KeyProber.MayHoldKey does:
+	// false is a hint, and a writable transaction's lookup stays the
+	// authority on UNIQUE(chain, key). The caller owns data. An index
+	// record that maps the key to a seq the store does not hold is an
+	// error wrapping ErrCorrupt; the caller checks that the entry holds
+	// the key (an index may stand for keys by digests). It is safe for
+	// concurrent use.
+	ReadKey(ctx context.Context, chain, key string) (seq uint64, data []byte, found bool, err error)
+}

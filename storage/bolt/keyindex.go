@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -203,6 +202,9 @@ type keyIndex struct {
 	// opened holds the run buckets a read transaction has opened: opening
 	// one is a lookup, and a verify looks up every key of a chain.
 	opened map[keyRunName]*bbolt.Bucket
+	// cursors holds a cursor on each run a read transaction has searched
+	// (see runCursor).
+	cursors map[keyRunName]*bbolt.Cursor
 }
 
 func (t *tx) snapshotTxid() uint64 {
@@ -336,37 +338,137 @@ func (t *tx) runBucket(name keyRunName) *bbolt.Bucket {
 	return b
 }
 
-// searchRun finds the record with the target prefix in a run: the chunk
-// whose last record is the first at or after the target, then a binary
-// search in it.
-func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
+// runCursor returns a cursor on a run's bucket, or nil when the run is
+// missing. A read transaction keeps one per run and seeks it again: bbolt
+// allocates a cursor, and grows its stack, for every Get and Cursor, and a
+// pooled read transaction serves many replays. A write transaction opens
+// the bucket each time: its runs change when it commits.
+func (t *tx) runCursor(name keyRunName) *bbolt.Cursor {
+	if t.tx.Writable() {
+		if b := t.runs().Bucket(name[:]); b != nil {
+			return b.Cursor()
+		}
+		return nil
+	}
+	if c, ok := t.index.cursors[name]; ok {
+		return c
+	}
 	b := t.runBucket(name)
 	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	if t.index.cursors == nil {
+		t.index.cursors = make(map[keyRunName]*bbolt.Cursor)
+	}
+	t.index.cursors[name] = c
+	return c
+}
+
+// searchRun finds the record with the target prefix in a run: the chunk
+// whose last record is the first at or after the target, then a search in
+// it (searchChunk).
+func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
+	c := t.runCursor(name)
+	if c == nil {
 		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
 	}
-	k, v := b.Cursor().Seek(target)
+	k, v := c.Seek(target)
 	if k == nil || len(k) != keyRecordPrefix {
 		return 0, false, nil
 	}
 	if len(v)%keyRecordSize != 0 {
 		return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
 	}
-	lo, hi := 0, len(v)/keyRecordSize
+	want := loadPrefix(target, 0)
+	i := searchChunk(v, want)
+	if i < len(v)/keyRecordSize && loadPrefix(v, i) == want {
+		return binary.BigEndian.Uint64(v[i*keyRecordSize+keyRecordPrefix:]), true, nil
+	}
+	return 0, false, nil
+}
+
+// recordPrefix is the part of a run record that orders and identifies it,
+// as big-endian words.
+type recordPrefix struct {
+	chainID, digestHigh, digestLow uint64
+}
+
+// loadPrefix reads the prefix of the i-th record of records (or of a
+// target of keyRecordPrefix bytes, i 0).
+func loadPrefix(records []byte, i int) recordPrefix {
+	rec := records[i*keyRecordSize : i*keyRecordSize+keyRecordPrefix]
+	return recordPrefix{
+		chainID:    binary.BigEndian.Uint64(rec[0:8]),
+		digestHigh: binary.BigEndian.Uint64(rec[8:16]),
+		digestLow:  binary.BigEndian.Uint64(rec[16:24]),
+	}
+}
+
+func (p recordPrefix) less(q recordPrefix) bool {
+	if p.chainID != q.chainID {
+		return p.chainID < q.chainID
+	}
+	if p.digestHigh != q.digestHigh {
+		return p.digestHigh < q.digestHigh
+	}
+	return p.digestLow < q.digestLow
+}
+
+// searchChunk returns the index of the first record of a sorted chunk that
+// is not less than want (the number of records when none). Digests are
+// uniform, so when the chunk's first and last records are of want's chain
+// the search starts where want's digest falls between theirs, widens by
+// doubling steps until it brackets the answer, and halves the bracket:
+// about three records read instead of seven for a chunk of 120, each a
+// cache line the B-tree's search did not touch.
+func searchChunk(chunk []byte, want recordPrefix) int {
+	n := len(chunk) / keyRecordSize
+	lo, hi := 0, n
+	if n > 2 {
+		first, last := loadPrefix(chunk, 0), loadPrefix(chunk, n-1)
+		if first.chainID == want.chainID && last.chainID == want.chainID &&
+			first.digestHigh < last.digestHigh && first.digestHigh <= want.digestHigh && want.digestHigh <= last.digestHigh {
+			// (want - first) × (n-1) < (last - first) × 2^64, so the
+			// quotient fits and is at most n-1.
+			high, low := bits.Mul64(want.digestHigh-first.digestHigh, uint64(n-1))
+			quotient, _ := bits.Div64(high, low, last.digestHigh-first.digestHigh)
+			lo, hi = bracket(chunk, int(quotient), want)
+		}
+	}
 	for lo < hi {
-		mid := (lo + hi) / 2
-		if bytes.Compare(v[mid*keyRecordSize:mid*keyRecordSize+keyRecordPrefix], target) < 0 {
+		mid := int(uint(lo+hi) >> 1)
+		if loadPrefix(chunk, mid).less(want) {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if lo < len(v)/keyRecordSize {
-		rec := v[lo*keyRecordSize : (lo+1)*keyRecordSize]
-		if bytes.Equal(rec[:keyRecordPrefix], target) {
-			return binary.BigEndian.Uint64(rec[keyRecordPrefix:]), true, nil
+	return lo
+}
+
+// bracket returns lo <= hi such that every record before lo is less than
+// want and none from hi on is, widening from guess by doubling steps.
+func bracket(chunk []byte, guess int, want recordPrefix) (lo, hi int) {
+	n := len(chunk) / keyRecordSize
+	if loadPrefix(chunk, guess).less(want) {
+		lo, hi = guess+1, n
+		for step := 1; guess+step < n; step *= 2 {
+			if !loadPrefix(chunk, guess+step).less(want) {
+				return lo, guess + step
+			}
+			lo = guess + step + 1
 		}
+		return lo, hi
 	}
-	return 0, false, nil
+	lo, hi = 0, guess
+	for step := 1; guess-step >= 0; step *= 2 {
+		if loadPrefix(chunk, guess-step).less(want) {
+			return guess - step + 1, hi
+		}
+		hi = guess - step
+	}
+	return lo, hi
 }
 
 // addKey records a key appended in this transaction, with its digest.

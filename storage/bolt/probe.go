@@ -98,15 +98,8 @@ func (b *Backend) MayHoldKey(chain, key string) bool {
 
 // fileMayHold reports whether the file's committed index may hold the key.
 func (b *Backend) fileMayHold(chain string, digest *[KeyDigestSize]byte) bool {
-	f := b.cache.filter.Load()
-	if f == nil {
-		return true
-	}
 	id, ok := b.cache.chains.get(chain)
-	if !ok {
-		return !b.cache.chains.complete.Load()
-	}
-	return f.mayContain(id, digest[:])
+	return b.fileMayHoldID(id, ok, digest)
 }
 
 // prepareProbe loads what MayHoldKey needs of a file opened for writing:

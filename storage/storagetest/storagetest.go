@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t testing.TB) storage.Backend) {
 		{"Stats", testStats},
 	}
 	tests = append(tests, keyScanTests...)
+	tests = append(tests, keyReaderTests...)
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) { test.fn(t, open(t)) })
 	}

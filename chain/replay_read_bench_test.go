@@ -1,0 +1,114 @@
+//go:build unix
+
+package chain_test
+
+import (
+	"context"
+	"encoding/binary"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/bench/workload"
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// processCPU is the CPU time the process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// replayReadRound is how many replays, and then raw reads, one round of
+// BenchmarkReplayReadCPU times before it switches to the other.
+const replayReadRound = 5_000
+
+// BenchmarkReplayReadCPU measures what BenchmarkReplayOne measures (one
+// replay of an existing key at a time, files of replayOneEntries entries
+// reopened first, beside a raw bbolt read transaction + Get + copy of the
+// same bytes), but alternates the two in rounds of replayReadRound and
+// counts the process's CPU time as well as the wall time of each: on a
+// machine that other work shares, CPU per operation moves far less than
+// wall time, and the rounds meet the same load. It reports the engine's
+// CPU and wall time per replay ("cpu-ns/replay", "ns/replay"), the raw
+// read's ("cpu-ns/raw", "ns/raw"), and their ratios ("x-raw-cpu",
+// "x-raw"). b.N is the number of replays, and as many raw reads.
+func BenchmarkReplayReadCPU(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	db, err := chain.Open(path, chain.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := workload.UpdateBatches(ctx, db, "bench", 6, replayOneEntries, workload.BatchSize); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if db, err = chain.Open(path, chain.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	raw, err := workload.RawOpen(filepath.Join(dir, "raw.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := workload.RawSequentialPuts(raw, "bench", 6, replayOneEntries, workload.BatchSize); err != nil {
+		b.Fatal(err)
+	}
+	const scattered = 4096
+	requests := make([]chain.Request, scattered)
+	rawKeys := make([][]byte, scattered)
+	for i := range requests {
+		n := (uint64(i) * 0x9e3779b97f4a7c15 >> 11) % replayOneEntries
+		requests[i] = workload.Request("bench", 6, n)
+		rawKeys[i] = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), n+1)
+	}
+	var buf []byte
+	var engineCPU, engineWall, rawCPU, rawWall time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(replayReadRound, b.N-done)
+		cpu, start := processCPU(b), time.Now()
+		for i := done; i < done+n; i++ {
+			res, err := db.Append(ctx, requests[i%scattered])
+			if err != nil || !res.Replayed {
+				b.Fatalf("replay %d: %+v %v", i, res, err)
+			}
+		}
+		engineWall += time.Since(start)
+		engineCPU += processCPU(b) - cpu
+		cpu, start = processCPU(b), time.Now()
+		for i := done; i < done+n; i++ {
+			err := raw.View(func(tx *bbolt.Tx) error {
+				buf = append(buf[:0], tx.Bucket([]byte("entries")).Get(rawKeys[i%scattered])...)
+				return nil
+			})
+			if err != nil || len(buf) == 0 {
+				b.Fatalf("raw get %d: %v", i, err)
+			}
+		}
+		rawWall += time.Since(start)
+		rawCPU += processCPU(b) - cpu
+		done += n
+	}
+	b.StopTimer()
+	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(perOp(engineCPU), "cpu-ns/replay")
+	b.ReportMetric(perOp(rawCPU), "cpu-ns/raw")
+	b.ReportMetric(perOp(engineWall), "ns/replay")
+	b.ReportMetric(perOp(rawWall), "ns/raw")
+	if rawCPU > 0 && rawWall > 0 {
+		b.ReportMetric(float64(engineCPU)/float64(rawCPU), "x-raw-cpu")
+		b.ReportMetric(float64(engineWall)/float64(rawWall), "x-raw")
+	}
+}

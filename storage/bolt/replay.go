@@ -1,0 +1,204 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+var _ storage.KeyReader = (*Backend)(nil)
+
+// ReadKey implements storage.KeyReader: the probe, the lookup and the read
+// of the entry of a retry in one pass, with one digest of the key and one
+// resolution of the chain's id.
+//
+// The file's key filter is asked first, as MayHoldKey does. When it may
+// hold the key (a retry, the common case), a read view is taken (with the
+// log, a pooled bbolt read transaction and the durable memory tables: see
+// beginView) and the file is searched before the tables, since the file
+// holds nearly every key; the tables are walked only when the file does not
+// have it. When the filter rules the key out, the published memory tables
+// are walked without a transaction, each key with its entry under one read
+// lock, and an entry of a durable commit is the answer (a view begun then
+// would see it); a key the tables lack either is asked of the filter again,
+// since a checkpoint may have moved it to the file meanwhile, and otherwise
+// is absent.
+func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, data []byte, found bool, err error) {
+	if key == "" {
+		panic("bolt: ReadKey of an empty idempotency key")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, nil, false, err
+	}
+	if b.closed.Load() {
+		return 0, nil, false, storage.ErrClosed
+	}
+	digest := KeyDigest(key)
+	id, idKnown := b.cache.chains.get(chain)
+	if !b.fileMayHoldID(id, idKnown, &digest) {
+		if !b.overlay {
+			return 0, nil, false, nil
+		}
+		// A key of a commit that is not durable yet is not the reader's
+		// to see: the write path decides it, as it decides an absent key.
+		seq, data, found, err := b.readPublishedTables(chain, key)
+		if err != nil || found {
+			return seq, data, found, err
+		}
+		if id, idKnown = b.cache.chains.get(chain); !b.fileMayHoldID(id, idKnown, &digest) {
+			return 0, nil, false, nil
+		}
+	}
+	return b.readView(chain, key, id, idKnown, &digest)
+}
+
+// fileMayHoldID is fileMayHold with the chain's id already looked up in the
+// map of committed chains (idKnown false: the map has no such name).
+func (b *Backend) fileMayHoldID(id uint64, idKnown bool, digest *[KeyDigestSize]byte) bool {
+	f := b.cache.filter.Load()
+	if f == nil {
+		return true
+	}
+	if !idKnown {
+		return !b.cache.chains.complete.Load()
+	}
+	return f.mayContain(id, digest[:])
+}
+
+// readPublishedTables looks the key up in the memory tables of the last
+// published commit, seeing only the commits that are durable: a view begun
+// now would see those.
+func (b *Backend) readPublishedTables(chain, key string) (seq uint64, data []byte, found bool, err error) {
+	durable := b.durableLSN.Load() // before the tables: what it covers is durable
+	return b.readTables(b.published.Load().tables, durable, chain, key)
+}
+
+// readTables looks the key up in memory tables as of a commit, newest
+// table first, and copies its entry.
+func (b *Backend) readTables(tables []*memtable, asOf uint64, chain, key string) (seq uint64, data []byte, found bool, err error) {
+	for _, m := range tables {
+		seq, ok := m.lookupKey(chain, key, asOf)
+		if !ok {
+			continue
+		}
+		// A commit adds a key and its entry together, so the entry is here.
+		stored, ok := m.entry(chain, seq, asOf)
+		if !ok {
+			return 0, nil, false, fmt.Errorf("%s: %w: chain %q key %q: a memory table maps it to seq %d, which it does not hold",
+				b.path, storage.ErrCorrupt, chain, key, seq)
+		}
+		return seq, append(make([]byte, 0, len(stored)), stored...), true, nil
+	}
+	return 0, nil, false, nil
+}
+
+// readView reads the key in a read view: the file, then (with the log) the
+// view's memory tables.
+func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte) (seq uint64, data []byte, found bool, err error) {
+	var v *memView
+	var t *tx
+	if b.overlay {
+		if v, t, err = b.beginView(false); err != nil {
+			return 0, nil, false, err
+		}
+	} else {
+		btx, err := b.beginBolt(false)
+		if err != nil {
+			return 0, nil, false, err
+		}
+		t = &tx{tx: btx, path: b.path, cache: b.cache}
+	}
+	seq, data, found, broken, err := b.readFile(t, chain, key, id, idKnown, digest)
+	b.endRead(t, broken)
+	if err != nil || found || v == nil {
+		return seq, data, found, err
+	}
+	return b.readTables(v.tables, v.asOf, chain, key)
+}
+
+// readFile looks the key up in the file and copies its entry, under
+// recover as every read of the file made for a caller (see guardedTx):
+// broken reports a recovered panic, after which the transaction is not
+// reused.
+func (b *Backend) readFile(t *tx, chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte) (seq uint64, data []byte, found, broken bool, err error) {
+	defer func(fault bool) {
+		debug.SetPanicOnFault(fault)
+		if p := recover(); p != nil {
+			seq, data, found, broken, err = 0, nil, false, true, damagedError(b.path, p)
+		}
+	}(debug.SetPanicOnFault(true))
+	if !idKnown {
+		id, err = t.chainID(chain)
+		if errors.Is(err, storage.ErrNotFound) {
+			return 0, nil, false, false, nil // the file has no such chain
+		}
+		if err != nil {
+			return 0, nil, false, false, err
+		}
+	}
+	seq, found, err = t.lookupDigest(id, key, digest)
+	if err != nil || !found {
+		return 0, nil, false, false, err
+	}
+	stored, err := t.entryAt(id, seq)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil, false, false, fmt.Errorf("%s: %w: chain %q key %q: the index maps it to seq %d, which the file does not hold",
+			b.path, storage.ErrCorrupt, chain, key, seq)
+	}
+	if err != nil {
+		return 0, nil, false, false, err
+	}
+	return seq, append(make([]byte, 0, len(stored)), stored...), true, false, nil
+}
+
+// endRead ends a read view's file transaction: back to the pool when it is
+// sound and reads the file's last commit (see logTx.endBase), rolled back
+// otherwise.
+func (b *Backend) endRead(t *tx, broken bool) {
+	if !b.overlay {
+		g := guardedTx{t: t}
+		g.Rollback()
+		return
+	}
+	if broken || t.done || !b.readers.give(t) {
+		g := guardedTx{t: t}
+		if broken {
+			g.rollback()
+			return
+		}
+		g.Rollback()
+	}
+}
+
+// lookupDigest is lookupKey for a read transaction whose caller has the
+// key's digest and has asked the key filter already: the runs, highest
+// levels first, each behind its own filter, then the recent B-tree.
+func (t *tx) lookupDigest(chainID uint64, key string, digest *[KeyDigestSize]byte) (uint64, bool, error) {
+	if err := t.loadRuns(); err != nil {
+		return 0, false, err
+	}
+	var target [keyRecordPrefix]byte
+	binary.BigEndian.PutUint64(target[:8], chainID)
+	copy(target[8:], digest[:])
+	for i := len(t.index.runs) - 1; i >= 0; i-- {
+		r := t.index.runs[i]
+		if !filterMayContain(r.filter, chainID, digest[:]) {
+			continue
+		}
+		seq, ok, err := t.searchRun(r.name, target[:])
+		if err != nil || ok {
+			return seq, ok, err
+		}
+	}
+	if v := t.keys().Get(keyIndexKey(chainID, key)); v != nil {
+		if len(v) != 8 {
+			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
+		}
+		return binary.BigEndian.Uint64(v), true, nil
+	}
+	return 0, false, nil
+}
