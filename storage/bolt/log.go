@@ -509,14 +509,24 @@ func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable, after, through uint
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	var digests checkpointDigests
 	for _, name := range names {
-		for _, e := range m.chains[name].entries {
-			if e.lsn <= after || e.lsn > through {
-				continue
-			}
-			rec := storage.Record{Seq: e.seq, IdempotencyKey: e.key, Data: e.data}
-			if err := g.Append(ctx, name, rec, e.head); err != nil {
-				return err
+		entries := m.chains[name].entries
+		for len(entries) > 0 {
+			batch := entries[:min(len(entries), checkpointDigestBatch)]
+			entries = entries[len(batch):]
+			digests.digest(batch)
+			for i, e := range batch {
+				if e.lsn <= after || e.lsn > through {
+					continue
+				}
+				if e.key != "" {
+					g.t.nextKeyDigest = &digests.out[i]
+				}
+				rec := storage.Record{Seq: e.seq, IdempotencyKey: e.key, Data: e.data}
+				if err := g.Append(ctx, name, rec, e.head); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -537,6 +547,33 @@ func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable, after, through uint
 		return err
 	}
 	return g.putMeta(metaCheckpointLSN, binary.BigEndian.AppendUint64(nil, through))
+}
+
+// checkpointDigestBatch is how many entries a checkpoint digests the keys
+// of at once.
+const checkpointDigestBatch = 256
+
+// checkpointDigests computes the key digests of a checkpoint's entries in
+// batches: the log commit looked each key up already, but the digest, which
+// the file's index stores, costs as much again one by one.
+type checkpointDigests struct {
+	digester storage.KeyDigester
+	keys     []string
+	out      [][KeyDigestSize]byte
+}
+
+// digest sets out[i] to the digest of batch[i]'s key (empty keys too, which
+// are not used).
+func (c *checkpointDigests) digest(batch []memEntry) {
+	c.keys = c.keys[:0]
+	for i := range batch {
+		c.keys = append(c.keys, batch[i].key)
+	}
+	if cap(c.out) < len(batch) {
+		c.out = make([][KeyDigestSize]byte, checkpointDigestBatch)
+	}
+	c.out = c.out[:len(batch)]
+	c.digester.Digest(c.out, c.keys)
 }
 
 // putMeta writes a key of the meta bucket under recover.

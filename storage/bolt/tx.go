@@ -44,6 +44,10 @@ type tx struct {
 	// appends was looked up by the log commit that recorded it, against
 	// everything committed before, so it is indexed without a lookup.
 	keysProvenNew bool
+	// nextKeyDigest, when set on a checkpoint's transaction, is the digest
+	// of the key of the next Append, which the checkpoint computed in a
+	// batch with its neighbours'; Append uses it once.
+	nextKeyDigest *[KeyDigestSize]byte
 	// newChains lists the chains this write transaction created: their ids
 	// go to the backend's map once the commit has succeeded.
 	newChains []newChain
@@ -171,6 +175,8 @@ func (t *tx) Head(ctx context.Context, chain string) (storage.Head, error) {
 }
 
 func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head storage.Head) error {
+	proven := t.nextKeyDigest
+	t.nextKeyDigest = nil
 	if err := t.usable(true); err != nil {
 		return err
 	}
@@ -202,7 +208,11 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 			if _, err := t.keyFilter(); err != nil {
 				return err
 			}
-			digest = KeyDigest(rec.IdempotencyKey)
+			if proven != nil {
+				digest = *proven
+			} else {
+				digest = KeyDigest(rec.IdempotencyKey)
+			}
 		case !t.justMissed(c.id, rec.IdempotencyKey):
 			var found bool
 			_, found, digest, err = t.lookupKey(c.id, rec.IdempotencyKey)
