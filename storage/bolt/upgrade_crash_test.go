@@ -54,11 +54,16 @@ func TestCrashDuringUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A child that is not killed times the whole open; the kills land at a
+	// quarter, a half and three quarters of it.
+	timed := filepath.Join(folder, "timed.db")
+	copyTestFile(t, original, timed)
+	whole := killUpgradeChild(t, timed, time.Minute)
 	halfway := 0
-	for round, delay := range []time.Duration{20 * time.Millisecond, 80 * time.Millisecond, 250 * time.Millisecond} {
+	for round := range 3 {
 		path := filepath.Join(folder, fmt.Sprintf("round%d.db", round))
 		copyTestFile(t, original, path)
-		killUpgradeChild(t, path, delay)
+		killUpgradeChild(t, path, whole*time.Duration(round+1)/4)
 		if upgradeBucketLeft(t, path) {
 			halfway++
 		}
@@ -88,8 +93,9 @@ func TestCrashDuringUpgrade(t *testing.T) {
 }
 
 // killUpgradeChild starts the child on path and kills it delay after it
-// began its open.
-func killUpgradeChild(t *testing.T, path string, delay time.Duration) {
+// began its open, unless it has finished by then; it returns how long the
+// child ran after it began its open.
+func killUpgradeChild(t *testing.T, path string, delay time.Duration) time.Duration {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashDuringUpgrade$")
 	cmd.Env = append(os.Environ(), upgradeCrashChildEnv+"="+path)
@@ -106,10 +112,21 @@ func killUpgradeChild(t *testing.T, path string, delay time.Duration) {
 		cmd.Wait()
 		t.Fatalf("the child said %q before its open", lines.Text())
 	}
-	time.Sleep(delay)
-	cmd.Process.Signal(syscall.SIGKILL)
-	io.Copy(io.Discard, stdout)
+	began := time.Now()
+	finished := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stdout)
+		close(finished)
+	}()
+	select {
+	case <-time.After(delay):
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-finished
+	case <-finished:
+	}
+	ran := time.Since(began)
 	cmd.Wait()
+	return ran
 }
 
 // upgradeBucketLeft reports whether the file holds an upgrade in progress.
