@@ -36,24 +36,7 @@ func TestCrashDuringUpgrade(t *testing.T) {
 	}
 	folder := t.TempDir()
 	original := filepath.Join(folder, "v2.db")
-	b, err := Open(original, Options{Log: LogOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][][]byte{}
-	for i := range 6 {
-		appendRaw(t, b, want, 1500, fmt.Sprint("old", i))
-	}
-	b.Close()
-	raw, err := bbolt.Open(original, FileMode, BboltOptions(Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = raw.Update(DowngradeToFormatV2)
-	raw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := writeFormatV2File(t, original, 6, 1500)
 	// A child that is not killed times the whole open; the kills land at a
 	// quarter, a half and three quarters of it.
 	timed := filepath.Join(folder, "timed.db")

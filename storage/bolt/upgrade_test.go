@@ -73,6 +73,35 @@ func checkEntries(t *testing.T, b *Backend, want map[string][][]byte) {
 	}
 }
 
+// writeFormatV2File writes a file of FormatV2 at path: transactions of
+// entriesEach entries round upgradeChains, which it returns.
+func writeFormatV2File(t *testing.T, path string, transactions, entriesEach int) map[string][][]byte {
+	t.Helper()
+	b, err := Open(path, Options{Log: LogOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][][]byte{}
+	for i := range transactions {
+		appendRaw(t, b, want, entriesEach, fmt.Sprint("old", i))
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := bbolt.Open(path, FileMode, BboltOptions(Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(DowngradeToFormatV2)
+	if closeErr := raw.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
 func fileFormat(t *testing.T, b *Backend) string {
 	t.Helper()
 	var format string
@@ -90,23 +119,11 @@ func fileFormat(t *testing.T, b *Backend) string {
 // back, the entries bucket is gone, and new entries extend the chains.
 func TestUpgradeEntriesToSegments(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	b, err := Open(path, Options{Log: LogOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][][]byte{}
-	for i := range 4 {
-		appendRaw(t, b, want, 700, fmt.Sprint("old", i))
-	}
-	b.Close()
-
+	want := writeFormatV2File(t, path, 4, 700)
 	defer func(old int) { upgradeBatchBytes = old }(upgradeBatchBytes)
 	upgradeBatchBytes = 50_000
 	raw, err := bbolt.Open(path, FileMode, BboltOptions(Options{}))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.Update(DowngradeToFormatV2); err != nil {
 		t.Fatal(err)
 	}
 	err = raw.Update(func(btx *bbolt.Tx) error {
@@ -131,7 +148,8 @@ func TestUpgradeEntriesToSegments(t *testing.T) {
 	checkEntries(t, ro, want)
 	ro.Close()
 
-	if b, err = Open(path, Options{Log: LogOff}); err != nil {
+	b, err := Open(path, Options{Log: LogOff})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
