@@ -30,17 +30,56 @@ func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRe
 		if !t.scanPendingKeys(c.id, yield) || !t.scanRecentKeys(chain, c.id, yield) {
 			return
 		}
-		if err := t.loadRuns(); err != nil {
+		names, err := t.scanRunNames()
+		if err != nil {
 			yield(storage.KeyRef{}, fmt.Errorf("chain %q: %w", chain, err))
 			return
 		}
 		var memory scanMemory
-		for _, r := range t.index.runs {
-			if !t.scanRunKeys(chain, c.id, r.name, &memory, yield) {
+		for _, name := range names {
+			if !t.scanRunKeys(chain, c.id, name, &memory, yield) {
 				return
 			}
 		}
 	}
+}
+
+// scanRunNames returns the names of the runs, in the order of the index.
+// A read transaction that has not loaded the runs lists them from the
+// file, with the checks of loading one (readRun) but without reading its
+// filter, which a scan does not need: a process that had not loaded the
+// runs read every filter first, a page per fault on a cold file (over a
+// quarter of a cold verify's major faults). A write transaction, whose
+// list may differ from the file's until it commits, takes its own.
+func (t *tx) scanRunNames() ([]keyRunName, error) {
+	if t.index.loaded || t.tx.Writable() || t.runs() == nil {
+		if err := t.loadRuns(); err != nil {
+			return nil, err
+		}
+		names := make([]keyRunName, len(t.index.runs))
+		for i, r := range t.index.runs {
+			names[i] = r.name
+		}
+		return names, nil
+	}
+	var names []keyRunName
+	cur := t.runs().Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if v != nil || len(k) != len(keyRunName{}) {
+			return nil, fmt.Errorf("%s: %w: key run %x", t.path, storage.ErrCorrupt, k)
+		}
+		name := keyRunName(k)
+		b := t.runBucket(name)
+		if b == nil {
+			return nil, fmt.Errorf("%s: %w: key run %x is not a bucket", t.path, storage.ErrCorrupt, name)
+		}
+		cv, fv := b.Get(runCountKey), b.Get(runFilterKey) // fv's length only: its pages are not read
+		if len(cv) != 8 || len(fv) == 0 || len(fv)%(filterBlockWords*8) != 0 {
+			return nil, fmt.Errorf("%s: %w: key run %x header", t.path, storage.ErrCorrupt, name)
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 // scanPendingKeys yields the keys this write transaction appended; they

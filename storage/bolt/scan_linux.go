@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,12 +17,16 @@ import (
 // with the file. scanMemory reads ahead of the scan itself and drops the
 // pages of the map every few MiB it reads (they stay in the page cache).
 const (
-	// scanQuietBytes is how much a scan reads before it reads ahead and
-	// releases: short scans pay nothing. It is small because every chunk
-	// of a verify is a scan of its own: with 1 MiB, a cold verify of
-	// 1,000,000 entries took about 6,000 major faults (one synchronous
-	// read each) where it takes 2,500 with 64 KiB.
+	// scanQuietBytes is how much a scan reads before it looks the map up,
+	// reads ahead and releases: short scans pay nothing. It is small
+	// because every chunk of a verify is a scan of its own: with 1 MiB, a
+	// cold verify of 1,000,000 entries took about 6,000 major faults (one
+	// synchronous read each) where it takes 2,500 with 64 KiB.
 	scanQuietBytes = 64 << 10
+	// scanBeginAdviceBytes is what a scan reads ahead of its first value
+	// when a map it knows holds the value (see begin): past its quiet
+	// start, where the window takes over.
+	scanBeginAdviceBytes = 2 * scanQuietBytes
 	// scanReadAheadBytes is the window read ahead of a scan.
 	scanReadAheadBytes = 16 << 20
 	// scanAdviceBytes is the most one MADV_WILLNEED asks for: less than
@@ -36,6 +41,9 @@ const (
 	// of the page cache: 1,000,000 entries verified with 16 MiB peaked at
 	// 65 MiB resident, with 2 MiB at about 50 MiB.
 	scanReleaseBytes = 2 << 20
+	// scanMapsMax bounds the maps remembered for begin: bbolt maps the
+	// file again when it grows, so old ranges are forgotten, oldest first.
+	scanMapsMax = 8
 )
 
 type scanMemory struct {
@@ -49,11 +57,59 @@ type scanMemory struct {
 	releases         int // how many times the map was released, for tests
 }
 
+// scanMaps remembers the file maps that scans found (mappingOf), newest
+// last, so that a scan can read ahead from its first value (begin), and
+// the range the last begin advised.
+var scanMaps struct {
+	sync.Mutex
+	ranges [][2]uintptr
+	begun  [2]uintptr
+}
+
+// rememberScanMap adds the map start..end to scanMaps.
+func rememberScanMap(start, end uintptr) {
+	scanMaps.Lock()
+	defer scanMaps.Unlock()
+	for _, r := range scanMaps.ranges {
+		if r == [2]uintptr{start, end} {
+			return
+		}
+	}
+	if len(scanMaps.ranges) == scanMapsMax {
+		scanMaps.ranges = append(scanMaps.ranges[:0], scanMaps.ranges[1:]...)
+	}
+	scanMaps.ranges = append(scanMaps.ranges, [2]uintptr{start, end})
+}
+
+// beginAdvice reports whether a scan that begins at the page start is to
+// read ahead: a remembered map holds the scanBeginAdviceBytes from start,
+// and start is not in what the last scan to begin advised. Many short
+// scans one after another (a verify of many small chains, whose entries
+// lie side by side) then pay one system call per scanBeginAdviceBytes, not
+// one each.
+func beginAdvice(start uintptr) bool {
+	scanMaps.Lock()
+	defer scanMaps.Unlock()
+	if b := scanMaps.begun; b[0] <= start && start < b[1] {
+		return false
+	}
+	for _, r := range scanMaps.ranges {
+		if r[0] <= start && start+scanBeginAdviceBytes <= r[1] {
+			scanMaps.begun = [2]uintptr{start, start + scanBeginAdviceBytes}
+			return true
+		}
+	}
+	return false
+}
+
 // observe is called with every value a scan yields, inside the read
-// transaction that keeps the map in place.
+// transaction that keeps the map in place. A value may be of any size.
 func (s *scanMemory) observe(v []byte) {
 	if s.disabled || len(v) == 0 {
 		return
+	}
+	if s.read == 0 {
+		s.begin(v)
 	}
 	s.read += len(v)
 	s.sinceCheck += len(v)
@@ -70,6 +126,7 @@ func (s *scanMemory) observe(v []byte) {
 			s.disabled = true
 			return
 		}
+		rememberScanMap(s.mapStart, s.mapEnd)
 	}
 	if addr < s.mapStart || addr >= s.mapEnd {
 		return
@@ -81,6 +138,25 @@ func (s *scanMemory) observe(v []byte) {
 		s.releases++
 		madvise(s.mapStart, s.mapEnd-s.mapStart, unix.MADV_DONTNEED)
 	}
+}
+
+// begin reads ahead of a scan's first value when a map that scans of this
+// process found holds it: a cold scan would otherwise fault its quiet start
+// a page at a time, and each chunk of a verify begins a scan, most of them
+// where no other scan read ahead. The map is not looked up here, so that a
+// short scan makes one system call at most; a remembered map may since
+// have been unmapped (bbolt maps a growing file again), which is harmless
+// for advice that never drops anything: a release drops only the map the
+// scan itself looked up (mappingOf).
+func (s *scanMemory) begin(v []byte) {
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
+	page := uintptr(os.Getpagesize())
+	start := addr &^ (page - 1)
+	if !beginAdvice(start) {
+		return
+	}
+	madvise(start, scanBeginAdviceBytes, unix.MADV_WILLNEED)
+	s.aheadStart, s.aheadEnd = start, start+scanBeginAdviceBytes
 }
 
 // readAhead keeps the scanReadAheadBytes of the map past addr advised,

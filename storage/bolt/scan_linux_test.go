@@ -41,6 +41,7 @@ func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 	const value = 4 << 10
 	m := mapFile(t, 2*scanReleaseBytes+scanCheckBytes+scanReadAheadBytes+value)
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	forgetScanMaps(t)
 	var s scanMemory
 	read := 0
 	for ; read+value < scanQuietBytes; read += value {
@@ -68,5 +69,66 @@ func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 	checkWindow(start + uintptr(read-scanCheckBytes)) // the last look was at most this far back
 	if s.releases != 2 {
 		t.Fatalf("%d releases after %d bytes, want 2", s.releases, read)
+	}
+}
+
+// forgetScanMaps empties the maps scans remember, for a test whose map may
+// lie where an earlier test's was; they are forgotten again at its end.
+func forgetScanMaps(t *testing.T) {
+	clear := func() {
+		scanMaps.Lock()
+		scanMaps.ranges, scanMaps.begun = nil, [2]uintptr{}
+		scanMaps.Unlock()
+	}
+	clear()
+	t.Cleanup(clear)
+}
+
+// A scan that begins inside a map an earlier scan found reads ahead of its
+// first value, before it is past quiet: each chunk of a verify is a scan
+// whose start a cold verify faulted a page at a time. The advice stays
+// inside the map; a scan in a map nobody found, or inside what the last
+// scan to begin advised, makes no call.
+func TestScanMemoryBeginsAheadInKnownMap(t *testing.T) {
+	const value = 4 << 10
+	m := mapFile(t, scanQuietBytes+scanReadAheadBytes+2*scanBeginAdviceBytes)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	forgetScanMaps(t)
+
+	var first scanMemory
+	first.observe(m[:value])
+	if first.aheadEnd != 0 {
+		t.Fatalf("a scan in a map nobody found read ahead to %#x", first.aheadEnd)
+	}
+	for read := value; read < scanQuietBytes; read += value {
+		first.observe(m[read : read+value])
+	}
+	if first.mapStart != start {
+		t.Fatalf("the first scan found the map at %#x, want %#x", first.mapStart, start)
+	}
+
+	at := len(m) - scanBeginAdviceBytes - value // a second scan, further on
+	var second scanMemory
+	second.observe(m[at : at+value])
+	want := start + uintptr(at)
+	if second.aheadStart != want || second.aheadEnd != want+scanBeginAdviceBytes {
+		t.Fatalf("a scan beginning at %#x read ahead %#x-%#x, want %#x-%#x",
+			want, second.aheadStart, second.aheadEnd, want, want+scanBeginAdviceBytes)
+	}
+	if second.mapEnd != 0 || second.releases != 0 {
+		t.Fatalf("a scan of one value looked the map up (%#x-%#x) or released it (%d)", second.mapStart, second.mapEnd, second.releases)
+	}
+
+	var again scanMemory // begins inside what second advised
+	again.observe(m[at+value : at+2*value])
+	if again.aheadEnd != 0 {
+		t.Fatalf("a scan beginning inside the range the last one advised read ahead to %#x", again.aheadEnd)
+	}
+
+	last := len(m) - value // too close to the map's end for the advice
+	var third scanMemory
+	third.observe(m[last:])
+	if third.aheadEnd != 0 {
+		t.Fatalf("a scan %d bytes before the map's end read ahead to %#x, past it", value, third.aheadEnd)
 	}
 }
