@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// FuzzDecodeFields: Verify's copy-free decoder accepts exactly the records
-// DecodeRecord accepts, reads the same fields, and hashes them as
+// FuzzDecodeFields: Verify's copy-free decoder (and validRecord, its check
+// without the fields) accepts exactly the records DecodeRecord accepts, reads the same fields, and hashes them as
 // ComputeHash does; the fields Verify's chunks read in place are
 // DecodeRecord's. Seeds: testdata/fuzz/FuzzDecodeFields (vectorgen).
 func FuzzDecodeFields(f *testing.F) {
@@ -18,6 +18,9 @@ func FuzzDecodeFields(f *testing.F) {
 		fields, ok := decodeFields(data)
 		if ok != (wantErr == nil) {
 			t.Fatalf("decodeFields ok=%v, DecodeRecord %v", ok, wantErr)
+		}
+		if valid := validRecord(data); valid != ok {
+			t.Fatalf("validRecord %v, decodeFields ok=%v", valid, ok)
 		}
 		// The item Verify checks: undecodable exactly when DecodeRecord
 		// rejects the bytes, with its words (the failure's detail).

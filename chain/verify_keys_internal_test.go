@@ -3,6 +3,7 @@ package chain
 import (
 	"encoding/binary"
 	"math/big"
+	mathrand "math/rand/v2"
 	"testing"
 
 	"github.com/zeebo/blake3"
@@ -175,4 +176,43 @@ func TestMultisetHasherKeysOfEveryLength(t *testing.T) {
 			}
 		}
 	})
+}
+
+// addHashes sums as addHash one hash at a time does, carries across limbs
+// and out of the top included: hashes of all ones, of ones with one limb
+// zero, and random ones, onto sums near 2^256.
+func TestAddHashesMatchesAddHash(t *testing.T) {
+	random := mathrand.New(mathrand.NewPCG(12, 12))
+	for round := range 200 {
+		hashes := make([][32]byte, random.IntN(600))
+		for i := range hashes {
+			for j := range hashes[i] {
+				hashes[i][j] = byte(random.Uint32())
+			}
+			switch random.IntN(4) {
+			case 0:
+				for j := range hashes[i] {
+					hashes[i][j] = 0xff
+				}
+			case 1:
+				for j := range hashes[i] {
+					hashes[i][j] = 0xff
+				}
+				clear(hashes[i][8*random.IntN(4):][:8])
+			}
+		}
+		var start multisetSum
+		for i := range start.sum {
+			start.sum[i] = ^uint64(random.IntN(3))
+		}
+		start.count = uint64(round)
+		got, want := start, start
+		got.addHashes(hashes)
+		for i := range hashes {
+			want.addHash(&hashes[i])
+		}
+		if got != want {
+			t.Fatalf("round %d (%d hashes): addHashes %v, addHash %v", round, len(hashes), got, want)
+		}
+	}
 }

@@ -159,7 +159,9 @@ func (p *verifyChunk) run(ctx context.Context, stx storage.Tx, chain string, wan
 		if p.until != 0 && rec.Seq >= p.until {
 			break
 		}
-		items = append(items, verifyItem{seq: rec.Seq, data: rec.Data})
+		// Only seq and data: hashItems sets the rest of every item.
+		items = items[:len(items)+1]
+		items[len(items)-1].seq, items[len(items)-1].data = rec.Seq, rec.Data
 		if len(items) == verifyBatchSize {
 			if err := check(); err != nil {
 				return err
