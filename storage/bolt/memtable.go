@@ -268,6 +268,9 @@ func (m *memtable) empty() bool {
 
 // visible is how many of c's entries a view as of asOf sees.
 func (c *memChain) visible(asOf uint64) int {
+	if n := len(c.entries); n == 0 || c.entries[n-1].lsn <= asOf {
+		return n // every entry: a writer's view, or a reader's of a durable table
+	}
 	return sort.Search(len(c.entries), func(i int) bool { return c.entries[i].lsn > asOf })
 }
 

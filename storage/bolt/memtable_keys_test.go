@@ -134,3 +134,29 @@ func TestMemtableKeysVisibleAsOf(t *testing.T) {
 		t.Fatal("absent key found")
 	}
 }
+
+// TestMemtableHeadVisibleAsOf checks a chain's head and entries in a
+// memory table as of each commit: the newest entry of a commit up to the
+// view's LSN, none before the first, all of them at or past the last.
+func TestMemtableHeadVisibleAsOf(t *testing.T) {
+	m := newMemtable()
+	const commits, perCommit = 5, 3
+	for c := range commits {
+		var ops []operation
+		for i := range perCommit {
+			seq := uint64(c*perCommit + i + 1)
+			ops = append(ops, operation{kind: operationAppend, chain: "a", seq: seq, head: storage.Head{Seq: seq}, data: []byte{byte(seq)}})
+		}
+		m.apply(uint64(10*(c+1)), nil, ops) // LSNs 10, 20, ...: views between commits too
+	}
+	for asOf := uint64(0); asOf <= 10*commits+5; asOf++ {
+		want := min(asOf/10, commits) * perCommit
+		h, ok := m.head("a", asOf)
+		if ok != (want > 0) || ok && h.Seq != want {
+			t.Fatalf("head as of %d: %d %v, want %d", asOf, h.Seq, ok, want)
+		}
+		if got := m.entriesChunk("a", 1, asOf, 100, nil); uint64(len(got)) != want {
+			t.Fatalf("as of %d: %d entries, want %d", asOf, len(got), want)
+		}
+	}
+}
