@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
 	"pgregory.net/rapid"
 
 	"github.com/ledgerworks/ledger/storage"
@@ -193,4 +194,106 @@ func TestReadKeyRapid(t *testing.T) {
 			},
 		})
 	})
+}
+
+// TestReadKeyReadOnly reads keys through handles opened read-only, which
+// have no key filter: of a file closed cleanly, and of a file whose log a
+// crash left behind (its commits are read from the log's memory table).
+func TestReadKeyReadOnly(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			b, err := bolt.Open(path, bolt.Options{Log: bolt.LogOn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			commitN(t, b, "a", 1, 40)
+			if err := bolt.Checkpoint(b); err != nil {
+				t.Fatal(err)
+			}
+			commitN(t, b, "a", 41, 45) // in the memory table only
+			if crash {
+				bolt.Abandon(b)
+			} else if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			for seq := uint64(1); seq <= 45; seq++ {
+				want := testRecord("a", seq)
+				got, data, found, err := r.ReadKey(ctx, "a", want.IdempotencyKey)
+				if err != nil || !found || got != seq || !bytes.Equal(data, want.Data) {
+					t.Fatalf("ReadKey(a, %q) = %d, %q, %v, %v; want %d, %q", want.IdempotencyKey, got, data, found, err, seq, want.Data)
+				}
+			}
+			if _, _, found, err := r.ReadKey(ctx, "a", "never"); err != nil || found {
+				t.Fatalf("ReadKey of a key never committed = %v, %v", found, err)
+			}
+		})
+	}
+}
+
+// TestReadKeyIndexPointsNowhere damages a run record of the file so that
+// it maps a key to a seq the chain does not have: ReadKey must return an
+// error wrapping storage.ErrCorrupt, not "absent" (which would let an
+// append write the key a second time).
+func TestReadKeyIndexPointsNowhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	b, err := bolt.Open(path, bolt.Options{Log: bolt.LogOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, b, "a", 1, 40) // 40 keys: a run of their own
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	damaged := testRecord("a", 7).IdempotencyKey
+	digest := bolt.KeyDigest(damaged)
+	raw, err := bbolt.Open(path, bolt.FileMode, bolt.BboltOptions(bolt.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	err = raw.Update(func(btx *bbolt.Tx) error {
+		runs := btx.Bucket(bolt.BucketKeyRuns)
+		return runs.ForEach(func(name, _ []byte) error {
+			run := runs.Bucket(name)
+			var chunks [][2][]byte
+			run.ForEach(func(k, v []byte) error {
+				chunks = append(chunks, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+				return nil
+			})
+			for _, c := range chunks {
+				for o := 0; o+32 <= len(c[1]) && len(c[0]) == 24; o += 32 {
+					if bytes.Equal(c[1][o+8:o+24], digest[:]) {
+						copy(c[1][o+24:o+32], []byte{0, 0, 0, 0, 0, 0, 0x30, 0x39}) // seq 12345
+						found = true
+						if err := run.Put(c[0], c[1]); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			return nil
+		})
+	})
+	raw.Close()
+	if err != nil || !found {
+		t.Fatalf("damaging the run record of %q: found %v, %v", damaged, found, err)
+	}
+	b, err = bolt.Open(path, bolt.Options{Log: bolt.LogOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if seq, data, found, err := b.ReadKey(ctx, "a", damaged); !errors.Is(err, storage.ErrCorrupt) || found {
+		t.Fatalf("ReadKey of a key mapped to a missing seq = %d, %q, %v, %v; want ErrCorrupt", seq, data, found, err)
+	}
+	want := testRecord("a", 8)
+	if seq, data, found, err := b.ReadKey(ctx, "a", want.IdempotencyKey); err != nil || !found || seq != 8 || !bytes.Equal(data, want.Data) {
+		t.Fatalf("ReadKey of an undamaged key = %d, %q, %v, %v", seq, data, found, err)
+	}
 }
