@@ -154,7 +154,10 @@
 // returns, so that a recovered ledger is a plain file again; a read-only
 // open keeps it in memory and writes nothing. A log left by a crash is
 // replayed whatever Options.Log says. LogOn is LogModeDefault; LogOff
-// commits every transaction straight to the file, a bbolt commit each.
+// commits every transaction straight to the file, a bbolt commit each,
+// which rewrites the last segment of every chain it appended to (up to
+// SegmentBytesMax each): small commits write more bytes than with the log,
+// whose checkpoints rewrite a chain's last segment once per table.
 //
 // # Caveats
 //

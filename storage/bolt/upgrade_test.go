@@ -216,3 +216,59 @@ func TestSegmentsFillAcrossTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSegmentsReadMidTransaction: a write transaction that scans a chain
+// between its appends writes the chain's unfilled segment for the scan and
+// replaces it when it appends again, so that the file holds each entry
+// once.
+func TestSegmentsReadMidTransaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	b, err := Open(path, Options{Log: LogOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	want := map[string][][]byte{}
+	appendRaw(t, b, want, 30, "first")
+	ctx := context.Background()
+	stx, err := b.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		for range 4 {
+			seq := uint64(len(want["a"]) + 1)
+			data := fmt.Appendf(nil, "round %d seq %d", round, seq)
+			if err := stx.Append(ctx, "a", storage.Record{Seq: seq, Data: data}, storage.Head{Seq: seq}); err != nil {
+				t.Fatal(err)
+			}
+			want["a"] = append(want["a"], data)
+		}
+		n := 0
+		for rec, err := range stx.Entries(ctx, "a", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(rec.Data, want["a"][n]) {
+				t.Fatalf("round %d: seq %d holds %q, want %q", round, rec.Seq, rec.Data, want["a"][n])
+			}
+			n++
+		}
+		if n != len(want["a"]) {
+			t.Fatalf("round %d: the scan yields %d entries, want %d", round, n, len(want["a"]))
+		}
+	}
+	if err := stx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, b, want)
+	b.View(func(btx *bbolt.Tx) error {
+		if n := btx.Bucket(BucketSegments).Stats().KeyN; n != len(upgradeChains) {
+			t.Errorf("%d segments for %d short chains", n, len(upgradeChains))
+		}
+		return nil
+	})
+	if err := b.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
