@@ -708,6 +708,9 @@ func (t *logTx) CommitAsync() (wait func() error, err error) {
 	t.done = true
 	t.endBase()
 	defer t.b.releaseWriter()
+	if v := t.view.tables; len(v) > 1 && v[0] == t.b.active {
+		v[0].presizeLike(v[1]) // the first commit after a freeze
+	}
 	lsn, err := t.b.commitNoSync(t.operations, t.recordSize)
 	t.returnScratch()
 	if err != nil {

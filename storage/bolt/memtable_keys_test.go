@@ -160,3 +160,56 @@ func TestMemtableHeadVisibleAsOf(t *testing.T) {
 		}
 	}
 }
+
+// TestMemtablePresizeLike checks that a new table takes the sizes of the
+// previous table's large chains (and only theirs, within the bounds), that
+// commits then fill it without growing, and that a table that already
+// holds a commit is left as it is.
+func TestMemtablePresizeLike(t *testing.T) {
+	previous := newMemtable()
+	var ops []operation
+	for c := range presizeChainsMax + 4 {
+		name := fmt.Sprintf("big-%02d", c)
+		for seq := uint64(1); seq <= presizeEntriesMin; seq++ {
+			ops = append(ops, operation{kind: operationAppend, chain: name, seq: seq, key: fmt.Sprintf("k%d", seq), head: storage.Head{Seq: seq}})
+		}
+	}
+	ops = append(ops, operation{kind: operationAppend, chain: "small", seq: 1, key: "k", head: storage.Head{Seq: 1}})
+	previous.apply(1, nil, ops)
+
+	m := newMemtable()
+	m.presizeLike(previous)
+	if len(m.chains) != presizeChainsMax {
+		t.Fatalf("%d chains presized, want %d", len(m.chains), presizeChainsMax)
+	}
+	var name string
+	for n, c := range m.chains {
+		if cap(c.entries) != presizeEntriesMin || len(c.entries) != 0 || c.keys.count != 0 || len(c.keys.slots) < 2*(presizeEntriesMin+1) {
+			t.Fatalf("chain %s: %d of %d entries, %d keys in %d slots", n, len(c.entries), cap(c.entries), c.keys.count, len(c.keys.slots))
+		}
+		name = n
+	}
+	if _, ok := m.head(name, 1); ok {
+		t.Fatal("a presized chain shows a head")
+	}
+	entries, slots := &m.chains[name].entries, len(m.chains[name].keys.slots)
+	array := cap(*entries)
+	var fill []operation
+	for seq := uint64(1); seq <= presizeEntriesMin; seq++ {
+		fill = append(fill, operation{kind: operationAppend, chain: name, seq: seq, key: fmt.Sprintf("k%d", seq), keyHash: keyHash(fmt.Sprintf("k%d", seq)), head: storage.Head{Seq: seq}})
+	}
+	m.apply(1, nil, fill)
+	if cap(*entries) != array || len(m.chains[name].keys.slots) != slots {
+		t.Fatalf("the presized chain grew: %d entries, %d slots (was %d, %d)", cap(*entries), len(m.chains[name].keys.slots), array, slots)
+	}
+	for seq := uint64(1); seq <= presizeEntriesMin; seq++ {
+		if got, ok := m.lookupKey(name, fmt.Sprintf("k%d", seq), 1); !ok || got != seq {
+			t.Fatalf("k%d: %d %v", seq, got, ok)
+		}
+	}
+
+	m.presizeLike(previous) // holds a commit now: left as it is
+	if len(m.chains) != presizeChainsMax || len(m.chains[name].entries) != presizeEntriesMin {
+		t.Fatalf("presizeLike changed a table in use: %d chains, %d entries", len(m.chains), len(m.chains[name].entries))
+	}
+}
