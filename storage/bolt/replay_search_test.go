@@ -9,11 +9,11 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestSearchChunk checks the search in a run's chunk against a plain
-// binary search over the records' bytes, on chunks of one chain with
-// uniform digests (where the interpolation applies), of several chains,
-// and with digests bunched at the ends of the range, for targets that are
-// in the chunk, between its records and outside it.
+// TestSearchChunk checks the search in a run's chunk, which compares
+// words, against a binary search over the records' bytes, on chunks of one
+// chain or several, with uniform digests and with digests bunched at the
+// ends of the range, for targets that are in the chunk, between its
+// records and outside it.
 func TestSearchChunk(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(0, keyChunkRecords).Draw(t, "records")
