@@ -22,11 +22,10 @@ var _ storage.KeyReader = (*Backend)(nil)
 // beginView) and the file is searched before the tables, since the file
 // holds nearly every key; the tables are walked only when the file does not
 // have it. When the filter rules the key out, the published memory tables
-// are walked without a transaction, each key with its entry under one read
-// lock, and an entry of a durable commit is the answer (a view begun then
-// would see it); a key the tables lack either is asked of the filter again,
-// since a checkpoint may have moved it to the file meanwhile, and otherwise
-// is absent.
+// are walked without a transaction, as of the durable LSN, and an entry
+// they hold is the answer (a view begun then would see it); a key they lack
+// is asked of the filter again, since a checkpoint may have moved it to the
+// file meanwhile, and otherwise is absent, with no transaction begun.
 func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, data []byte, found bool, err error) {
 	if key == "" {
 		panic("bolt: ReadKey of an empty idempotency key")
