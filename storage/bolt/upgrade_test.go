@@ -24,6 +24,7 @@ func appendRaw(t *testing.T, b *Backend, want map[string][][]byte, n int, tag st
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer stx.Rollback() // after a failure: Close waits for the writer
 	for i := range n {
 		name := upgradeChains[i%len(upgradeChains)]
 		seq := uint64(len(want[name]) + 1)
@@ -200,6 +201,7 @@ func TestSegmentsFillAcrossTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer stx.Rollback() // after a failure: Close waits for the writer
 	seq := uint64(len(want["a"]) + 1)
 	if err := stx.Append(ctx, "a", storage.Record{Seq: seq, Data: []byte("rolled back")}, storage.Head{Seq: seq}); err != nil {
 		t.Fatal(err)
@@ -210,7 +212,9 @@ func TestSegmentsFillAcrossTransactions(t *testing.T) {
 	if got, err := stx.Entry(ctx, "a", seq-1); err != nil || !bytes.Equal(got, want["a"][seq-2]) {
 		t.Fatalf("entry before it: %q, %v", got, err)
 	}
-	stx.Rollback()
+	if err := stx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
 	checkEntries(t, b, want)
 	if err := b.Check(); err != nil {
 		t.Fatal(err)
@@ -235,6 +239,7 @@ func TestSegmentsReadMidTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer stx.Rollback() // after a failure: Close waits for the writer
 	for round := range 3 {
 		for range 4 {
 			seq := uint64(len(want["a"]) + 1)
