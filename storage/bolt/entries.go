@@ -29,6 +29,19 @@ func entryKey(chainID, seq uint64) []byte {
 	return k[:]
 }
 
+// segmentCursor returns a cursor on the segments: a read transaction's
+// own, kept between lookups, or a new one in a write transaction, whose
+// writes may move what a kept cursor stands on.
+func (t *tx) segmentCursor(segments *bbolt.Bucket) *bbolt.Cursor {
+	if t.tx.Writable() {
+		return segments.Cursor()
+	}
+	if t.segmentsCursor == nil {
+		t.segmentsCursor = segments.Cursor()
+	}
+	return t.segmentsCursor
+}
+
 // appendEntry adds the chain's next entry to its segment builder, sealing
 // the builder's segment first when the entry does not fit.
 func (t *tx) appendEntry(chainID, seq uint64, data []byte) error {

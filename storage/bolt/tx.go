@@ -57,6 +57,12 @@ type tx struct {
 	// commit.
 	builders map[uint64]*segmentBuilder
 	arena    []byte
+	// segmentsCursor is a read transaction's cursor on the segments, kept
+	// for its next lookups (a replay makes one on a pooled transaction):
+	// bbolt allocates a cursor, and grows its stack, on every Get.
+	// seekKey is the key a lookup seeks.
+	segmentsCursor *bbolt.Cursor
+	seekKey        [segmentKeySize]byte
 	// lastChain is the chain record a read transaction read last.
 	lastChain struct {
 		name   string
@@ -300,7 +306,9 @@ func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
 	if segments == nil {
 		return legacyEntry(t.tx, id, seq)
 	}
-	k, v := segments.Cursor().Seek(entryKey(id, seq))
+	binary.BigEndian.PutUint64(t.seekKey[:8], id)
+	binary.BigEndian.PutUint64(t.seekKey[8:], seq)
+	k, v := t.segmentCursor(segments).Seek(t.seekKey[:])
 	if len(k) < 8 || binary.BigEndian.Uint64(k) != id {
 		return nil, storage.ErrNotFound
 	}
