@@ -19,7 +19,8 @@
 // original entry with Result.Replayed set when the type and payload are the
 // same, and an error matching ErrIdempotencyConflict when they differ;
 // either way nothing is written. A replay is answered from a read
-// transaction; a key the backend's storage.KeyProber rules out skips that
+// transaction, or in one call by a backend that is a storage.KeyReader; a
+// key the backend's storage.KeyProber (or KeyReader) rules out skips that
 // read and goes to the committer, whose lookup decides in every case.
 //
 // Update appends to several chains atomically and is where domain packages

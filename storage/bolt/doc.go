@@ -73,8 +73,12 @@
 // first. Its "no" is exact for every commit acknowledged before the call;
 // its "maybe" may be wrong (the filter's false positives), and a read-only
 // handle always says "maybe". The committer's lookup in the write
-// transaction decides in every case. A digest stands for
-// a key, so the chain package checks that the entry it finds holds the key
+// transaction decides in every case. The Backend is also a
+// storage.KeyReader (replay.go): ReadKey answers a retry in one pass (one
+// digest of the key, the chain's id from that map, the filter, then a
+// pooled read transaction's runs and entry, and the durable memory tables)
+// and copies the entry; its "absent" is a hint like the probe's "no". A
+// digest stands for a key, so the chain package checks that the entry it finds holds the key
 // it asked for: a collision of 128-bit digests could refuse a key, never
 // answer for another. Files of the first layout (ledger/bolt/v1, keys
 // bucket only) are upgraded when opened for writing. Tests that damage a file

@@ -53,6 +53,12 @@
 // one query when other processes appended; a key the filter does not hold
 // needs no round trip (see keyfilter.go).
 //
+// The Backend is a storage.KeyReader (replay.go): a retry's entry is read
+// with one statement outside any transaction, SELECT seq, data ... WHERE
+// chain_id = $1 AND idempotency_key = $2, which sees what was committed
+// before it began, instead of a read transaction's three round trips. It is
+// not a storage.KeyProber: ruling a key out would need its own round trip.
+//
 // # Errors and retries
 //
 // Unique violations map to storage.ErrDuplicate. A serialization failure
