@@ -189,6 +189,12 @@ type keyIndex struct {
 	runs    []*keyRun
 	loaded  bool
 	pending map[pendingKey]uint64 // the keys new in this transaction -> seq
+	// provenKeys counts the keys of a checkpoint's transaction
+	// (tx.keysProvenNew), which nothing looks up before it commits: they
+	// skip the pending map, and only the first KeyRunDirectMin-1 are kept
+	// (provenFew), for a batch too small to be a run.
+	provenKeys int
+	provenFew  []provenKey
 	// records holds the run records of the pending keys, in append order:
 	// their digests are computed once, by the lookup that proved them new.
 	records []byte
@@ -274,6 +280,9 @@ func (t *tx) readRun(name keyRunName) (*keyRun, error) {
 // lookupKey finds the seq of (chain id, key) in the index. It returns the
 // key's digest as well, which an append of a new key records.
 func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, [KeyDigestSize]byte, error) {
+	if t.keysProvenNew {
+		panic("bolt: a lookup in a checkpoint's transaction, whose new keys are not in the pending map")
+	}
 	var digest [KeyDigestSize]byte
 	if seq, ok := t.index.pending[pendingKey{chainID, key}]; ok {
 		return seq, true, digest, nil
@@ -435,10 +444,18 @@ func searchChunk(chunk []byte, want recordPrefix) int {
 
 // addKey records a key appended in this transaction, with its digest.
 func (t *tx) addKey(chainID uint64, key string, seq uint64, digest *[KeyDigestSize]byte) {
-	if t.index.pending == nil {
-		t.index.pending = make(map[pendingKey]uint64)
+	switch {
+	case t.keysProvenNew:
+		t.index.provenKeys++
+		if t.index.provenKeys < KeyRunDirectMin {
+			t.index.provenFew = append(t.index.provenFew, provenKey{pendingKey{chainID, key}, seq})
+		}
+	default:
+		if t.index.pending == nil {
+			t.index.pending = make(map[pendingKey]uint64)
+		}
+		t.index.pending[pendingKey{chainID, key}] = seq
 	}
-	t.index.pending[pendingKey{chainID, key}] = seq
 	t.index.records = binary.BigEndian.AppendUint64(t.index.records, chainID)
 	t.index.records = append(t.index.records, digest[:]...)
 	t.index.records = binary.BigEndian.AppendUint64(t.index.records, seq)
@@ -449,7 +466,7 @@ func (t *tx) addKey(chainID uint64, key string, seq uint64, digest *[KeyDigestSi
 // written out as a run when it is full. Then runs are merged while a level
 // holds KeyRunFanout of them.
 func (t *tx) flushKeys() error {
-	n := len(t.index.pending)
+	n := len(t.index.pending) + t.index.provenKeys
 	if n == 0 {
 		return nil
 	}
@@ -459,8 +476,13 @@ func (t *tx) flushKeys() error {
 		return t.addRun(records)
 	}
 	for k, seq := range t.index.pending {
-		if err := t.keys().Put(keyIndexKey(k.chainID, k.key), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
-			return t.writeError(err)
+		if err := t.putRecentKey(k, seq); err != nil {
+			return err
+		}
+	}
+	for _, k := range t.index.provenFew {
+		if err := t.putRecentKey(k.pendingKey, k.seq); err != nil {
+			return err
 		}
 	}
 	recent, err := t.recentCount()
@@ -504,6 +526,20 @@ func appendRecord(records []byte, chainID uint64, key string, seq uint64) []byte
 type pendingKey struct {
 	chainID uint64
 	key     string
+}
+
+// provenKey is a key of a checkpoint's transaction with its seq.
+type provenKey struct {
+	pendingKey
+	seq uint64
+}
+
+// putRecentKey writes a key into the recent B-tree.
+func (t *tx) putRecentKey(k pendingKey, seq uint64) error {
+	if err := t.keys().Put(keyIndexKey(k.chainID, k.key), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+		return t.writeError(err)
+	}
+	return nil
 }
 
 // recordKey is a run record as big-endian words: comparing three words
