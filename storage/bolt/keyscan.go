@@ -114,18 +114,33 @@ func (t *tx) scanRecentKeys(chain string, chainID uint64, yield func(storage.Key
 	return true
 }
 
-// scanRunKeys yields the chain's records of one run. A chunk's key is the
-// prefix of its last record, so the seek to the bare chain id lands on the
-// first chunk that can hold the chain's records; that chunk may begin with
-// another chain's, and the walk ends at the first record of a greater
-// chain id. The run's other keys (count, filter) are not 24 bytes long. It
-// reports whether to go on.
+// scanRunKeys yields the chain's records of one run (see walkRunChunks).
+// It reports whether to go on.
 func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *scanMemory,
 	yield func(storage.KeyRef, error) bool) bool {
+	more, err := t.walkRunChunks(chainID, name, memory, func(chunk []byte) (bool, bool) {
+		return yieldChunk(chunk, chainID, yield)
+	})
+	if err != nil {
+		yield(storage.KeyRef{}, err)
+		return false
+	}
+	return more
+}
+
+// walkRunChunks hands each chunk of one run that may hold the chain's
+// records to each, which reports whether to go on and whether the chunk
+// held a record of a greater chain id. A chunk's key is the prefix of its
+// last record, so the seek to the bare chain id lands on the first chunk
+// that can hold the chain's records; that chunk may begin with another
+// chain's, and the walk ends at the first record of a greater chain id.
+// The run's other keys (count, filter) are not 24 bytes long. It reports
+// whether to go on; a damaged run is an error wrapping storage.ErrCorrupt.
+func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
+	each func(chunk []byte) (more, last bool)) (bool, error) {
 	b := t.runBucket(name)
 	if b == nil {
-		yield(storage.KeyRef{}, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name))
-		return false
+		return false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
 	}
 	cur := b.Cursor()
 	for k, v := cur.Seek(binary.BigEndian.AppendUint64(nil, chainID)); k != nil; k, v = cur.Next() {
@@ -135,20 +150,18 @@ func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *
 		if binary.BigEndian.Uint64(k) < chainID {
 			// A chunk key is its greatest record: no chunk at or after the
 			// seek ends below the chain.
-			yield(storage.KeyRef{}, fmt.Errorf("%s: %w: key run %x out of order", t.path, storage.ErrCorrupt, name))
-			return false
+			return false, fmt.Errorf("%s: %w: key run %x out of order", t.path, storage.ErrCorrupt, name)
 		}
 		if len(v) == 0 || len(v)%keyRecordSize != 0 {
-			yield(storage.KeyRef{}, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v)))
-			return false
+			return false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
 		}
 		memory.observe(v)
-		more, last := yieldChunk(v, chainID, yield)
+		more, last := each(v)
 		if !more || last {
-			return more
+			return more, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // yieldChunk yields a chunk's records of the chain. last reports that the
