@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,14 +20,53 @@ const (
 	requestCanceled
 )
 
-// request is one Update waiting for the committer.
+// request is one Update, or one Append, waiting for the committer. An
+// Append carries its request and gets its result here instead of through a
+// function, so that it allocates nothing: requests are pooled.
 type request struct {
 	ctx        context.Context
-	fn         func(tx *Tx) error
+	fn         func(tx *Tx) error // nil for an Append
+	appendReq  Request
+	appendRes  Result
 	state      atomic.Int32
 	err        error
 	panicValue any
-	done       chan struct{}
+	// done receives one value when the request is finished; it is
+	// buffered, so finishing never blocks, and reused by the pool.
+	done chan struct{}
+}
+
+// requests pools requests between calls: a request goes back only after
+// its caller received its answer, since a canceled one may still sit in
+// the queue.
+var requests = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+func newRequest(ctx context.Context, fn func(tx *Tx) error) *request {
+	r := requests.Get().(*request)
+	r.ctx, r.fn = ctx, fn
+	return r
+}
+
+// release returns an answered request to the pool.
+func (r *request) release() {
+	done := r.done
+	*r = request{done: done} // the atomic state is zero again, and nothing is kept alive
+	requests.Put(r)
+}
+
+// call runs the request's function, or its append, in tx.
+func (r *request) call(tx *Tx) (err error, panicValue any) {
+	if r.fn != nil {
+		return run(r.fn, tx)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			panicValue = p
+			err = fmt.Errorf("chain: append panicked: %v", p)
+		}
+	}()
+	r.appendRes, err = tx.Append(r.appendReq)
+	return err, nil
 }
 
 // durableGroup is a group whose transaction the store committed without
@@ -236,9 +276,10 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			return
 		}
 		poisoned, again := -1, false
+		tx := &Tx{}
 		for i, r := range pending {
-			tx := &Tx{db: db, ctx: r.ctx, stx: stx}
-			r.err, r.panicValue = run(r.fn, tx)
+			*tx = Tx{db: db, ctx: r.ctx, stx: stx} // one Tx per request, one allocation per group
+			r.err, r.panicValue = r.call(tx)
 			if r.err != nil && r.panicValue == nil && retry(r.err) {
 				again = true // the store rolled the whole transaction back
 				break
@@ -328,4 +369,4 @@ func finish(rs []*request, err error) {
 	}
 }
 
-func finishOne(r *request) { close(r.done) }
+func finishOne(r *request) { r.done <- struct{}{} }

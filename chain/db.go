@@ -178,12 +178,13 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 	}
-	var res Result
-	err := db.Update(ctx, func(tx *Tx) error {
-		var err error
-		res, err = tx.Append(req)
-		return err
-	})
+	r := newRequest(ctx, nil)
+	r.appendReq = req
+	if err := db.submit(r); err != nil {
+		return Result{}, err
+	}
+	res, err := r.appendRes, r.err
+	r.release()
 	if err == nil && res.Replayed && db.metrics != nil {
 		db.metrics.Replayed()
 	}
@@ -221,6 +222,20 @@ func (db *DB) replayed(ctx context.Context, req Request) (res Result, found bool
 // runs on the committer's goroutine: it must not call the DB's Append or
 // Update (that would wait for itself).
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	r := newRequest(ctx, fn)
+	if err := db.submit(r); err != nil {
+		return err
+	}
+	err := r.err
+	r.release()
+	return err
+}
+
+// submit queues r for the committer and waits for its answer, which it
+// leaves in r; a panic of the request's function is raised again here. It
+// returns an error, with r not answered and not to be reused, when the
+// DB is closed or read-only or ctx ends before the committer took r.
+func (db *DB) submit(r *request) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -228,24 +243,23 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.readOnly {
 		return ErrReadOnly
 	}
-	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
 	select {
 	case db.queue <- r:
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-r.ctx.Done():
+		return r.ctx.Err()
 	}
 	select {
 	case <-r.done:
-	case <-ctx.Done():
+	case <-r.ctx.Done():
 		if r.state.CompareAndSwap(requestQueued, requestCanceled) {
-			return ctx.Err()
+			return r.ctx.Err() // the committer skips r when it meets it in the queue
 		}
 		<-r.done // already running: its outcome is decided by the commit
 	}
 	if r.panicValue != nil {
 		panic(r.panicValue)
 	}
-	return r.err
+	return nil
 }
 
 // View runs fn in a read-only transaction that sees one consistent snapshot.
