@@ -238,14 +238,16 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 	c.head = head
 	if p, ok := t.heads[chain]; ok {
 		*p = c
-	} else {
-		if t.heads == nil {
-			t.heads = make(map[string]*chainRecord)
-		}
-		t.heads[chain] = &c
+		return nil
 	}
+	if t.heads == nil {
+		t.heads = make(map[string]*chainRecord)
+	}
+	t.heads[chain] = newChainRecord(c) // on the heap only at a chain's first append, not c at every append
 	return nil
 }
+
+func newChainRecord(c chainRecord) *chainRecord { return &c }
 
 // justMissed reports whether the newest LookupKey looked for this key and
 // found nothing, with no append since.
