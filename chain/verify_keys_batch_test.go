@@ -184,9 +184,22 @@ const sumIndexBenchEntries = 250_000
 // storage's batches; the baseline, alternated with it in the same run, is
 // the same sum through ScanKeys a record at a time. The metric "ratio" is
 // the baseline's time ÷ the batches' (above 1: the batches are faster).
+// LogOff reads the file's runs; Log reads the keys of memory tables.
 func BenchmarkSumIndex(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opts bolt.Options
+	}{
+		{"LogOff", bolt.Options{Log: bolt.LogOff}},
+		{"Log", bolt.Options{Log: bolt.LogOn, MemtableBytesMax: 1 << 30}},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchmarkSumIndex(b, c.opts) })
+	}
+}
+
+func benchmarkSumIndex(b *testing.B, opts bolt.Options) {
 	ctx := context.Background()
-	backend, keyed := keyedBackend(b, bolt.Options{Log: bolt.LogOff}, sumIndexBenchEntries)
+	backend, keyed := keyedBackend(b, opts, sumIndexBenchEntries)
 	stx, err := backend.Begin(ctx, false)
 	if err != nil {
 		b.Fatal(err)

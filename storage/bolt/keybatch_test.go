@@ -176,3 +176,63 @@ func TestKeyBatchesDamagedPage(t *testing.T) {
 		t.Fatalf("batches over a damaged page: %v, want storage.ErrCorrupt naming the file", err)
 	}
 }
+
+// The keys of memory tables, digested a batch at a time, have the digests
+// storage.KeyDigest gives them one by one: keys short enough for one
+// BLAKE3 block and longer ones, alone and mixed in a batch.
+func TestKeyBatchesDigestMemoryKeys(t *testing.T) {
+	b := opener(bolt.Options{Log: bolt.LogOn, InitialMmapSize: 64 << 20, MemtableBytesMax: 1 << 40})(t)
+	keys := map[uint64]string{}
+	chains := []struct {
+		name    string
+		entries int
+		key     func(seq uint64) string
+	}{
+		{"short", 2*storage.KeyBatchSizeMax + 3, func(seq uint64) string { return fmt.Sprintf("s-%d", seq) }},
+		{"mixed", 2*storage.KeyBatchSizeMax + 3, func(seq uint64) string { return strings.Repeat("m", int(seq%120)+1) + fmt.Sprint(seq) }},
+	}
+	for _, c := range chains {
+		tx, err := b.Begin(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := uint64(1); seq <= uint64(c.entries); seq++ {
+			keys[seq] = c.key(seq)
+			if err := tx.Append(ctx, c.name, storage.Record{Seq: seq, IdempotencyKey: keys[seq], Data: []byte("x")}, storage.Head{Seq: seq}); err != nil {
+				tx.Rollback()
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		seen := digestedRecords(t, b, c.name, c.key)
+		if seen != c.entries {
+			t.Fatalf("chain %s: %d records, want %d", c.name, seen, c.entries)
+		}
+	}
+}
+
+// digestedRecords reads the chain's batches, checks each digest against
+// storage.KeyDigest of key(seq), and returns how many records it read.
+func digestedRecords(t *testing.T, b storage.Backend, chain string, key func(seq uint64) string) int {
+	t.Helper()
+	rtx, err := b.Begin(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rtx.Rollback() // before the Fatal's cleanup closes the backend
+	seen := 0
+	for refs, err := range rtx.(storage.KeyBatchScanner).ScanKeyBatches(ctx, chain) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ref := range refs {
+			if want := storage.KeyDigest(key(ref.Seq)); ref.Digest != want {
+				t.Fatalf("chain %s seq %d: digest %x, want %x", chain, ref.Seq, ref.Digest, want)
+			}
+			seen++
+		}
+	}
+	return seen
+}
