@@ -48,7 +48,18 @@ func TestMain(m *testing.M) {
 }
 
 // cleanups run when every test has run: they remove what tests share.
-var cleanups []func()
+// Tests add to it from their own goroutines, through atExit.
+var (
+	cleanupsMutex sync.Mutex
+	cleanups      []func()
+)
+
+// atExit adds a cleanup.
+func atExit(cleanup func()) {
+	cleanupsMutex.Lock()
+	defer cleanupsMutex.Unlock()
+	cleanups = append(cleanups, cleanup)
+}
 
 // child returns a command that re-executes this test binary in a role.
 func child(t testing.TB, role string, env ...string) *exec.Cmd {
@@ -171,7 +182,7 @@ func buildLedgerctl(t testing.TB) string {
 		if ledgerctlErr != nil {
 			return
 		}
-		cleanups = append(cleanups, func() { os.RemoveAll(ledgerctlFolder) })
+		atExit(func() { os.RemoveAll(ledgerctlFolder) })
 		ledgerctlPath = filepath.Join(ledgerctlFolder, "ledgerctl")
 		cmd := exec.Command("go", "build", "-o", ledgerctlPath, "github.com/ledgerworks/ledger/cmd/ledgerctl")
 		cmd.Dir = ".."

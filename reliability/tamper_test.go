@@ -75,7 +75,7 @@ func buildTamperLedger(t *testing.T) *tamperLedger {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cleanups = append(cleanups, func() { os.RemoveAll(folder) })
+		atExit(func() { os.RemoveAll(folder) })
 		sharedTamperLedger = writeTamperLedger(t, filepath.Join(folder, "ledger.db"))
 	}
 	return sharedTamperLedger
