@@ -23,7 +23,8 @@
 // derives from.
 //
 // A backend may implement optional interfaces that make the chain package's
-// common paths cheaper, each checked by the conformance suite: Forker (a
+// common paths cheaper (storagetest checks them where it has a suite for
+// them): Forker (a
 // read's snapshot shared by goroutines, for a parallel verify),
 // AsyncCommitter (a group committed while the previous one syncs),
 // KeyProber and KeyReader (a new key ruled out, or a retry's entry read, in
