@@ -22,14 +22,14 @@
 // (balances, FIFO layers), written in the same transaction as the entries it
 // derives from.
 //
-// A backend may implement optional interfaces that make the chain package's
-// common paths cheaper (storagetest checks them where it has a suite for
-// them): Forker (a
-// read's snapshot shared by goroutines, for a parallel verify),
-// AsyncCommitter (a group committed while the previous one syncs),
-// KeyProber and KeyReader (a new key ruled out, or a retry's entry read, in
-// one call without a transaction; a hint the write transaction's lookup
-// overrules) and KeyBatchScanner (the key index streamed in batches).
+// A backend may implement optional interfaces that make the chain
+// package's common paths cheaper (storagetest checks them where it has a
+// suite for them): Forker (a read's snapshot shared by goroutines, for a
+// parallel verify), AsyncCommitter (a group committed while the previous
+// one syncs), KeyProber and KeyReader (a new key ruled out, or a retry's
+// entry read, in one call without a transaction; a hint the write
+// transaction's lookup overrules) and KeyBatchScanner (the key index
+// streamed in batches).
 //
 // The backends are storage/bolt (one file, one writer process, the embedded
 // default) and storage/postgres (a shared database for services running on
