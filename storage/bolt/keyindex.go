@@ -295,20 +295,24 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, [KeyDigestSize
 	if f != nil && !f.mayContain(chainID, digest[:]) {
 		return 0, false, digest, nil
 	}
+	seq, found, err := t.lookupDigest(chainID, key, &digest)
+	return seq, found, digest, err
+}
+
+// lookupDigest is the file's part of lookupKey, for a caller that has the
+// key's digest and has asked the key filter already: the runs before the
+// recent B-tree (a key is in exactly one of them, the runs hold nearly
+// every key, all of them with the log, whose checkpoints write runs
+// directly, and a run costs a filter probe unless it may hold the key,
+// where the recent B-tree costs opening its bucket and a descent); newest
+// and highest levels first, since the highest levels hold most keys.
+func (t *tx) lookupDigest(chainID uint64, key string, digest *[KeyDigestSize]byte) (uint64, bool, error) {
 	if err := t.loadRuns(); err != nil {
-		return 0, false, digest, err
+		return 0, false, err
 	}
-	// The runs before the recent B-tree: a key is in exactly one of them,
-	// the runs hold nearly every key (all of them with the log, whose
-	// checkpoints write runs directly), and a run costs a filter probe
-	// unless it may hold the key, where the recent B-tree costs opening
-	// its bucket and a descent.
 	var target [keyRecordPrefix]byte
 	binary.BigEndian.PutUint64(target[:8], chainID)
 	copy(target[8:], digest[:])
-	// Newest and highest levels first: the runs are listed by level, and
-	// the highest levels hold most keys, so a key that exists is found
-	// after fewer probes.
 	for i := len(t.index.runs) - 1; i >= 0; i-- {
 		r := t.index.runs[i]
 		if !filterMayContain(r.filter, chainID, digest[:]) {
@@ -316,16 +320,16 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, [KeyDigestSize
 		}
 		seq, ok, err := t.searchRun(r.name, target[:])
 		if err != nil || ok {
-			return seq, ok, digest, err
+			return seq, ok, err
 		}
 	}
 	if v := t.keys().Get(keyIndexKey(chainID, key)); v != nil {
 		if len(v) != 8 {
-			return 0, false, digest, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
+			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
 		}
-		return binary.BigEndian.Uint64(v), true, digest, nil
+		return binary.BigEndian.Uint64(v), true, nil
 	}
-	return 0, false, digest, nil
+	return 0, false, nil
 }
 
 // runBucket opens a run's bucket, once per read transaction. A write

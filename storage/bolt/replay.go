@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -171,33 +170,4 @@ func (b *Backend) endRead(t *tx, broken bool) {
 		}
 		g.Rollback()
 	}
-}
-
-// lookupDigest is lookupKey for a read transaction whose caller has the
-// key's digest and has asked the key filter already: the runs, highest
-// levels first, each behind its own filter, then the recent B-tree.
-func (t *tx) lookupDigest(chainID uint64, key string, digest *[KeyDigestSize]byte) (uint64, bool, error) {
-	if err := t.loadRuns(); err != nil {
-		return 0, false, err
-	}
-	var target [keyRecordPrefix]byte
-	binary.BigEndian.PutUint64(target[:8], chainID)
-	copy(target[8:], digest[:])
-	for i := len(t.index.runs) - 1; i >= 0; i-- {
-		r := t.index.runs[i]
-		if !filterMayContain(r.filter, chainID, digest[:]) {
-			continue
-		}
-		seq, ok, err := t.searchRun(r.name, target[:])
-		if err != nil || ok {
-			return seq, ok, err
-		}
-	}
-	if v := t.keys().Get(keyIndexKey(chainID, key)); v != nil {
-		if len(v) != 8 {
-			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
-		}
-		return binary.BigEndian.Uint64(v), true, nil
-	}
-	return 0, false, nil
 }
