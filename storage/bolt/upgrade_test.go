@@ -103,6 +103,25 @@ func writeFormatV2File(t *testing.T, path string, transactions, entriesEach int)
 	return want
 }
 
+// openLogOff opens a new file without the log, closed at the test's end,
+// and the model of its entries.
+func openLogOff(t *testing.T) (*Backend, map[string][][]byte) {
+	t.Helper()
+	b, err := Open(filepath.Join(t.TempDir(), "l.db"), Options{Log: LogOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, map[string][][]byte{}
+}
+
+// segmentCount returns how many segments the file holds.
+func segmentCount(b *Backend) int {
+	n := 0
+	b.View(func(btx *bbolt.Tx) error { n = btx.Bucket(BucketSegments).Stats().KeyN; return nil })
+	return n
+}
+
 func fileFormat(t *testing.T, b *Backend) string {
 	t.Helper()
 	var format string
@@ -179,20 +198,12 @@ func TestUpgradeEntriesToSegments(t *testing.T) {
 // transaction, a write transaction reads its own entries before they fill
 // a segment, and a rolled-back transaction leaves the segment as it was.
 func TestSegmentsFillAcrossTransactions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "l.db")
-	b, err := Open(path, Options{Log: LogOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	want := map[string][][]byte{}
+	b, want := openLogOff(t)
 	for i := range 300 {
 		appendRaw(t, b, want, 3, fmt.Sprint("t", i))
 	}
 	checkEntries(t, b, want)
-	var segments int
-	b.View(func(btx *bbolt.Tx) error { segments = btx.Bucket(BucketSegments).Stats().KeyN; return nil })
-	if segments*10 > 900 {
+	if segments := segmentCount(b); segments*10 > 900 {
 		t.Fatalf("%d segments for 900 entries appended 3 per transaction", segments)
 	}
 
@@ -226,13 +237,7 @@ func TestSegmentsFillAcrossTransactions(t *testing.T) {
 // replaces it when it appends again, so that the file holds each entry
 // once.
 func TestSegmentsReadMidTransaction(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "l.db")
-	b, err := Open(path, Options{Log: LogOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	want := map[string][][]byte{}
+	b, want := openLogOff(t)
 	appendRaw(t, b, want, 30, "first")
 	ctx := context.Background()
 	stx, err := b.Begin(ctx, true)
@@ -267,12 +272,9 @@ func TestSegmentsReadMidTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEntries(t, b, want)
-	b.View(func(btx *bbolt.Tx) error {
-		if n := btx.Bucket(BucketSegments).Stats().KeyN; n != len(upgradeChains) {
-			t.Errorf("%d segments for %d short chains", n, len(upgradeChains))
-		}
-		return nil
-	})
+	if n := segmentCount(b); n != len(upgradeChains) {
+		t.Errorf("%d segments for %d short chains", n, len(upgradeChains))
+	}
 	if err := b.Check(); err != nil {
 		t.Fatal(err)
 	}
