@@ -25,6 +25,59 @@ const replayOneEntries = 200_000
 // before the timer starts; "x-raw" is engine ns/op ÷ raw ns/op.
 func BenchmarkReplayOne(b *testing.B) {
 	ctx := context.Background()
+	f := openReplayFiles(b)
+	db, raw, requests, rawKeys := f.db, f.raw, f.requests, f.rawKeys
+	var rawPerOp time.Duration
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		i := 0
+		for b.Loop() {
+			err := raw.View(func(tx *bbolt.Tx) error {
+				buf = append(buf[:0], tx.Bucket([]byte("entries")).Get(rawKeys[i%replayScattered])...)
+				return nil
+			})
+			if err != nil || len(buf) == 0 {
+				b.Fatalf("raw get %d: %v", i, err)
+			}
+			i++
+		}
+		rawPerOp = b.Elapsed() / time.Duration(b.N)
+	})
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			res, err := db.Append(ctx, requests[i%replayScattered])
+			if err != nil || !res.Replayed {
+				b.Fatalf("replay %d: %+v %v", i, res, err)
+			}
+			i++
+		}
+		if rawPerOp > 0 {
+			b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N))/float64(rawPerOp), "x-raw")
+		}
+	})
+}
+
+// replayScattered is how many distinct keys the replay benchmarks cycle
+// through, spread over the whole file.
+const replayScattered = 4096
+
+// replayFiles are the replay benchmarks' ledger of replayOneEntries
+// entries, closed and reopened (every key in the file's runs, every entry
+// in its segments), the raw bbolt file of the same records, and the
+// requests of replayScattered existing keys with their raw keys.
+type replayFiles struct {
+	db       *chain.DB
+	raw      *bbolt.DB
+	requests []chain.Request
+	rawKeys  [][]byte
+}
+
+func openReplayFiles(b *testing.B) replayFiles {
+	b.Helper()
+	ctx := context.Background()
 	dir := b.TempDir()
 	path := filepath.Join(dir, "ledger.db")
 	db, err := chain.Open(path, chain.Options{})
@@ -40,52 +93,20 @@ func BenchmarkReplayOne(b *testing.B) {
 	if db, err = chain.Open(path, chain.Options{}); err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
 	raw, err := workload.RawOpen(filepath.Join(dir, "raw.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer raw.Close()
+	b.Cleanup(func() { raw.Close() })
 	if _, err := workload.RawSequentialPuts(raw, "bench", 6, replayOneEntries, workload.BatchSize); err != nil {
 		b.Fatal(err)
 	}
-	const scattered = 4096
-	requests := make([]chain.Request, scattered)
-	rawKeys := make([][]byte, scattered)
-	for i := range requests {
+	f := replayFiles{db: db, raw: raw, requests: make([]chain.Request, replayScattered), rawKeys: make([][]byte, replayScattered)}
+	for i := range f.requests {
 		n := (uint64(i) * 0x9e3779b97f4a7c15 >> 11) % replayOneEntries
-		requests[i] = workload.Request("bench", 6, n)
-		rawKeys[i] = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), n+1)
+		f.requests[i] = workload.Request("bench", 6, n)
+		f.rawKeys[i] = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), n+1)
 	}
-	var rawPerOp time.Duration
-	b.Run("raw", func(b *testing.B) {
-		b.ReportAllocs()
-		var buf []byte
-		i := 0
-		for b.Loop() {
-			err := raw.View(func(tx *bbolt.Tx) error {
-				buf = append(buf[:0], tx.Bucket([]byte("entries")).Get(rawKeys[i%scattered])...)
-				return nil
-			})
-			if err != nil || len(buf) == 0 {
-				b.Fatalf("raw get %d: %v", i, err)
-			}
-			i++
-		}
-		rawPerOp = b.Elapsed() / time.Duration(b.N)
-	})
-	b.Run("engine", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			res, err := db.Append(ctx, requests[i%scattered])
-			if err != nil || !res.Replayed {
-				b.Fatalf("replay %d: %+v %v", i, res, err)
-			}
-			i++
-		}
-		if rawPerOp > 0 {
-			b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N))/float64(rawPerOp), "x-raw")
-		}
-	})
+	return f
 }

@@ -4,8 +4,6 @@ package chain_test
 
 import (
 	"context"
-	"encoding/binary"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -43,38 +41,8 @@ const replayReadRound = 5_000
 // "x-raw"). b.N is the number of replays, and as many raw reads.
 func BenchmarkReplayReadCPU(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	path := filepath.Join(dir, "ledger.db")
-	db, err := chain.Open(path, chain.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := workload.UpdateBatches(ctx, db, "bench", 6, replayOneEntries, workload.BatchSize); err != nil {
-		b.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if db, err = chain.Open(path, chain.Options{}); err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	raw, err := workload.RawOpen(filepath.Join(dir, "raw.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := workload.RawSequentialPuts(raw, "bench", 6, replayOneEntries, workload.BatchSize); err != nil {
-		b.Fatal(err)
-	}
-	const scattered = 4096
-	requests := make([]chain.Request, scattered)
-	rawKeys := make([][]byte, scattered)
-	for i := range requests {
-		n := (uint64(i) * 0x9e3779b97f4a7c15 >> 11) % replayOneEntries
-		requests[i] = workload.Request("bench", 6, n)
-		rawKeys[i] = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), n+1)
-	}
+	f := openReplayFiles(b)
+	db, raw, requests, rawKeys := f.db, f.raw, f.requests, f.rawKeys
 	var buf []byte
 	var engineCPU, engineWall, rawCPU, rawWall time.Duration
 	b.ResetTimer()
@@ -82,7 +50,7 @@ func BenchmarkReplayReadCPU(b *testing.B) {
 		n := min(replayReadRound, b.N-done)
 		cpu, start := processCPU(b), time.Now()
 		for i := done; i < done+n; i++ {
-			res, err := db.Append(ctx, requests[i%scattered])
+			res, err := db.Append(ctx, requests[i%replayScattered])
 			if err != nil || !res.Replayed {
 				b.Fatalf("replay %d: %+v %v", i, res, err)
 			}
@@ -92,7 +60,7 @@ func BenchmarkReplayReadCPU(b *testing.B) {
 		cpu, start = processCPU(b), time.Now()
 		for i := done; i < done+n; i++ {
 			err := raw.View(func(tx *bbolt.Tx) error {
-				buf = append(buf[:0], tx.Bucket([]byte("entries")).Get(rawKeys[i%scattered])...)
+				buf = append(buf[:0], tx.Bucket([]byte("entries")).Get(rawKeys[i%replayScattered])...)
 				return nil
 			})
 			if err != nil || len(buf) == 0 {
