@@ -75,124 +75,46 @@ func TestReadKeyClosed(t *testing.T) {
 // find no key that was never acknowledged.
 func TestReadKeyRapid(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		c := rapid.SampledFrom(logConfigurations).Draw(rt, "configuration")
-		path := filepath.Join(t.TempDir(), fmt.Sprintf("ledger-%d.db", rapid.IntRange(0, 1<<30).Draw(rt, "file")))
-		b, err := bolt.Open(path, c.opts)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		defer func() { b.Close() }()
-		type entry struct {
-			seq  uint64
-			data []byte
-		}
-		heads := map[string]uint64{}          // the model: committed seqs
-		acknowledged := map[[2]string]entry{} // and keyed entries
-		var order [][2]string
-		next := 0
-		commit := func(rt *rapid.T, keep bool) {
-			n := rapid.SampledFrom([]int{1, 3, 15, 16, 40}).Draw(rt, "keys")
-			chains := rapid.IntRange(1, 6).Draw(rt, "chains")
-			tx, err := b.Begin(ctx, true)
+		m := newKeyedMachine(t, rt)
+		actions := m.actions()
+		actions["compare"] = func(rt *rapid.T) {
+			if len(m.order) == 0 {
+				return
+			}
+			k := rapid.SampledFrom(m.order).Draw(rt, "key")
+			tx, err := m.b.Begin(ctx, false)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			defer tx.Rollback() // frees the writer slot when a draw ends the case
-			seqs := map[string]uint64{}
-			batch := map[[2]string]entry{}
-			var first string
-			for i := range n {
-				chain := fmt.Sprintf("rapid/%d", (next+i)%chains)
-				key := fmt.Sprintf("k%d", next+i)
-				if i == 0 {
-					first = key
-				} else if rapid.IntRange(0, 9).Draw(rt, "reuse") == 0 {
-					key = first // the same key on another chain, or a duplicate refused
-				}
-				seq := heads[chain] + seqs[chain] + 1
-				data := []byte(fmt.Sprintf("%s/%s/%d", chain, key, seq))
-				err := tx.Append(ctx, chain, storage.Record{Seq: seq, IdempotencyKey: key, Data: data}, testHead(seq))
-				if errors.Is(err, storage.ErrDuplicate) {
-					continue
-				}
-				if err != nil {
-					rt.Fatal(err)
-				}
-				seqs[chain]++
-				batch[[2]string{chain, key}] = entry{seq, data}
-			}
-			next += n
-			if !keep {
-				if err := tx.Rollback(); err != nil {
-					rt.Fatal(err)
-				}
-				return
-			}
-			if err := tx.Commit(); err != nil {
+			defer tx.Rollback()
+			seq, err := tx.LookupKey(ctx, k[0], k[1])
+			if err != nil {
 				rt.Fatal(err)
 			}
-			for ch, s := range seqs {
-				heads[ch] += s
+			data, err := tx.Entry(ctx, k[0], seq)
+			if err != nil {
+				rt.Fatal(err)
 			}
-			for k, e := range batch {
-				acknowledged[k] = e
-				order = append(order, k)
+			got, gotData, found, err := m.b.ReadKey(ctx, k[0], k[1])
+			if err != nil || !found || got != seq || !bytes.Equal(gotData, data) {
+				rt.Fatalf("ReadKey(%q, %q) = %d, %q, %v, %v; a read transaction has %d, %q", k[0], k[1], got, gotData, found, err, seq, data)
 			}
 		}
-		reopen := func(rt *rapid.T, crash bool) {
-			if crash {
-				bolt.Abandon(b)
-			} else if err := b.Close(); err != nil {
-				rt.Fatal(err)
+		actions[""] = func(rt *rapid.T) {
+			for k, e := range m.acknowledged {
+				seq, data, found, err := m.b.ReadKey(ctx, k[0], k[1])
+				if err != nil || !found || seq != e.seq || !bytes.Equal(data, e.data) {
+					rt.Fatalf("ReadKey(%q, %q) = %d, %q, %v, %v; want %d, %q", k[0], k[1], seq, data, found, err, e.seq, e.data)
+				}
 			}
-			if b, err = bolt.Open(path, c.opts); err != nil {
-				rt.Fatal(err)
+			for i := range 8 {
+				chain, key := fmt.Sprintf("rapid/%d", i%8), fmt.Sprintf("new-%d-%d", m.next, i)
+				if seq, _, found, err := m.b.ReadKey(ctx, chain, key); err != nil || found {
+					rt.Fatalf("ReadKey(%q, %q) of a key never committed = %d, %v, %v", chain, key, seq, found, err)
+				}
 			}
 		}
-		rt.Repeat(map[string]func(*rapid.T){
-			"commit":     func(rt *rapid.T) { commit(rt, true) },
-			"rollback":   func(rt *rapid.T) { commit(rt, false) },
-			"checkpoint": func(rt *rapid.T) { _ = bolt.Checkpoint(b) },
-			"reopen":     func(rt *rapid.T) { reopen(rt, false) },
-			"crash":      func(rt *rapid.T) { reopen(rt, true) },
-			"compare": func(rt *rapid.T) {
-				if len(order) == 0 {
-					return
-				}
-				k := rapid.SampledFrom(order).Draw(rt, "key")
-				tx, err := b.Begin(ctx, false)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				defer tx.Rollback()
-				seq, err := tx.LookupKey(ctx, k[0], k[1])
-				if err != nil {
-					rt.Fatal(err)
-				}
-				data, err := tx.Entry(ctx, k[0], seq)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				got, gotData, found, err := b.ReadKey(ctx, k[0], k[1])
-				if err != nil || !found || got != seq || !bytes.Equal(gotData, data) {
-					rt.Fatalf("ReadKey(%q, %q) = %d, %q, %v, %v; a read transaction has %d, %q", k[0], k[1], got, gotData, found, err, seq, data)
-				}
-			},
-			"": func(rt *rapid.T) {
-				for k, e := range acknowledged {
-					seq, data, found, err := b.ReadKey(ctx, k[0], k[1])
-					if err != nil || !found || seq != e.seq || !bytes.Equal(data, e.data) {
-						rt.Fatalf("ReadKey(%q, %q) = %d, %q, %v, %v; want %d, %q", k[0], k[1], seq, data, found, err, e.seq, e.data)
-					}
-				}
-				for i := range 8 {
-					chain, key := fmt.Sprintf("rapid/%d", i%8), fmt.Sprintf("new-%d-%d", next, i)
-					if seq, _, found, err := b.ReadKey(ctx, chain, key); err != nil || found {
-						rt.Fatalf("ReadKey(%q, %q) of a key never committed = %d, %v, %v", chain, key, seq, found, err)
-					}
-				}
-			},
-		})
+		rt.Repeat(actions)
 	})
 }
 
