@@ -24,20 +24,7 @@ import (
 func BenchmarkCommitterUpdate(b *testing.B) {
 	n := max(b.N, 10*workload.BatchSize)
 	db, raw := openCommitterBench(b, n)
-	base, err := workload.RawSequentialPuts(raw, "bench", 1, n, workload.BatchSize)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	got, err := workload.UpdateBatches(context.Background(), db, "bench", 1, n, workload.BatchSize)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(got.Total.Duration.Nanoseconds())/float64(n), "ns/entry")
-	b.ReportMetric(got.Total.PerSecond(), "entries/s")
-	b.ReportMetric(base.Total.PerSecond(), "raw-entries/s")
-	b.ReportMetric(got.Total.PerSecond()/base.Total.PerSecond(), "ratio")
+	benchUpdates(b, db, raw, n)
 }
 
 // BenchmarkCommitterConcurrent is BenchmarkCommitterUpdate for P2's
