@@ -16,6 +16,24 @@ import (
 
 var asyncOptions = bolt.Options{Log: bolt.LogOn, InitialMmapSize: 64 << 20, MemtableBytesMax: 1 << 40, LogSegmentSizeBytes: 64 << 10}
 
+// secondCommitHeld opens a new ledger with opts, commits seq 1 durably,
+// then commits seq 2 with the log's sync held until gate is closed; wait2
+// waits for seq 2.
+func secondCommitHeld(t *testing.T, opts bolt.Options) (b *bolt.Backend, path string, wait2 func() error, gate chan struct{}) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "ledger.db")
+	b, err := bolt.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := commitAsync(t, b, 1)(); err != nil {
+		t.Fatal(err)
+	}
+	gate = make(chan struct{})
+	bolt.SetSyncHook(b, func() error { <-gate; return nil })
+	return b, path, commitAsync(t, b, 2), gate
+}
+
 // commitAsync appends entry seq (keyed "k<seq>", with a state key) to
 // chain "c" and commits it asynchronously.
 func commitAsync(t *testing.T, b *bolt.Backend, seq uint64) func() error {
@@ -223,19 +241,9 @@ func TestAsyncCommitSyncFailure(t *testing.T) {
 // commit is not durable yet: the checkpoint waits for it, and a reader
 // never sees it before the sync is let through.
 func TestAsyncCommitCheckpointWaitsForDurable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
 	opts := asyncOptions
 	opts.MemtableBytesMax = 1
-	b, err := bolt.Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := commitAsync(t, b, 1)(); err != nil {
-		t.Fatal(err)
-	}
-	gate := make(chan struct{})
-	bolt.SetSyncHook(b, func() error { <-gate; return nil })
-	wait2 := commitAsync(t, b, 2)
+	b, path, wait2, gate := secondCommitHeld(t, opts)
 	// The next writer freezes the table holding seq 2 and starts its
 	// checkpoint, which must wait for the held sync.
 	tx, err := b.Begin(ctx, true)

@@ -19,17 +19,7 @@ import (
 // whichever way it looks (the file's filter rules it out, so the published
 // tables are walked), until the sync is let through.
 func TestReadKeyOnlyDurable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	b, err := bolt.Open(path, asyncOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := commitAsync(t, b, 1)(); err != nil {
-		t.Fatal(err)
-	}
-	gate := make(chan struct{})
-	bolt.SetSyncHook(b, func() error { <-gate; return nil })
-	wait2 := commitAsync(t, b, 2)
+	b, path, wait2, gate := secondCommitHeld(t, asyncOptions)
 	waited := make(chan error, 1)
 	go func() { waited <- wait2() }()
 	if seq, data, found, err := b.ReadKey(ctx, "c", "k2"); err != nil || found {
