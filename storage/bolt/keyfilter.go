@@ -106,9 +106,17 @@ func (t *tx) keyFilter() (*keyFilter, error) {
 	if t.index.filterChecked {
 		return t.index.filter, nil
 	}
-	t.index.filterChecked = true
 	snapshot := t.snapshotTxid()
 	f := t.cache.filter.Load().usableAt(snapshot)
+	if !t.tx.Writable() && f == nil {
+		// Not remembered: a read transaction that began between a
+		// checkpoint's commit and the filter's update (keysCommitted) finds
+		// the filter a commit behind, and the log's reads keep one
+		// transaction until the next checkpoint, so remembering the miss
+		// would send every lookup of that interval to the runs.
+		return nil, nil
+	}
+	t.index.filterChecked = true
 	if !t.tx.Writable() || (f != nil && f.count.Load() <= f.capacity) {
 		t.index.filter = f
 		return f, nil

@@ -335,3 +335,34 @@ func TestKeyFilterReadersDuringCommits(t *testing.T) {
 	}
 	l.checkFilterCovers()
 }
+
+// TestKeyFilterReadTransactionCatchesUp opens a read transaction in the
+// moment after a commit and before the filter holds that commit's keys (the
+// log's reads keep such a transaction until the next checkpoint), and
+// checks that its lookups use the filter as soon as it is current instead
+// of searching the runs for the rest of the transaction.
+func TestKeyFilterReadTransactionCatchesUp(t *testing.T) {
+	l := newFilterLedger(t)
+	l.appendKeys([]string{"a"}, KeyRunDirectMin, "k", true)
+	l.lookupOnce("a")
+	f := l.checkFilterCovers()
+	current := f.asOf.Load()
+	f.asOf.Store(current - 1) // the commit is in the file, its keys not yet in the filter
+
+	stx, err := l.b.Begin(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stx.Rollback()
+	read := stx.(*guardedTx).t
+	if got, err := read.keyFilter(); err != nil || got != nil {
+		t.Fatalf("a filter behind the snapshot: got %p, %v; want none", got, err)
+	}
+	f.asOf.Store(current) // keysCommitted ran
+	if got, err := read.keyFilter(); err != nil || got != f {
+		t.Fatalf("the filter once current: got %p, %v; want %p", got, err, f)
+	}
+	if _, err := stx.LookupKey(context.Background(), "a", "k-0"); err != nil {
+		t.Fatalf("a committed key: %v", err)
+	}
+}
