@@ -20,7 +20,8 @@
 //	            (entries as the chain package encoded them, seqs last-n+1..last)
 //	keys      u64be chain id | idempotency key -> u64be seq (recent keys)
 //	key_runs  u8 level | u64be txid -> bucket of one run:
-//	            u64be chain id | key digest (16) of its last record -> up to 120 records
+//	            u64be chain id | key digest (16) of its last record -> a chunk:
+//	              up to 32,768 records (1 MiB; 120 in files written before)
 //	              of u64be chain id | key digest (16) | u64be seq, sorted
 //	            "filter" -> Bloom filter of the run's records; "count" -> u64be
 //	state     key -> value (derived state of the domain packages)
@@ -35,7 +36,11 @@
 // entries and writes a segment when it is full and at commit; the next
 // transaction that appends to the chain starts from its last segment when
 // the entry fits there, and replaces it. A lookup of (chain, seq) seeks the
-// first key at or after it, the segment that holds seq. The bucket is
+// first key at or after it, the segment that holds seq. A read transaction
+// that reads 64 entries of one chain in a row (a replay's pooled
+// transaction, which serves thousands) maps the chain's segments once, 48
+// bytes each in memory, up to SegmentIndexSegmentsMax, and reads by binary
+// search from then on (segmentindex.go); write transactions always seek. The bucket is
 // written with FillPercent 1.0 because it is append-only: pages are packed
 // full. Files of the earlier formats (ledger/bolt/v2 and v1: one value per
 // entry in an "entries" bucket) are read as they are and upgraded when
@@ -55,7 +60,12 @@
 // same transaction. A lookup checks the transaction's own new keys, the keys
 // bucket, then each run whose filter (about 1% false positives, cached in
 // memory at about 1.25 bytes per key) may hold the key, the highest levels
-// first. A handle opened for writing also keeps one filter over every
+// first. A run's chunks are large values, which bbolt keeps contiguous in
+// overflow pages, so a run of a million keys is 31 values under one branch
+// page; a read transaction that searches a run often keeps a table of its
+// chunks (no B-tree descent), and a chunk is searched by interpolating
+// between digests, which are uniform. Readers take chunks of any whole
+// number of records, so files written with smaller chunks read unchanged. A handle opened for writing also keeps one filter over every
 // committed key of the file, the keys bucket and all runs (keyfilter.go): it
 // is asked first, and its "no" proves a key new in one cache line instead of
 // a probe per run. A writable Open builds it from the file (reading about

@@ -63,6 +63,9 @@ type tx struct {
 	// seekKey is the key a lookup seeks.
 	segmentsCursor *bbolt.Cursor
 	seekKey        [segmentKeySize]byte
+	// segmentIndex maps the segments of the chain a read transaction
+	// reads many entries of (segmentindex.go).
+	segmentIndex segmentIndex
 	// lastChain is the chain record a read transaction read last.
 	lastChain struct {
 		name   string
@@ -307,6 +310,12 @@ func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
 	segments := t.segments()
 	if segments == nil {
 		return legacyEntry(t.tx, id, seq)
+	}
+	if data, found, ok, err := t.indexedEntry(id, seq); ok {
+		if err == nil && !found {
+			err = storage.ErrNotFound
+		}
+		return data, err
 	}
 	binary.BigEndian.PutUint64(t.seekKey[:8], id)
 	binary.BigEndian.PutUint64(t.seekKey[8:], seq)
