@@ -1,9 +1,6 @@
 package bolt
 
-import (
-	"encoding/binary"
-	"sort"
-)
+import "encoding/binary"
 
 // A read transaction that reads many entries of one chain by seq (a
 // replay's pooled transaction serves thousands of them between two
@@ -18,8 +15,8 @@ const (
 	// transaction reads, one after another, before it maps the chain: a
 	// transaction that reads a few entries never pays for the map.
 	segmentIndexReadsMin = 64
-	// SegmentIndexSegmentsMax bounds the segments one map holds (48 bytes
-	// each: 12 MiB, about 11,000,000 entries of 360 bytes); a longer chain
+	// SegmentIndexSegmentsMax bounds the segments one map holds (56 bytes
+	// each: 14 MiB, about 11,000,000 entries of 360 bytes); a longer chain
 	// is read by descents. Up to readPoolSizeMax pooled transactions may
 	// hold a map each.
 	SegmentIndexSegmentsMax = 1 << 18
@@ -32,11 +29,14 @@ type segmentIndex struct {
 	// reads counts the entries of chainID read since the transaction
 	// last read another chain's.
 	reads int
-	// segments is the map once built; unmappable is set when the chain
-	// has more than SegmentIndexSegmentsMax segments or a segment does
-	// not decode (its reads then go through descents, which report the
-	// damage where it is).
+	// segments is the map once built, and lasts their last seqs (a
+	// search touches 8 bytes a step, in an array a twelfth the size);
+	// unmappable is set when the chain has more than
+	// SegmentIndexSegmentsMax segments or a segment does not decode (its
+	// reads then go through descents, which report the damage where it
+	// is).
 	segments   []segment
+	lasts      []uint64
 	built      bool
 	unmappable bool
 }
@@ -52,7 +52,7 @@ func (t *tx) indexedEntry(id, seq uint64) (data []byte, found, ok bool, err erro
 	}
 	x := &t.segmentIndex
 	if x.chainID != id {
-		*x = segmentIndex{chainID: id, segments: x.segments[:0]}
+		*x = segmentIndex{chainID: id, segments: x.segments[:0], lasts: x.lasts[:0]}
 	}
 	if !x.built {
 		x.reads++
@@ -64,12 +64,27 @@ func (t *tx) indexedEntry(id, seq uint64) (data []byte, found, ok bool, err erro
 			return nil, false, false, nil
 		}
 	}
-	i := sort.Search(len(x.segments), func(i int) bool { return x.segments[i].last >= seq })
+	i := x.search(seq)
 	if i == len(x.segments) || seq < x.segments[i].first {
 		return nil, false, true, nil
 	}
 	data, err = x.segments[i].seqEntry(seq)
 	return data, err == nil, true, err
+}
+
+// search returns the index of the first segment whose last seq is at or
+// after seq, or len(segments).
+func (x *segmentIndex) search(seq uint64) int {
+	low, high := 0, len(x.lasts)
+	for low < high {
+		middle := int(uint(low+high) >> 1)
+		if x.lasts[middle] < seq {
+			low = middle + 1
+		} else {
+			high = middle
+		}
+	}
+	return low
 }
 
 // build maps the chain's segments with one cursor pass over their keys.
@@ -81,10 +96,11 @@ func (x *segmentIndex) build(t *tx, id uint64) {
 		s, err := decodeSegment(k, v)
 		if err != nil || len(x.segments) == SegmentIndexSegmentsMax ||
 			(len(x.segments) > 0 && s.first <= x.segments[len(x.segments)-1].last) {
-			x.segments, x.unmappable = x.segments[:0], true
+			x.segments, x.lasts, x.unmappable = x.segments[:0], x.lasts[:0], true
 			return
 		}
 		x.segments = append(x.segments, s)
+		x.lasts = append(x.lasts, s.last)
 	}
 	x.built = true
 }
