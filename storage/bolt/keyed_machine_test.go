@@ -57,6 +57,42 @@ func (m *keyedMachine) actions() map[string]func(*rapid.T) {
 		"checkpoint": func(rt *rapid.T) { _ = bolt.Checkpoint(m.b) },
 		"reopen":     func(rt *rapid.T) { m.reopen(rt, false) },
 		"crash":      func(rt *rapid.T) { m.reopen(rt, true) },
+		"readChain":  m.readChain,
+	}
+}
+
+// readChain reads every acknowledged entry of one chain by seq, in a
+// drawn order, three times over in one read transaction (enough reads of
+// one chain for the transaction to map its segments), and a seq past the
+// chain's head.
+func (m *keyedMachine) readChain(rt *rapid.T) {
+	chain := fmt.Sprintf("rapid/%d", rapid.IntRange(0, 5).Draw(rt, "chain"))
+	entries := make([][]byte, m.heads[chain])
+	for k, e := range m.acknowledged {
+		if k[0] == chain {
+			entries[e.seq-1] = e.data
+		}
+	}
+	order := make([]int, len(entries))
+	for i := range order {
+		order[i] = i
+	}
+	order = rapid.Permutation(order).Draw(rt, "order")
+	tx, err := m.b.Begin(ctx, false)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	defer tx.Rollback()
+	for range 3 {
+		for _, i := range order {
+			got, err := tx.Entry(ctx, chain, uint64(i+1))
+			if err != nil || string(got) != string(entries[i]) {
+				rt.Fatalf("%s seq %d: %q, %v; want %q", chain, i+1, got, err, entries[i])
+			}
+		}
+	}
+	if _, err := tx.Entry(ctx, chain, uint64(len(entries)+1)); !errors.Is(err, storage.ErrNotFound) {
+		rt.Fatalf("%s seq %d past the head: %v, want storage.ErrNotFound", chain, len(entries)+1, err)
 	}
 }
 
