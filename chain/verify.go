@@ -3,6 +3,7 @@ package chain
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -159,16 +160,27 @@ func (v *ChainVerifier) link(seq uint64, prevHash, hash, calculated *Hash) bool 
 		v.fail(seq, ReasonSeqGap, fmt.Sprintf("seq %d after seq %d", seq, v.next-1))
 		return false
 	}
-	if *calculated != *hash {
+	if !equalHashes(calculated, hash) {
 		v.add(Failure{Chain: v.chain, Seq: seq, Reason: ReasonHashMismatch,
 			Detail: "stored hash differs from the hash of the entry", Expected: *hash, Calculated: *calculated})
 	}
-	if linkable && *prevHash != v.prev {
+	if linkable && !equalHashes(prevHash, &v.prev) {
 		v.add(Failure{Chain: v.chain, Seq: seq, Reason: ReasonBrokenLink,
 			Detail: "prev_hash differs from the previous entry's hash", Expected: *prevHash, Calculated: v.prev})
 	}
 	v.next, v.prev, v.linkable = seq+1, *hash, true
 	return true
+}
+
+// equalHashes is *a == *b in four word compares: the compiler calls
+// memequal for arrays of 32 bytes, and a verify compares two pairs of
+// hashes per entry.
+func equalHashes(a, b *Hash) bool {
+	x := binary.LittleEndian.Uint64(a[0:]) ^ binary.LittleEndian.Uint64(b[0:])
+	x |= binary.LittleEndian.Uint64(a[8:]) ^ binary.LittleEndian.Uint64(b[8:])
+	x |= binary.LittleEndian.Uint64(a[16:]) ^ binary.LittleEndian.Uint64(b[16:])
+	x |= binary.LittleEndian.Uint64(a[24:]) ^ binary.LittleEndian.Uint64(b[24:])
+	return x == 0
 }
 
 // Undecodable records an entry whose bytes could not be decoded.

@@ -95,7 +95,6 @@ func (b *verifyBatch) hash(chain string, scratch *verifyScratch) {
 // on amd64), instead of one blake3.Sum256 call each.
 type verifyScratch struct {
 	inputs   []byte   // the batch's single-chunk hash inputs, back to back
-	ends     []int    // where each input ends in inputs
 	pending  []int    // the index in the batch of each input
 	messages [][]byte // the inputs, sliced from inputs
 	hashes   [][blake3batch.Size]byte
@@ -104,7 +103,7 @@ type verifyScratch struct {
 
 // hashItems decodes items' stored bytes in place and computes their hashes.
 func (s *verifyScratch) hashItems(chain string, items []verifyItem) {
-	s.inputs, s.ends, s.pending = s.inputs[:0], s.ends[:0], s.pending[:0]
+	s.inputs, s.messages, s.pending = s.inputs[:0], s.messages[:0], s.pending[:0]
 	header := recordHashHeaderSize(chain)
 	for i := range items {
 		it := &items[i]
@@ -116,15 +115,13 @@ func (s *verifyScratch) hashItems(chain string, items []verifyItem) {
 			continue
 		}
 		it.err = nil
+		// A message is sliced as soon as its input is built, without a
+		// second pass: when inputs grows, the messages before still slice
+		// the old array, whose bytes are the same.
+		start := len(s.inputs)
 		s.inputs = appendRecordHashInput(s.inputs, chain, it.seq, it.data)
-		s.ends = append(s.ends, len(s.inputs))
+		s.messages = append(s.messages, s.inputs[start:len(s.inputs):len(s.inputs)])
 		s.pending = append(s.pending, i)
-	}
-	s.messages = s.messages[:0]
-	start := 0
-	for _, end := range s.ends {
-		s.messages = append(s.messages, s.inputs[start:end:end])
-		start = end
 	}
 	if cap(s.hashes) < len(s.messages) {
 		s.hashes = make([][blake3batch.Size]byte, len(s.messages))
@@ -333,6 +330,12 @@ func validRecord(data []byte) bool {
 	if _, rest, ok = cutField(rest, PayloadSizeLimit); !ok || len(rest) != 0 {
 		return false
 	}
+	// cutField held both to their lengthMax: printable ASCII, what keys
+	// and types nearly always are, then needs only the type's lengthMin,
+	// without validText's calls.
+	if len(typ) != 0 && printableASCII(key) && printableASCII(typ) {
+		return true
+	}
 	return validText("idempotency_key", key, 0, IdempotencyKeyLengthMax, ErrInvalidKey) &&
 		validText("type", typ, 1, TypeLengthMax, ErrInvalidType)
 }
@@ -408,28 +411,41 @@ func validText(field string, b []byte, lengthMin, lengthMax int, sentinel error)
 }
 
 // printableASCII reports whether every byte of b is in 0x20..0x7e. It
-// tests eight bytes per step (a key is often 64 hex digits), with the
-// byte-range tests of "Bit Twiddling Hacks": a byte below 0x20 borrows
-// into its top bit when 0x20 is subtracted, and a byte above 0x7e carries
-// into it when 1 is added (or has it set already).
+// tests eight bytes per word, two words per step (a key is often 32 or 64
+// hex digits), with the byte-range tests of "Bit Twiddling Hacks": a byte
+// below 0x20 borrows into its top bit when 0x20 is subtracted, a byte of
+// 0x7f carries into it when 1 is added, and a byte above has it set
+// already. A borrow or carry into the next byte comes only from a byte
+// that fails, so it never fails a word that passes.
 func printableASCII(b []byte) bool {
 	const (
 		ones = 0x0101010101010101
 		tops = 0x8080808080808080
 	)
-	for len(b) >= 8 {
+	if len(b) < 8 {
+		for _, c := range b {
+			if c < 0x20 || c >= 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	// The words are tested together and the result looked at once: a
+	// branch per word cost more than the test. The last word may overlap
+	// the one before it, which tests some bytes twice instead of one at a
+	// time.
+	var bad uint64
+	last := binary.LittleEndian.Uint64(b[len(b)-8:])
+	bad |= (last - 0x20*ones) | (last + ones) | last
+	for ; len(b) >= 16; b = b[16:] {
+		w, x := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		bad |= (w - 0x20*ones) | (w + ones) | w | (x - 0x20*ones) | (x + ones) | x
+	}
+	if len(b) >= 8 {
 		w := binary.LittleEndian.Uint64(b)
-		if ((w-0x20*ones)&^w|(w+ones)|w)&tops != 0 {
-			return false
-		}
-		b = b[8:]
+		bad |= (w - 0x20*ones) | (w + ones) | w
 	}
-	for _, c := range b {
-		if c < 0x20 || c >= 0x7f {
-			return false
-		}
-	}
-	return true
+	return bad&tops == 0
 }
 
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

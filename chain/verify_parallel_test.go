@@ -1,7 +1,9 @@
 package chain
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -152,5 +154,79 @@ func TestVerifyPoolMatchesSequentialVerifier(t *testing.T) {
 	}
 	if report.Entries != n-1 {
 		t.Errorf("Verify checked %d entries, want %d", report.Entries, n-1)
+	}
+}
+
+// TestValidRecordTextAtEveryLength builds records whose key and type are
+// of every length around the word sizes printableASCII steps by and the
+// limits, with one byte of either changed (control characters, the edges
+// of printable ASCII, UTF-8 that is valid or not) at its first, middle and
+// last place: validRecord and decodeFields accept exactly the records
+// DecodeRecord accepts.
+func TestValidRecordTextAtEveryLength(t *testing.T) {
+	record := func(key, typ []byte) []byte {
+		data := make([]byte, recordFieldsOffset, recordFieldsOffset+len(key)+len(typ)+20)
+		data[0] = recordVersion
+		for _, field := range [][]byte{key, typ, []byte("payload")} {
+			data = binary.BigEndian.AppendUint32(data, uint32(len(field)))
+			data = append(data, field...)
+		}
+		return data
+	}
+	text := func(n int) []byte { return bytes.Repeat([]byte{'a'}, n) }
+	keyLengths := []int{0, 1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 64, IdempotencyKeyLengthMax - 1, IdempotencyKeyLengthMax, IdempotencyKeyLengthMax + 1}
+	typeLengths := []int{0, 1, 7, 8, 9, 14, 15, 16, 17, 31, 32, 33, TypeLengthMax - 1, TypeLengthMax, TypeLengthMax + 1}
+	changes := [][]byte{{0x00}, {0x1f}, {0x20}, {0x7e}, {0x7f}, {0x80}, {0xff}, {0xc3, 0xa9}, {0xc3}, {0x09}}
+	checked := 0
+	check := func(key, typ []byte) {
+		t.Helper()
+		data := record(key, typ)
+		_, wantErr := DecodeRecord("c", 1, data)
+		_, ok := decodeFields(data)
+		if valid := validRecord(data); valid != (wantErr == nil) || ok != (wantErr == nil) {
+			t.Fatalf("key %q, type %q: validRecord %v, decodeFields %v, DecodeRecord %v", key, typ, valid, ok, wantErr)
+		}
+		checked++
+	}
+	for _, k := range keyLengths {
+		for _, n := range typeLengths {
+			check(text(k), text(n))
+			for _, change := range changes {
+				for _, field := range []int{0, 1} {
+					length := []int{k, n}[field]
+					for _, at := range []int{0, length / 2, length - len(change)} {
+						if at < 0 || at+len(change) > length {
+							continue
+						}
+						fields := [][]byte{text(k), text(n)}
+						copy(fields[field][at:], change)
+						check(fields[0], fields[1])
+					}
+				}
+			}
+		}
+	}
+	if checked < 5000 {
+		t.Fatalf("only %d records checked", checked)
+	}
+}
+
+// equalHashes, which compares four words, agrees with == for hashes that
+// differ in any one bit, and for equal ones.
+func TestEqualHashes(t *testing.T) {
+	var a Hash
+	for i := range a {
+		a[i] = byte(i * 7)
+	}
+	b := a
+	if !equalHashes(&a, &b) {
+		t.Fatalf("equal hashes %s compare unequal", a)
+	}
+	for i := range HashSize * 8 {
+		b := a
+		b[i/8] ^= 1 << (i % 8)
+		if equalHashes(&a, &b) || equalHashes(&b, &a) {
+			t.Fatalf("hashes differing in bit %d compare equal", i)
+		}
 	}
 }
