@@ -38,7 +38,7 @@
 // the entry fits there, and replaces it. A lookup of (chain, seq) seeks the
 // first key at or after it, the segment that holds seq. A read transaction
 // that reads 64 entries of one chain in a row (a replay's pooled
-// transaction, which serves thousands) maps the chain's segments once, 56
+// transaction, which serves thousands) maps the chain's segments once, 32
 // bytes each in memory, up to SegmentIndexSegmentsMax, and reads by binary
 // search from then on (segmentindex.go); write transactions always seek. The bucket is
 // written with FillPercent 1.0 because it is append-only: pages are packed

@@ -1,6 +1,9 @@
 package bolt
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // A read transaction that reads many entries of one chain by seq (a
 // replay's pooled transaction serves thousands of them between two
@@ -15,11 +18,11 @@ const (
 	// transaction reads, one after another, before it maps the chain: a
 	// transaction that reads a few entries never pays for the map.
 	segmentIndexReadsMin = 64
-	// SegmentIndexSegmentsMax bounds the segments one map holds (56 bytes
-	// each: 14 MiB, about 11,000,000 entries of 360 bytes); a longer chain
-	// is read by descents. Up to readPoolSizeMax pooled transactions may
-	// hold a map each.
-	SegmentIndexSegmentsMax = 1 << 18
+	// SegmentIndexSegmentsMax bounds the segments one map holds, 32 bytes
+	// each: 4 MiB, about 5,900,000 entries of 360 bytes. A longer chain is
+	// read by descents. Each of the readPoolSizeMax pooled transactions
+	// may hold a map, so a handle's maps take at most 32 MiB.
+	SegmentIndexSegmentsMax = 1 << 17
 )
 
 // segmentIndex is a read transaction's map of one chain's segments, in seq
@@ -29,14 +32,12 @@ type segmentIndex struct {
 	// reads counts the entries of chainID read since the transaction
 	// last read another chain's.
 	reads int
-	// segments is the map once built, and lasts their last seqs (a
-	// search touches 8 bytes a step, in an array a twelfth the size);
-	// unmappable is set when the chain has more than
-	// SegmentIndexSegmentsMax segments or a segment does not decode (its
-	// reads then go through descents, which report the damage where it
-	// is).
-	segments   []segment
+	// lasts and values are the map once built: the last seq of each
+	// segment (a search touches 8 bytes a step) and its stored bytes,
+	// decoded when read as a descent's segment is. unmappable is set when
+	// the chain has more than SegmentIndexSegmentsMax segments.
 	lasts      []uint64
+	values     [][]byte
 	built      bool
 	unmappable bool
 }
@@ -44,15 +45,15 @@ type segmentIndex struct {
 // indexedEntry reads the entry (chain id, seq) through the transaction's
 // map of the chain, building the map once the chain has been read
 // segmentIndexReadsMin times. ok is false when the caller must descend
-// instead: a write transaction, a chain read too seldom, or one that
-// cannot be mapped.
+// instead: a write transaction, a chain read too seldom, or one too long
+// to map.
 func (t *tx) indexedEntry(id, seq uint64) (data []byte, found, ok bool, err error) {
 	if t.tx.Writable() {
 		return nil, false, false, nil
 	}
 	x := &t.segmentIndex
 	if x.chainID != id {
-		*x = segmentIndex{chainID: id, segments: x.segments[:0], lasts: x.lasts[:0]}
+		*x = segmentIndex{chainID: id, lasts: x.lasts[:0], values: x.values[:0]}
 	}
 	if !x.built {
 		x.reads++
@@ -65,15 +66,25 @@ func (t *tx) indexedEntry(id, seq uint64) (data []byte, found, ok bool, err erro
 		}
 	}
 	i := x.search(seq)
-	if i == len(x.segments) || seq < x.segments[i].first {
+	if i == len(x.lasts) {
 		return nil, false, true, nil
 	}
-	data, err = x.segments[i].seqEntry(seq)
+	var key [segmentKeySize]byte
+	binary.BigEndian.PutUint64(key[:8], id)
+	binary.BigEndian.PutUint64(key[8:], x.lasts[i])
+	s, err := decodeSegment(key[:], x.values[i])
+	if err != nil {
+		return nil, false, true, fmt.Errorf("%s: chain id %d seq %d: %w", t.path, id, seq, err)
+	}
+	if seq < s.first {
+		return nil, false, true, nil
+	}
+	data, err = s.seqEntry(seq)
 	return data, err == nil, true, err
 }
 
 // search returns the index of the first segment whose last seq is at or
-// after seq, or len(segments).
+// after seq, or len(lasts).
 func (x *segmentIndex) search(seq uint64) int {
 	low, high := 0, len(x.lasts)
 	for low < high {
@@ -93,14 +104,13 @@ func (x *segmentIndex) build(t *tx, id uint64) {
 	binary.BigEndian.PutUint64(prefix[:], id)
 	c := t.segments().Cursor()
 	for k, v := c.Seek(prefix[:]); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = c.Next() {
-		s, err := decodeSegment(k, v)
-		if err != nil || len(x.segments) == SegmentIndexSegmentsMax ||
-			(len(x.segments) > 0 && s.first <= x.segments[len(x.segments)-1].last) {
-			x.segments, x.lasts, x.unmappable = x.segments[:0], x.lasts[:0], true
+		if len(k) != segmentKeySize || len(x.lasts) == SegmentIndexSegmentsMax {
+			// A key of another length is damage: descents report it.
+			x.lasts, x.values, x.unmappable = x.lasts[:0], x.values[:0], true
 			return
 		}
-		x.segments = append(x.segments, s)
-		x.lasts = append(x.lasts, s.last)
+		x.lasts = append(x.lasts, binary.BigEndian.Uint64(k[8:]))
+		x.values = append(x.values, v)
 	}
 	x.built = true
 }
