@@ -65,8 +65,9 @@
 // page; a read transaction that searches a run often keeps a table of its
 // chunks (no B-tree descent), and a chunk is searched by interpolating
 // between digests, which are uniform. Readers take chunks of any whole
-// number of records, so files written with smaller chunks read unchanged. A handle opened for writing also keeps one filter over every
-// committed key of the file, the keys bucket and all runs (keyfilter.go): it
+// number of records, so files written with smaller chunks read unchanged.
+// A handle opened for writing also keeps one filter over every committed
+// key of the file, the keys bucket and all runs (keyfilter.go): it
 // is asked first, and its "no" proves a key new in one cache line instead of
 // a probe per run. A writable Open builds it from the file (reading about
 // 32 bytes per key), and after each commit it takes the commit's new keys;

@@ -33,8 +33,20 @@ const (
 	keyRecordSize = 8 + KeyDigestSize + 8
 	// keyRecordPrefix is the part of a record that orders and identifies it.
 	keyRecordPrefix = 8 + KeyDigestSize
-	// keyChunkRecords is how many records one value of a run holds.
-	keyChunkRecords = 120
+	// keyChunkRecords is how many records one value of a run holds at most
+	// (1 MiB). bbolt stores a value larger than a page contiguously in
+	// overflow pages, so a run of 1,000,000 keys is 31 values under one
+	// branch page, not 8,300 under a three-level B-tree: a replay's seek in
+	// a run touches one cached branch page and the header of the chunk's
+	// first page, and the search in the chunk (searchChunk, interpolating)
+	// touches about as many cache lines in 1 MiB as a binary search did in
+	// 3,840 bytes. Readers take chunks of any size that is a whole number
+	// of records: files written with keyChunkRecordsV1 read unchanged.
+	// Sizes measured in docs/PERFORMANCE.md.
+	keyChunkRecords = 32768
+	// keyChunkRecordsV1 is the size of the chunks of files written before
+	// keyChunkRecords grew: one value of 3,840 bytes, about a page each.
+	keyChunkRecordsV1 = 120
 	// KeyRecentMax is how many keys the recent B-tree holds before they are
 	// written out as a run.
 	KeyRecentMax = 4096
@@ -211,7 +223,31 @@ type keyIndex struct {
 	// cursors holds a cursor on each run a read transaction has searched
 	// (see runCursor).
 	cursors map[keyRunName]*bbolt.Cursor
+	// tables holds the chunk table of each run a read transaction has
+	// searched runTableAfter times (see runTable).
+	tables map[keyRunName]*runTable
 }
+
+// runTable is a read transaction's table of one run's chunks: each chunk's
+// key, decoded, and its records in the map, which stay in place while the
+// transaction lives. A search in it costs no B-tree descent.
+type runTable struct {
+	searches int            // searches made through the cursor before the table was built
+	last     []recordPrefix // the prefix of each chunk's last record (its key), ascending
+	chunks   [][]byte
+}
+
+const (
+	// runTableAfter is how many searches of one run a read transaction
+	// makes through a cursor before it builds the run's table: a table
+	// reads every chunk's key (31 values for 1,000,000 keys), a seek one
+	// descent, and a transaction that serves one replay makes one search.
+	runTableAfter = 8
+	// runTableChunksMax bounds a table: a run of more chunks (a file
+	// written with keyChunkRecordsV1, 8,300 chunks per 1,000,000 keys) is
+	// searched through its cursor.
+	runTableChunksMax = 1024
+)
 
 func (t *tx) snapshotTxid() uint64 {
 	id := uint64(t.tx.ID())
@@ -380,25 +416,97 @@ func (t *tx) runCursor(name keyRunName) *bbolt.Cursor {
 
 // searchRun finds the record with the target prefix in a run: the chunk
 // whose last record is the first at or after the target, then a search in
-// it (searchChunk).
+// it (searchChunk). A read transaction finds the chunk in the run's table
+// once it has one (see runTable), else through its cursor.
 func (t *tx) searchRun(name keyRunName, target []byte) (uint64, bool, error) {
-	c := t.runCursor(name)
-	if c == nil {
-		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
-	}
-	k, v := c.Seek(target)
-	if k == nil || len(k) != keyRecordPrefix {
-		return 0, false, nil
-	}
-	if len(v)%keyRecordSize != 0 {
-		return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
-	}
 	want := loadPrefix(target, 0)
-	i := searchChunk(v, want)
-	if i < len(v)/keyRecordSize && loadPrefix(v, i) == want {
-		return binary.BigEndian.Uint64(v[i*keyRecordSize+keyRecordPrefix:]), true, nil
+	table, err := t.runTable(name)
+	if err != nil {
+		return 0, false, err
+	}
+	var chunk []byte
+	if table != nil && table.last != nil {
+		i, _ := slices.BinarySearchFunc(table.last, want, func(p, q recordPrefix) int {
+			if p.less(q) {
+				return -1
+			}
+			if q.less(p) {
+				return 1
+			}
+			return 0
+		})
+		if i == len(table.chunks) {
+			return 0, false, nil
+		}
+		chunk = table.chunks[i]
+	} else {
+		c := t.runCursor(name)
+		if c == nil {
+			return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
+		}
+		k, v := c.Seek(target)
+		if k == nil || len(k) != keyRecordPrefix {
+			return 0, false, nil
+		}
+		if len(v)%keyRecordSize != 0 {
+			return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
+		}
+		chunk = v
+	}
+	i := searchChunk(chunk, want)
+	if i < len(chunk)/keyRecordSize && loadPrefix(chunk, i) == want {
+		return binary.BigEndian.Uint64(chunk[i*keyRecordSize+keyRecordPrefix:]), true, nil
 	}
 	return 0, false, nil
+}
+
+// runTable returns a read transaction's table of a run (nil: search
+// through the cursor), building it at the run's runTableAfter-th search.
+// A table without chunks (last nil) marks a run of more than
+// runTableChunksMax chunks, searched through the cursor for good.
+func (t *tx) runTable(name keyRunName) (*runTable, error) {
+	if t.tx.Writable() {
+		return nil, nil
+	}
+	table, ok := t.index.tables[name]
+	if !ok {
+		table = &runTable{}
+		if t.index.tables == nil {
+			t.index.tables = make(map[keyRunName]*runTable)
+		}
+		t.index.tables[name] = table
+	}
+	if table.searches > runTableAfter {
+		return table, nil
+	}
+	if table.searches++; table.searches <= runTableAfter {
+		return nil, nil
+	}
+	b := t.runBucket(name)
+	if b == nil {
+		return nil, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
+	}
+	cur := b.Cursor()
+	var last []recordPrefix
+	var chunks [][]byte
+	for k, v := cur.First(); k != nil && len(k) == keyRecordPrefix; k, v = cur.Next() {
+		if len(chunks) == runTableChunksMax {
+			return table, nil // too many: table.last stays nil
+		}
+		if len(v) == 0 || len(v)%keyRecordSize != 0 {
+			return nil, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
+		}
+		p := loadPrefix(k, 0)
+		if len(last) > 0 && !last[len(last)-1].less(p) {
+			return nil, fmt.Errorf("%s: %w: key run %x out of order", t.path, storage.ErrCorrupt, name)
+		}
+		last, chunks = append(last, p), append(chunks, v)
+	}
+	table.last, table.chunks = last, chunks
+	if table.last == nil {
+		table.last = []recordPrefix{} // an empty run: nothing to find
+	}
+	return table, nil
 }
 
 // recordPrefix is the part of a run record that orders and identifies it,
@@ -430,11 +538,26 @@ func (p recordPrefix) less(q recordPrefix) bool {
 
 // searchChunk returns the index of the first record of a sorted chunk that
 // is not less than want (the number of records when none), comparing
-// records as words. An interpolation search (digests are uniform) was
-// measured too: no difference in CPU per replay, since what a search in a
-// chunk costs is the cache lines it first touches.
+// records as words. Digests are uniform (BLAKE3), so where the records at
+// both ends of the range are of the target's chain, the next record read
+// is the one the target's digest falls at between theirs (interpolation):
+// about four reads find a record among 32,768, each near the last, where a
+// binary search reads fifteen spread over the chunk, a cache miss each.
+// A range whose ends are of other chains (a chunk holding several chains'
+// records), or that interpolation has not narrowed in
+// searchInterpolationsMax reads (digests not uniform: a damaged or
+// hostile file), is halved instead, so a search never reads more than
+// searchInterpolationsMax plus a binary search's records.
 func searchChunk(chunk []byte, want recordPrefix) int {
 	lo, hi := 0, len(chunk)/keyRecordSize
+	for steps := 0; hi-lo > searchBinaryMax && steps < searchInterpolationsMax; steps++ {
+		mid := interpolate(chunk, lo, hi, want)
+		if loadPrefix(chunk, mid).less(want) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if loadPrefix(chunk, mid).less(want) {
@@ -444,6 +567,37 @@ func searchChunk(chunk []byte, want recordPrefix) int {
 		}
 	}
 	return lo
+}
+
+const (
+	// searchBinaryMax is the size of a range searchChunk halves rather than
+	// interpolates in: a few records on one or two cache lines.
+	searchBinaryMax = 8
+	// searchInterpolationsMax bounds the interpolating reads of one search.
+	searchInterpolationsMax = 12
+)
+
+// interpolate returns the index in [lo, hi) of the record of chunk to
+// compare with want next (hi-lo > 1): where want's digest falls between
+// the digests of the range's first and last records when all three are of
+// one chain and the range's digests differ, its middle otherwise.
+func interpolate(chunk []byte, lo, hi int, want recordPrefix) int {
+	mid := int(uint(lo+hi) >> 1)
+	first, last := loadPrefix(chunk, lo), loadPrefix(chunk, hi-1)
+	if first.chainID != want.chainID || last.chainID != want.chainID || first.digestHigh >= last.digestHigh {
+		return mid
+	}
+	switch {
+	case want.digestHigh <= first.digestHigh:
+		return lo
+	case want.digestHigh >= last.digestHigh:
+		return hi - 1
+	}
+	// (want - first) / (last - first) of the hi-1-lo records past lo, in
+	// 128 bits: the quotient is below hi-1-lo, since want < last.
+	high, low := bits.Mul64(want.digestHigh-first.digestHigh, uint64(hi-1-lo))
+	offset, _ := bits.Div64(high, low, last.digestHigh-first.digestHigh)
+	return lo + int(offset)
 }
 
 // addKey records a key appended in this transaction, with its digest.

@@ -155,14 +155,27 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 		if len(v) == 0 || len(v)%keyRecordSize != 0 {
 			return false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
 		}
-		memory.observe(v)
-		more, last := each(v)
-		if !more || last {
-			return more, nil
+		// A chunk of keyChunkRecords is handed on in pieces, each observed
+		// as a value of its own: scanMemory reads ahead of a scan from
+		// its first value and from its first look at the map, which come
+		// by the bytes read, so a scan that began with a 1 MiB chunk
+		// would fault most of that chunk a page at a time on a cold file.
+		for o := 0; o < len(v); o += scanPieceBytes {
+			piece := v[o:min(o+scanPieceBytes, len(v))]
+			memory.observe(piece)
+			more, last := each(piece)
+			if !more || last {
+				return more, nil
+			}
 		}
 	}
 	return true, nil
 }
+
+// scanPieceBytes is the most of a chunk that walkRunChunks hands on at
+// once: keyChunkRecordsV1 chunks whole, larger ones in pieces of a whole
+// number of records.
+const scanPieceBytes = 64 << 10
 
 // yieldChunk yields a chunk's records of the chain. last reports that the
 // chunk holds a record of a greater chain id, so no later chunk holds any

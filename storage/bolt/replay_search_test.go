@@ -2,9 +2,11 @@ package bolt
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -61,6 +63,242 @@ func TestSearchChunk(t *testing.T) {
 			if got := searchChunk(chunk, want); got != expected {
 				t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", want, got, expected, len(records))
 			}
+		}
+	})
+}
+
+// binarySearchChunk is searchChunk without interpolation: the search the
+// chunks of keyChunkRecordsV1 records had, the baseline of
+// BenchmarkSearchChunk.
+func binarySearchChunk(chunk []byte, want recordPrefix) int {
+	lo, hi := 0, len(chunk)/keyRecordSize
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if loadPrefix(chunk, mid).less(want) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// uniformChunk returns a sorted chunk of n records of one chain with
+// pseudo-random digests (as BLAKE3's are), and their prefixes.
+func uniformChunk(n int, chainID uint64, seed uint64) ([]byte, []recordPrefix) {
+	records := make([]recordKey, n)
+	x := seed | 1
+	next := func() uint64 { // xorshift64*
+		x ^= x >> 12
+		x ^= x << 25
+		x ^= x >> 27
+		return x * 0x2545f4914f6cdd1d
+	}
+	for i := range records {
+		records[i] = recordKey{chainID: chainID, digestHigh: next(), digestLow: next(), seq: uint64(i + 1)}
+	}
+	slices.SortFunc(records, compareRecords)
+	chunk := make([]byte, n*keyRecordSize)
+	prefixes := make([]recordPrefix, n)
+	for i, r := range records {
+		r.put(chunk[i*keyRecordSize:])
+		prefixes[i] = recordPrefix{r.chainID, r.digestHigh, r.digestLow}
+	}
+	return chunk, prefixes
+}
+
+// TestSearchChunkEdges checks the interpolating search at the edges of
+// full-size chunks of uniform digests: the first and last records, targets
+// below the first and above the last (of the same chain, and of the chains
+// before and after it), records sharing their digest's high word, and a
+// chunk whose digests all share it (no interpolation possible).
+func TestSearchChunkEdges(t *testing.T) {
+	for _, n := range []int{1, 2, searchBinaryMax, searchBinaryMax + 1, keyChunkRecordsV1, 1000, keyChunkRecords} {
+		chunk, prefixes := uniformChunk(n, 5, uint64(n))
+		first, last := prefixes[0], prefixes[n-1]
+		cases := []struct {
+			name string
+			want recordPrefix
+			at   int
+		}{
+			{"first", first, 0},
+			{"last", last, n - 1},
+			{"below the first", recordPrefix{5, first.digestHigh, first.digestLow - 1}, 0},
+			{"lowest digest", recordPrefix{5, 0, 0}, 0},
+			{"above the last", recordPrefix{5, last.digestHigh, last.digestLow + 1}, n},
+			{"highest digest", recordPrefix{5, ^uint64(0), ^uint64(0)}, n},
+			{"chain before", recordPrefix{4, ^uint64(0), ^uint64(0)}, 0},
+			{"chain after", recordPrefix{6, 0, 0}, n},
+		}
+		if last.digestLow != ^uint64(0) {
+			cases[4].at = n
+		}
+		for i := range min(n, 64) {
+			j := i * (n - 1) / max(min(n, 64)-1, 1)
+			cases = append(cases, struct {
+				name string
+				want recordPrefix
+				at   int
+			}{fmt.Sprintf("record %d", j), prefixes[j], j})
+		}
+		for _, c := range cases {
+			if got := searchChunk(chunk, c.want); got != c.at {
+				t.Errorf("%d records, %s: searchChunk = %d, want %d", n, c.name, got, c.at)
+			}
+			if got := binarySearchChunk(chunk, c.want); got != c.at {
+				t.Errorf("%d records, %s: the binary search = %d, want %d", n, c.name, got, c.at)
+			}
+		}
+	}
+	// Records that share their digest's high word (with one another, and in
+	// a chunk where all of them do) are ordered by the low word.
+	for _, shared := range []int{2, 100, keyChunkRecords} {
+		chunk, prefixes := uniformChunk(keyChunkRecords, 5, 99)
+		start := keyChunkRecords/2 - shared/2
+		high := prefixes[start].digestHigh
+		for i := start; i < start+shared; i++ {
+			prefixes[i].digestHigh = high
+		}
+		if shared == keyChunkRecords {
+			for i := range prefixes {
+				prefixes[i].digestHigh = 7
+			}
+		}
+		slices.SortFunc(prefixes, func(a, b recordPrefix) int {
+			return compareRecords(recordKey{a.chainID, a.digestHigh, a.digestLow, 0}, recordKey{b.chainID, b.digestHigh, b.digestLow, 0})
+		})
+		for i, p := range prefixes {
+			recordKey{p.chainID, p.digestHigh, p.digestLow, uint64(i)}.put(chunk[i*keyRecordSize:])
+		}
+		for i, p := range prefixes {
+			if got := searchChunk(chunk, p); got != i {
+				t.Fatalf("%d records sharing a high word: searchChunk(record %d) = %d", shared, i, got)
+			}
+			if got := searchChunk(chunk, recordPrefix{p.chainID, p.digestHigh, p.digestLow + 1}); p.digestLow != ^uint64(0) && got != binarySearchChunk(chunk, recordPrefix{p.chainID, p.digestHigh, p.digestLow + 1}) {
+				t.Fatalf("%d records sharing a high word: searchChunk(past record %d) = %d", shared, i, got)
+			}
+		}
+	}
+}
+
+// TestSearchChunkLarge is TestSearchChunk's check on chunks of up to
+// keyChunkRecords records of one chain or several, whose digests are
+// uniform or bunched, for every record and a drawn target.
+func TestSearchChunkLarge(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, keyChunkRecords).Draw(t, "records")
+		chains := rapid.IntRange(1, 3).Draw(t, "chains")
+		bunched := rapid.Bool().Draw(t, "bunched")
+		chunk, prefixes := uniformChunk(n, 1, rapid.Uint64().Draw(t, "seed"))
+		for i := range prefixes {
+			prefixes[i].chainID = uint64(1 + i*chains/n) // sorted stretches of each chain
+			if bunched {
+				prefixes[i].digestHigh >>= 60 // sixteen values: long runs of equal high words
+			}
+		}
+		slices.SortFunc(prefixes, func(a, b recordPrefix) int {
+			return compareRecords(recordKey{a.chainID, a.digestHigh, a.digestLow, 0}, recordKey{b.chainID, b.digestHigh, b.digestLow, 0})
+		})
+		prefixes = slices.Compact(prefixes)
+		chunk = chunk[:len(prefixes)*keyRecordSize]
+		for i, p := range prefixes {
+			recordKey{p.chainID, p.digestHigh, p.digestLow, uint64(i)}.put(chunk[i*keyRecordSize:])
+		}
+		targets := append(prefixes, recordPrefix{
+			uint64(rapid.IntRange(0, chains+1).Draw(t, "target chain")),
+			rapid.Uint64().Draw(t, "target high"),
+			rapid.Uint64().Draw(t, "target low"),
+		})
+		for i, want := range targets {
+			expected := binarySearchChunk(chunk, want)
+			if i < len(prefixes) && expected != i {
+				t.Fatalf("the binary search finds record %d at %d", i, expected)
+			}
+			if got := searchChunk(chunk, want); got != expected {
+				t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", want, got, expected, len(prefixes))
+			}
+			// Both neighbours of a record, between it and the next.
+			for _, near := range []recordPrefix{{want.chainID, want.digestHigh, want.digestLow - 1}, {want.chainID, want.digestHigh, want.digestLow + 1}} {
+				if got, expected := searchChunk(chunk, near), binarySearchChunk(chunk, near); got != expected {
+					t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", near, got, expected, len(prefixes))
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkSearchChunk searches random records of 64 MiB of full chunks
+// (more than the processor's caches hold) with searchChunk, beside the
+// binary search over the same chunks and targets in the same run, and
+// reports the ratio of their times ("x-binary").
+func BenchmarkSearchChunk(b *testing.B) {
+	const chunks = 64
+	data := make([][]byte, chunks)
+	prefixes := make([][]recordPrefix, chunks)
+	for i := range data {
+		data[i], prefixes[i] = uniformChunk(keyChunkRecords, 1, uint64(i+1))
+	}
+	target := func(i int) (int, recordPrefix) {
+		h := uint64(i) * 0x9e3779b97f4a7c15
+		c := int(h>>58) % chunks
+		return c, prefixes[c][int(h>>20)%keyChunkRecords]
+	}
+	var binary time.Duration
+	b.Run("binary", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			c, want := target(i)
+			if binarySearchChunk(data[c], want) >= keyChunkRecords {
+				b.Fatal("not found")
+			}
+			i++
+		}
+		binary = b.Elapsed() / time.Duration(b.N)
+	})
+	b.Run("interpolation", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			c, want := target(i)
+			if searchChunk(data[c], want) >= keyChunkRecords {
+				b.Fatal("not found")
+			}
+			i++
+		}
+		if binary > 0 {
+			b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N))/float64(binary), "x-binary")
+		}
+	})
+}
+
+// FuzzSearchChunk searches chunks of any bytes, as a damaged or hostile
+// file may hold: the search must end inside the chunk without a panic, and
+// on a sorted chunk find what the binary search finds.
+func FuzzSearchChunk(f *testing.F) {
+	sorted, prefixes := uniformChunk(300, 2, 7)
+	f.Add(sorted, uint64(2), prefixes[150].digestHigh, prefixes[150].digestLow)
+	f.Add(sorted, uint64(2), prefixes[299].digestHigh+1, uint64(0))
+	f.Add(sorted, uint64(1), uint64(0), uint64(0))
+	reversed := slices.Clone(sorted)
+	for i := range 300 {
+		copy(reversed[i*keyRecordSize:], sorted[(299-i)*keyRecordSize:(300-i)*keyRecordSize])
+	}
+	f.Add(reversed, uint64(2), prefixes[10].digestHigh, prefixes[10].digestLow)
+	f.Add([]byte{}, uint64(0), uint64(0), uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, chainID, high, low uint64) {
+		chunk := data[:len(data)/keyRecordSize*keyRecordSize]
+		n := len(chunk) / keyRecordSize
+		want := recordPrefix{chainID, high, low}
+		got := searchChunk(chunk, want)
+		if got < 0 || got > n {
+			t.Fatalf("searchChunk = %d of %d records", got, n)
+		}
+		for i := 1; i < n; i++ {
+			if !loadPrefix(chunk, i-1).less(loadPrefix(chunk, i)) {
+				return // not sorted: any index is an answer
+			}
+		}
+		if expected := binarySearchChunk(chunk, want); got != expected {
+			t.Fatalf("searchChunk = %d, the binary search %d (%d records)", got, expected, n)
 		}
 	})
 }

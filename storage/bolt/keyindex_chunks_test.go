@@ -1,0 +1,267 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// chunkLedger is a file whose runs are rewritten in chunks of other sizes,
+// as files written before keyChunkRecords grew hold them.
+type chunkLedger struct {
+	t    *testing.T
+	path string
+	seqs map[string]uint64 // chain -> last seq; keys are "<chain>-<seq>"
+}
+
+// commit appends n keyed entries to each chain in one transaction.
+func (l *chunkLedger) commit(b *Backend, n map[string]int) {
+	l.t.Helper()
+	ctx := context.Background()
+	tx, err := b.Begin(ctx, true)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for chain, count := range n {
+		for range count {
+			l.seqs[chain]++
+			seq := l.seqs[chain]
+			rec := storage.Record{Seq: seq, IdempotencyKey: fmt.Sprintf("%s-%d", chain, seq), Data: []byte(chain)}
+			if err := tx.Append(ctx, chain, rec, storage.Head{Seq: seq}); err != nil {
+				l.t.Fatal(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// rechunk rewrites the runs of count records (every run when count is 0)
+// in chunks of size records, each keyed by its last record, and returns
+// how many runs it rewrote.
+func (l *chunkLedger) rechunk(count uint64, size int) int {
+	l.t.Helper()
+	db, err := bbolt.Open(l.path, FileMode, nil)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer db.Close()
+	rewritten := 0
+	err = db.Update(func(btx *bbolt.Tx) error {
+		runs := btx.Bucket(BucketKeyRuns)
+		var names [][]byte
+		runs.ForEach(func(name, _ []byte) error { names = append(names, name); return nil })
+		for _, name := range names {
+			run := runs.Bucket(name)
+			if count != 0 && binary.BigEndian.Uint64(run.Get(runCountKey)) != count {
+				continue
+			}
+			var records []byte
+			var keys [][]byte
+			run.ForEach(func(k, v []byte) error {
+				if len(k) == keyRecordPrefix {
+					records = append(records, v...)
+					keys = append(keys, append([]byte(nil), k...))
+				}
+				return nil
+			})
+			for _, k := range keys {
+				if err := run.Delete(k); err != nil {
+					return err
+				}
+			}
+			for o := 0; o < len(records); o += size * keyRecordSize {
+				chunk := records[o:min(o+size*keyRecordSize, len(records))]
+				if err := run.Put(chunk[len(chunk)-keyRecordSize:len(chunk)-keyRecordSize+keyRecordPrefix], chunk); err != nil {
+					return err
+				}
+			}
+			rewritten++
+		}
+		return nil
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return rewritten
+}
+
+// runChunks returns the number of records of each chunk of each run, by
+// run name.
+func (l *chunkLedger) runChunks(b *Backend) map[keyRunName][]int {
+	l.t.Helper()
+	chunks := map[keyRunName][]int{}
+	err := b.db.View(func(btx *bbolt.Tx) error {
+		runs := btx.Bucket(BucketKeyRuns)
+		return runs.ForEach(func(name, _ []byte) error {
+			return runs.Bucket(name).ForEach(func(k, v []byte) error {
+				if len(k) == keyRecordPrefix {
+					chunks[keyRunName(name)] = append(chunks[keyRunName(name)], len(v)/keyRecordSize)
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return chunks
+}
+
+// checkLookups looks every key up, and keys the file does not hold, in one
+// read transaction (so that each run is searched through its cursor and
+// then through its table), twice over, and in a write transaction; it
+// returns the read transaction's tables.
+func (l *chunkLedger) checkLookups(b *Backend) map[keyRunName]*runTable {
+	l.t.Helper()
+	btx, err := b.db.Begin(false)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer btx.Rollback()
+	rtx := &tx{tx: btx, path: b.path, cache: b.cache}
+	for round := range 2 {
+		for chain, last := range l.seqs {
+			id, err := rtx.chainID(chain)
+			if err != nil {
+				l.t.Fatal(err)
+			}
+			for seq := uint64(1); seq <= last+3; seq++ {
+				key := fmt.Sprintf("%s-%d", chain, seq)
+				digest := KeyDigest(key)
+				got, found, err := rtx.lookupDigest(id, key, &digest)
+				if err != nil {
+					l.t.Fatalf("round %d, key %q: %v", round, key, err)
+				}
+				if want := seq <= last; found != want || (found && got != seq) {
+					l.t.Fatalf("round %d, key %q: seq %d, found %v; want seq %d, found %v", round, key, got, found, seq, want)
+				}
+				other := id + 1 // the same digest under another chain's id
+				if _, found, err := rtx.lookupDigest(other, key, &digest); err != nil || found {
+					l.t.Fatalf("key %q under chain id %d: found %v, %v", key, other, found, err)
+				}
+			}
+		}
+	}
+	ctx := context.Background()
+	wtx, err := b.Begin(ctx, true)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer wtx.Rollback()
+	for chain, last := range l.seqs {
+		for _, seq := range []uint64{1, last / 2, last} {
+			if got, err := wtx.LookupKey(ctx, chain, fmt.Sprintf("%s-%d", chain, seq)); err != nil || got != seq {
+				l.t.Fatalf("write transaction: key %s-%d: %d, %v", chain, seq, got, err)
+			}
+		}
+	}
+	return rtx.index.tables
+}
+
+// TestRunChunkSizes looks keys up in one file whose runs hold chunks of
+// keyChunkRecords, of keyChunkRecordsV1 (files written before), and of one
+// record each (more than runTableChunksMax of them, searched through the
+// cursor), before and after a merge of all three, and scans them.
+func TestRunChunkSizes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a run of more than keyChunkRecords keys")
+	}
+	l := &chunkLedger{t: t, path: filepath.Join(t.TempDir(), "ledger.db"), seqs: map[string]uint64{}}
+	b, err := Open(l.path, Options{Log: LogOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.commit(b, map[string]int{"c": keyChunkRecords + 100, "d": 50}) // two chunks, chains mixed in the last
+	l.commit(b, map[string]int{"c": 600, "d": 10})                   // rewritten in chunks of keyChunkRecordsV1
+	l.commit(b, map[string]int{"c": runTableChunksMax + 50})         // rewritten in chunks of one record
+	l.commit(b, map[string]int{"c": 700})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.rechunk(610, keyChunkRecordsV1); n != 1 {
+		t.Fatalf("rewrote %d runs of 610 records", n)
+	}
+	if n := l.rechunk(runTableChunksMax+50, 1); n != 1 {
+		t.Fatalf("rewrote %d runs of %d records", n, runTableChunksMax+50)
+	}
+	b, err = Open(l.path, Options{Log: LogOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	chunks := l.runChunks(b)
+	sizes := map[int]bool{}
+	for _, c := range chunks {
+		sizes[c[0]] = true
+	}
+	if len(chunks) != 4 || !sizes[keyChunkRecords] || !sizes[keyChunkRecordsV1] || !sizes[1] || !sizes[700] {
+		t.Fatalf("runs' chunks: %v", chunks)
+	}
+	tables := l.checkLookups(b)
+	for name, c := range chunks {
+		table := tables[name]
+		switch {
+		case table == nil || table.searches <= runTableAfter:
+			t.Errorf("run %x (%d chunks) was not searched through a table: %+v", name, len(c), table)
+		case len(c) > runTableChunksMax && table.last != nil:
+			t.Errorf("run %x of %d chunks has a table", name, len(c))
+		case len(c) <= runTableChunksMax && len(table.last) != len(c):
+			t.Errorf("run %x of %d chunks has a table of %d", name, len(c), len(table.last))
+		}
+	}
+	// Level 3 fills (the runs of 610, 1,074 and 700 records, and five
+	// more): its runs, of every chunk size, merge into one of level 4.
+	for range KeyRunFanout - 3 {
+		l.commit(b, map[string]int{"c": 600, "d": 1})
+	}
+	chunks = l.runChunks(b)
+	if len(chunks) != 2 {
+		t.Fatalf("after the merge: %d runs, want 2: %v", len(chunks), chunks)
+	}
+	for name, c := range chunks {
+		if name[0] == 4 && (len(c) != 1 || c[0] != 610+runTableChunksMax+50+700+5*601) {
+			t.Fatalf("the merged run's chunks: %v", c)
+		}
+	}
+	l.checkLookups(b)
+	l.checkScan(b)
+}
+
+// checkScan scans each chain's keys in batches and checks that every seq
+// comes once with its key's digest.
+func (l *chunkLedger) checkScan(b *Backend) {
+	l.t.Helper()
+	ctx := context.Background()
+	stx, err := b.Begin(ctx, false)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer stx.Rollback()
+	for chain, last := range l.seqs {
+		seen := make([]bool, last+1)
+		for refs, err := range stx.(storage.KeyBatchScanner).ScanKeyBatches(ctx, chain) {
+			if err != nil {
+				l.t.Fatal(err)
+			}
+			for _, ref := range refs {
+				if ref.Seq == 0 || ref.Seq > last || seen[ref.Seq] || ref.Digest != KeyDigest(fmt.Sprintf("%s-%d", chain, ref.Seq)) {
+					l.t.Fatalf("chain %s: record %+v", chain, ref)
+				}
+				seen[ref.Seq] = true
+			}
+		}
+		for seq := uint64(1); seq <= last; seq++ {
+			if !seen[seq] {
+				l.t.Fatalf("chain %s: seq %d not scanned", chain, seq)
+			}
+		}
+	}
+}
