@@ -3,6 +3,7 @@
 package bolt
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,7 +78,7 @@ func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 func forgetScanMaps(t *testing.T) {
 	clear := func() {
 		scanMaps.Lock()
-		scanMaps.ranges, scanMaps.begun = nil, [2]uintptr{}
+		scanMaps.ranges, scanMaps.advised, scanMaps.begun = nil, nil, [2]uintptr{}
 		scanMaps.Unlock()
 	}
 	clear()
@@ -130,5 +131,127 @@ func TestScanMemoryBeginsAheadInKnownMap(t *testing.T) {
 	third.observe(m[last:])
 	if third.aheadEnd != 0 {
 		t.Fatalf("a scan %d bytes before the map's end read ahead to %#x, past it", value, third.aheadEnd)
+	}
+}
+
+// mapWrittenFile maps a new file of size bytes written through (so that its
+// pages are in the page cache and clean), read-only and shared, and
+// returns the map and the file.
+func mapWrittenFile(t *testing.T, size int) ([]byte, *os.File) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "scan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Write(bytes.Repeat([]byte{'v'}, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(m) })
+	return m, f
+}
+
+// scanThrough observes the values of m[from:to], value bytes each, as one
+// scan, and returns it.
+func scanThrough(m []byte, from, to, value int) *scanMemory {
+	var s scanMemory
+	for at := from; at+value <= to; at += value {
+		s.observe(m[at : at+value])
+	}
+	return &s
+}
+
+// A block of the map that one scan advised is not advised again by the
+// next scan that reads it while the block is cached (a verify's scans jump
+// between regions and each chunk is a scan, so a warm verify advised each
+// block 5 to 29 times), and is advised again once the file was evicted, so
+// that a cold scan is never left to fault a remembered block a page at a
+// time.
+func TestScanMemoryAdvisesABlockOnceWhileCached(t *testing.T) {
+	const value = 4 << 10
+	size := 2*scanReadAheadBytes + 4*scanAdviceBytes
+	m, f := mapWrittenFile(t, size)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	forgetScanMaps(t)
+	readTo := 2 * scanReleaseBytes
+
+	first := scanThrough(m, 0, readTo, value)
+	if first.advised == nil || first.skipped != 0 {
+		t.Fatalf("the first scan of a map found it advised (%d blocks skipped, advised %v)", first.skipped, first.advised != nil)
+	}
+	windowEnd := first.aheadEnd
+	if (first.aheadStart-start)%scanAdviceBytes != 0 || (windowEnd-start)%scanAdviceBytes != 0 {
+		t.Fatalf("window %#x-%#x in a map at %#x is not in whole blocks of %d", first.aheadStart, windowEnd, start, scanAdviceBytes)
+	}
+	for block := start; block < windowEnd; block += scanAdviceBytes {
+		if !first.advised.has(block) {
+			t.Fatalf("block at %#x, inside the window %#x-%#x, not remembered", block, first.aheadStart, windowEnd)
+		}
+	}
+	if next := windowEnd + scanAdviceBytes; next < start+uintptr(size) && first.advised.has(next) {
+		t.Fatalf("block at %#x, past the window, remembered as advised", next)
+	}
+
+	second := scanThrough(m, 0, readTo, value)
+	if second.advised != first.advised {
+		t.Fatal("a second scan of the same map did not find the blocks the first advised")
+	}
+	blocks := int((second.aheadEnd - second.aheadStart) / scanAdviceBytes)
+	if second.skipped != blocks || blocks == 0 {
+		t.Fatalf("a scan over cached blocks another scan advised skipped %d of its %d", second.skipped, blocks)
+	}
+
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if resident(start + uintptr(readTo)) {
+		t.Skip("the file system kept the file's pages in memory when asked to drop them")
+	}
+	third := scanThrough(m, 0, readTo, value)
+	if third.skipped != 0 {
+		t.Fatalf("a scan of an evicted file skipped advising %d remembered blocks", third.skipped)
+	}
+}
+
+// A scan whose window begins where begin advised less than a block, at an
+// address inside a block, still advises and remembers whole blocks: a
+// block remembered as advised is advised from its first page.
+func TestScanMemoryWindowInWholeBlocksAfterBegin(t *testing.T) {
+	const value = 4 << 10
+	size := scanReadAheadBytes + 8*scanAdviceBytes
+	m, _ := mapWrittenFile(t, size)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	forgetScanMaps(t)
+	scanThrough(m, 0, scanQuietBytes+value, value) // finds the map for begin
+
+	at := scanAdviceBytes + 5*value // inside the second block
+	s := scanThrough(m, at, at+2*scanQuietBytes, value)
+	if s.mapEnd == 0 {
+		t.Fatal("the scan did not look the map up")
+	}
+	if s.aheadStart != start+scanAdviceBytes || (s.aheadEnd-start)%scanAdviceBytes != 0 || !s.advised.has(s.aheadStart) {
+		t.Fatalf("a scan from %#x read ahead %#x-%#x, want whole blocks from %#x", start+uintptr(at), s.aheadStart, s.aheadEnd, start+scanAdviceBytes)
+	}
+}
+
+// resident tells a cached page of a map from an evicted one.
+func TestResident(t *testing.T) {
+	m, f := mapWrittenFile(t, 4*scanAdviceBytes)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	if !resident(start + scanAdviceBytes) {
+		t.Fatal("a page just written is not resident")
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if resident(start + scanAdviceBytes) {
+		t.Skip("the file system kept the file's pages in memory when asked to drop them")
 	}
 }
