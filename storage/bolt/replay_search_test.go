@@ -18,7 +18,10 @@ import (
 // records and outside it.
 func TestSearchChunk(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(0, keyChunkRecords).Draw(t, "records")
+		// Chunks of the size files written before hold, and a few times
+		// it: the interpolation's ranges reach searchBinaryMax often (the
+		// large chunks are TestSearchChunkLarge's).
+		n := rapid.IntRange(0, 4*keyChunkRecordsV1).Draw(t, "records")
 		chains := rapid.IntRange(1, 3).Draw(t, "chains")
 		digest := rapid.OneOf(
 			rapid.Uint64(),
@@ -170,7 +173,8 @@ func TestSearchChunkEdges(t *testing.T) {
 		for i, p := range prefixes {
 			recordKey{p.chainID, p.digestHigh, p.digestLow, uint64(i)}.put(chunk[i*keyRecordSize:])
 		}
-		for i, p := range prefixes {
+		for i := 0; i < len(prefixes); i += 1 + i%7 { // every record near the start, then a sample
+			p := prefixes[i]
 			if got := searchChunk(chunk, p); got != i {
 				t.Fatalf("%d records sharing a high word: searchChunk(record %d) = %d", shared, i, got)
 			}
@@ -204,15 +208,25 @@ func TestSearchChunkLarge(t *testing.T) {
 		for i, p := range prefixes {
 			recordKey{p.chainID, p.digestHigh, p.digestLow, uint64(i)}.put(chunk[i*keyRecordSize:])
 		}
-		targets := append(prefixes, recordPrefix{
+		// Every record of a small chunk; of a large one, the first, the
+		// last and a few hundred drawn.
+		targets := prefixes
+		if len(prefixes) > 500 {
+			targets = []recordPrefix{prefixes[0], prefixes[len(prefixes)-1]}
+			for range 300 {
+				targets = append(targets, prefixes[rapid.IntRange(0, len(prefixes)-1).Draw(t, "record")])
+			}
+		}
+		records := len(targets)
+		targets = append(slices.Clone(targets), recordPrefix{
 			uint64(rapid.IntRange(0, chains+1).Draw(t, "target chain")),
 			rapid.Uint64().Draw(t, "target high"),
 			rapid.Uint64().Draw(t, "target low"),
 		})
 		for i, want := range targets {
 			expected := binarySearchChunk(chunk, want)
-			if i < len(prefixes) && expected != i {
-				t.Fatalf("the binary search finds record %d at %d", i, expected)
+			if i < records && (expected == len(prefixes) || prefixes[expected] != want) {
+				t.Fatalf("the binary search does not find record %+v", want)
 			}
 			if got := searchChunk(chunk, want); got != expected {
 				t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", want, got, expected, len(prefixes))
