@@ -233,6 +233,45 @@ func TestRunChunkSizes(t *testing.T) {
 	}
 	l.checkLookups(b)
 	l.checkScan(b)
+	l.checkScanStart(b)
+}
+
+// checkScanStart walks each run for each chain and checks that the walk
+// hands on none of the records of the chains before it: the first chunk
+// of a chain's stretch holds up to keyChunkRecords records of others.
+func (l *chunkLedger) checkScanStart(b *Backend) {
+	l.t.Helper()
+	btx, err := b.db.Begin(false)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer btx.Rollback()
+	rtx := &tx{tx: btx, path: b.path, cache: b.cache}
+	names, err := rtx.scanRunNames()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for chain := range l.seqs {
+		id, err := rtx.chainID(chain)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		for _, name := range names {
+			var memory scanMemory
+			lower := 0
+			_, err := rtx.walkRunChunks(id, name, &memory, func(chunk []byte) (bool, bool) {
+				for o := 0; o < len(chunk); o += keyRecordSize {
+					if binary.BigEndian.Uint64(chunk[o:]) < id {
+						lower++
+					}
+				}
+				return true, false
+			})
+			if err != nil || lower != 0 {
+				l.t.Fatalf("chain %s, run %x: the walk handed on %d records of lower chain ids, %v", chain, name, lower, err)
+			}
+		}
+	}
 }
 
 // checkScan scans each chain's keys in batches and checks that every seq

@@ -143,6 +143,7 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 		return false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
 	}
 	cur := b.Cursor()
+	first := true
 	for k, v := cur.Seek(binary.BigEndian.AppendUint64(nil, chainID)); k != nil; k, v = cur.Next() {
 		if len(k) != keyRecordPrefix {
 			continue
@@ -154,6 +155,13 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 		}
 		if len(v) == 0 || len(v)%keyRecordSize != 0 {
 			return false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
+		}
+		if first {
+			// The first chunk may begin with other chains' records: up to
+			// a megabyte of them, for each chain of a verify, unless the
+			// walk starts at the chain's first record.
+			v = v[searchChunk(v, recordPrefix{chainID: chainID})*keyRecordSize:]
+			first = false
 		}
 		// A chunk of keyChunkRecords is handed on in pieces, each observed
 		// as a value of its own: scanMemory reads ahead of a scan from
