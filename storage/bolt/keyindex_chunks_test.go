@@ -171,9 +171,6 @@ func (l *chunkLedger) checkLookups(b *Backend) map[keyRunName]*runTable {
 // record each (more than runTableChunksMax of them, searched through the
 // cursor), before and after a merge of all three, and scans them.
 func TestRunChunkSizes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a run of more than keyChunkRecords keys")
-	}
 	l := &chunkLedger{t: t, path: filepath.Join(t.TempDir(), "ledger.db"), seqs: map[string]uint64{}}
 	b, err := Open(l.path, Options{Log: LogOff})
 	if err != nil {
