@@ -212,6 +212,8 @@ func TestRunChunkSizes(t *testing.T) {
 			t.Errorf("run %x of %d chunks has a table", name, len(c))
 		case len(c) <= runTableChunksMax && len(table.last) != len(c):
 			t.Errorf("run %x of %d chunks has a table of %d", name, len(c), len(table.last))
+		case len(c) <= runTableChunksMax && b.cache.get(name).radix.Load() == nil:
+			t.Errorf("run %x of %d chunks, searched through a table, has no radix map", name, len(c))
 		}
 	}
 	// Level 3 fills (the runs of 610, 1,074 and 700 records, and five
@@ -226,6 +228,11 @@ func TestRunChunkSizes(t *testing.T) {
 	for name, c := range chunks {
 		if name[0] == 4 && (len(c) != 1 || c[0] != 610+runTableChunksMax+50+700+5*601) {
 			t.Fatalf("the merged run's chunks: %v", c)
+		}
+		// The merge wrote the run, and its radix map with it (none for its
+		// chunk, which holds two chains).
+		if x := b.cache.get(name).radix.Load(); name[0] == 4 && (x == nil || len(x.records) != 1 || x.records[0] != c[0] || x.starts[0] != nil) {
+			t.Fatalf("the merged run's radix map: %+v", x)
 		}
 	}
 	l.checkLookups(b)

@@ -151,6 +151,9 @@ func TestSearchChunkEdges(t *testing.T) {
 			if got := binarySearchChunk(chunk, c.want); got != c.at {
 				t.Errorf("%d records, %s: the binary search = %d, want %d", n, c.name, got, c.at)
 			}
+			if got := newRunRadix([][]byte{chunk}).search(0, chunk, c.want); got != c.at {
+				t.Errorf("%d records, %s: the radix search = %d, want %d", n, c.name, got, c.at)
+			}
 		}
 	}
 	// Records that share their digest's high word (with one another, and in
@@ -218,6 +221,7 @@ func TestSearchChunkLarge(t *testing.T) {
 			}
 		}
 		records := len(targets)
+		radix := newRunRadix([][]byte{chunk})
 		targets = append(slices.Clone(targets), recordPrefix{
 			uint64(rapid.IntRange(0, chains+1).Draw(t, "target chain")),
 			rapid.Uint64().Draw(t, "target high"),
@@ -230,6 +234,14 @@ func TestSearchChunkLarge(t *testing.T) {
 			}
 			if got := searchChunk(chunk, want); got != expected {
 				t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", want, got, expected, len(prefixes))
+			}
+			if got := radix.search(0, chunk, want); got != expected {
+				t.Fatalf("the radix search(%+v) = %d, want %d (%d records, mapped %v)", want, got, expected, len(prefixes), radix.starts[0] != nil)
+			}
+			for _, near := range []recordPrefix{{want.chainID, want.digestHigh, want.digestLow - 1}, {want.chainID, want.digestHigh, want.digestLow + 1}} {
+				if got, expected := radix.search(0, chunk, near), binarySearchChunk(chunk, near); got != expected {
+					t.Fatalf("the radix search(%+v) = %d, want %d (%d records)", near, got, expected, len(prefixes))
+				}
 			}
 			// Both neighbours of a record, between it and the next.
 			for _, near := range []recordPrefix{{want.chainID, want.digestHigh, want.digestLow - 1}, {want.chainID, want.digestHigh, want.digestLow + 1}} {
@@ -306,13 +318,17 @@ func FuzzSearchChunk(f *testing.F) {
 		if got < 0 || got > n {
 			t.Fatalf("searchChunk = %d of %d records", got, n)
 		}
+		radix := newRunRadix([][]byte{chunk}).search(0, chunk, want)
+		if radix < 0 || radix > n {
+			t.Fatalf("the radix search = %d of %d records", radix, n)
+		}
 		for i := 1; i < n; i++ {
 			if !loadPrefix(chunk, i-1).less(loadPrefix(chunk, i)) {
 				return // not sorted: any index is an answer
 			}
 		}
-		if expected := binarySearchChunk(chunk, want); got != expected {
-			t.Fatalf("searchChunk = %d, the binary search %d (%d records)", got, expected, n)
+		if expected := binarySearchChunk(chunk, want); got != expected || radix != expected {
+			t.Fatalf("searchChunk = %d, the radix search %d, the binary search %d (%d records)", got, radix, expected, n)
 		}
 	})
 }
