@@ -63,9 +63,12 @@
 // first. A run's chunks are large values, which bbolt keeps contiguous in
 // overflow pages, so a run of a million keys is 31 values under one branch
 // page; a read transaction that searches a run often keeps a table of its
-// chunks (no B-tree descent), and a chunk is searched by interpolating
-// between digests, which are uniform. Readers take chunks of any whole
-// number of records, so files written with smaller chunks read unchanged.
+// chunks (no B-tree descent). Digests are uniform, so a chunk of one chain
+// is searched in the slice of its digest range that the key falls in (each
+// run keeps where each slice of 32 records begins, 2 bytes each), a chunk
+// of several by interpolating between digests. Readers take chunks of any
+// whole number of records, so files written with smaller chunks read
+// unchanged.
 // A handle opened for writing also keeps one filter over every committed
 // key of the file, the keys bucket and all runs (keyfilter.go): it
 // is asked first, and its "no" proves a key new in one cache line instead of
