@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgerworks/ledger/internal/blake3batch"
 )
 
 // TestHashItemsMatchesComputeHash hashes batches of stored records the way
@@ -158,6 +161,56 @@ func TestPrintableASCII(t *testing.T) {
 		}
 		if got, want := printableASCII(b), each(b); got != want {
 			t.Fatalf("%x: printableASCII %v, want %v", b, got, want)
+		}
+	}
+}
+
+// hashItems agrees with Entry.ComputeHash for chain ids whose fixed part
+// of the hash input (the fields before the key) ends just before, at and
+// just after every block boundary of the first five blocks, with payloads
+// that put the whole input just under, at and just over one chunk (over
+// goes one at a time); the records are not written.
+func TestHashItemsEveryHeadAndChunkBoundary(t *testing.T) {
+	random := rand.New(rand.NewPCG(12, 12))
+	var scratch verifyScratch
+	for _, chainLength := range []int{1, 59, 60, 61, 123, 124, 125, 187, 188, 189, 251, 252, 253, ChainLengthMax} {
+		chainName := strings.Repeat("c", chainLength)
+		head := recordHashHeaderSize(chainName)
+		items := make([]verifyItem, 0, 40)
+		for i := range cap(items) {
+			e := Entry{Chain: chainName, Seq: uint64(1 + i), TimeUnixNano: random.Int64(),
+				IdempotencyKey: fmt.Sprintf("key-%d", i), Type: "t"}
+			body := 4 + len(e.IdempotencyKey) + 4 + len(e.Type) + 4
+			// Inputs of every length from 20 bytes under a chunk to 19
+			// over, and every fourth from the head alone on.
+			total := blake3batch.ChunkSize - 20 + i
+			if i%4 == 0 {
+				total = head + body + i
+			}
+			e.Payload = make([]byte, max(0, total-head-body))
+			for j := range e.Payload {
+				e.Payload[j] = byte(random.Uint32())
+			}
+			e.Hash = e.ComputeHash()
+			items = append(items, verifyItem{seq: e.Seq, data: EncodeRecord(&e)})
+		}
+		saved := make([][]byte, len(items))
+		for i := range items {
+			saved[i] = bytes.Clone(items[i].data)
+		}
+		scratch.hashItems(chainName, items)
+		for i := range items {
+			want, err := DecodeRecord(chainName, items[i].seq, items[i].data)
+			if err != nil || items[i].err != nil {
+				t.Fatalf("chain of %d bytes, item %d: %v, %v", chainLength, i, err, items[i].err)
+			}
+			if items[i].calculated != want.ComputeHash() {
+				t.Fatalf("chain of %d bytes, item %d (%d-byte payload): hash %s, ComputeHash %s",
+					chainLength, i, len(want.Payload), items[i].calculated, want.ComputeHash())
+			}
+			if !bytes.Equal(items[i].data, saved[i]) {
+				t.Fatalf("chain of %d bytes, item %d: the record was written", chainLength, i)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package blake3batch
 
 import (
+	"encoding/binary"
 	"sync"
 	"unsafe"
 
@@ -196,7 +197,7 @@ func (s *laneState) hashBlocks(out [][Size]byte, blocks []byte, lengths []uint8,
 	}
 	transpose16AVX2(&s.hashes, &s.cv)
 	for i := range out {
-		out[i] = *(*[Size]byte)(unsafe.Pointer(&s.hashes[i]))
+		putHash(&out[i], &s.hashes[i])
 	}
 }
 
@@ -256,12 +257,22 @@ func (s *laneState) hash(n int, flags uint32) {
 		transpose16AVX2(&s.hashes, &s.cv)
 		for i := range n {
 			if s.last[i] == b {
-				// A hash is its words in little-endian order, which is
-				// how amd64 stores them.
-				*s.outs[i] = *(*[Size]byte)(unsafe.Pointer(&s.hashes[i]))
+				putHash(s.outs[i], &s.hashes[i])
 			}
 		}
 	}
+}
+
+// putHash sets out to a hash: its words in little-endian order, which is
+// how amd64 stores them, written as four 8-byte words. Go compiles the
+// assignment of the 32-byte array these words are to an output it cannot
+// prove disjoint as a call to memmove: 22 instructions more per hash, of
+// the 3,295 per entry of a whole verify under callgrind.
+func putHash(out *[Size]byte, words *[8]uint32) {
+	binary.LittleEndian.PutUint64(out[0:], uint64(words[0])|uint64(words[1])<<32)
+	binary.LittleEndian.PutUint64(out[8:], uint64(words[2])|uint64(words[3])<<32)
+	binary.LittleEndian.PutUint64(out[16:], uint64(words[4])|uint64(words[5])<<32)
+	binary.LittleEndian.PutUint64(out[24:], uint64(words[6])|uint64(words[7])<<32)
 }
 
 // prepareLast sets the index, length and address of lane i's last block:
