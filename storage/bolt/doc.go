@@ -205,11 +205,13 @@
 // docs/PERFORMANCE.md while other work ran (files of the benchmark, one
 // keyed entry each): 35 to 50 ms at 1,000,000 keys (the open, with its walk,
 // took 320 ms) and 1.2 to 1.4 s at 10,000,000 (the open took 3.1 to 3.3 s).
-// The filter is sized for twice the keys it holds, 1.25 to 2.5 bytes per key
-// (12.5 to 25 MiB at 10,000,000), and rebuilt the same way by the first
-// write transaction after it has filled, so that transaction pays the read
-// of the index again: at each doubling of the keys, about once per key over
-// the life of a file.
+// The filter is sized for three times the keys it holds, 1.25 to 3.75 bytes
+// per key (12.5 to 37.5 MiB at 10,000,000), and rebuilt the same way by the
+// first write transaction after it has filled, so that transaction pays the
+// read of the index again: each time the keys triple, about half a read per
+// key over the life of a file. (A factor that is not a power of two keeps
+// the rebuilds away from the merges of the key runs, which come at powers
+// of KeyRunFanout.)
 //
 // With the log on, the ledger is the file plus, while it is open or after a
 // crash, the directory <path>-wal (mode 0700). Copy a ledger only while it
