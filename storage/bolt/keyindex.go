@@ -668,6 +668,12 @@ func searchChunk(chunk []byte, want recordPrefix) int {
 			hi = mid
 		}
 	}
+	return searchChunkRange(chunk, lo, hi, want)
+}
+
+// searchChunkRange halves records lo..hi of chunk down to the first whose
+// prefix is not less than want (hi when there is none).
+func searchChunkRange(chunk []byte, lo, hi int, want recordPrefix) int {
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if loadPrefix(chunk, mid).less(want) {

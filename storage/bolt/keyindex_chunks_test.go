@@ -115,18 +115,25 @@ func (l *chunkLedger) runChunks(b *Backend) map[keyRunName][]int {
 	return chunks
 }
 
+// readFileTx begins a read transaction of the file alone (no memory
+// tables), which the caller rolls back.
+func (l *chunkLedger) readFileTx(b *Backend) *tx {
+	l.t.Helper()
+	btx, err := b.db.Begin(false)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return &tx{tx: btx, path: b.path, cache: b.cache}
+}
+
 // checkLookups looks every key up, and keys the file does not hold, in one
 // read transaction (so that each run is searched through its cursor and
 // then through its table), twice over, and in a write transaction; it
 // returns the read transaction's tables.
 func (l *chunkLedger) checkLookups(b *Backend) map[keyRunName]*runTable {
 	l.t.Helper()
-	btx, err := b.db.Begin(false)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer btx.Rollback()
-	rtx := &tx{tx: btx, path: b.path, cache: b.cache}
+	rtx := l.readFileTx(b)
+	defer rtx.tx.Rollback()
 	for round := range 2 {
 		for chain, last := range l.seqs {
 			id, err := rtx.chainID(chain)
@@ -245,12 +252,8 @@ func TestRunChunkSizes(t *testing.T) {
 // of a chain's stretch holds up to keyChunkRecords records of others.
 func (l *chunkLedger) checkScanStart(b *Backend) {
 	l.t.Helper()
-	btx, err := b.db.Begin(false)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer btx.Rollback()
-	rtx := &tx{tx: btx, path: b.path, cache: b.cache}
+	rtx := l.readFileTx(b)
+	defer rtx.tx.Rollback()
 	names, err := rtx.scanRunNames()
 	if err != nil {
 		l.t.Fatal(err)

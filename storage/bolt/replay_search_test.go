@@ -74,16 +74,7 @@ func TestSearchChunk(t *testing.T) {
 // chunks of keyChunkRecordsV1 records had, the baseline of
 // BenchmarkSearchChunk.
 func binarySearchChunk(chunk []byte, want recordPrefix) int {
-	lo, hi := 0, len(chunk)/keyRecordSize
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if loadPrefix(chunk, mid).less(want) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	return searchChunkRange(chunk, 0, len(chunk)/keyRecordSize, want)
 }
 
 // uniformChunk returns a sorted chunk of n records of one chain with
