@@ -172,7 +172,7 @@ func rebuildWhilePosting(t *testing.T, writer, rebuilder *chain.DB) {
 			for i := range each {
 				p := posting(fmt.Sprintf("g%d-%d", g, i), fmt.Sprintf("2026-03-%02d", 1+(g+i)%28),
 					dr("1400", "1.25", "EUR"), cr("2100", "1.00", "EUR"), cr("3000", "0.25", "EUR"))
-				if _, err := b.Post(ctx, p); err != nil {
+				if err := chaintest.RetryRolledBack(func() error { _, err := b.Post(ctx, p); return err }); err != nil {
 					t.Error(err)
 				}
 			}

@@ -226,14 +226,16 @@ func rebuildWhileWriting(t *testing.T, writer, rebuilder *chain.DB) {
 			defer wg.Done()
 			for r := range rounds {
 				key := fmt.Sprintf("g%d-r%d", g, r)
-				var err error
-				if g%2 == 0 {
-					_, err = stockmovement.Transfer(ctx, writer, stockmovement.TransferRequest{Tenant: "acme", Item: "pcs",
-						From: "A", To: "B", Quantity: decimal.MustNew(1, 0), IdempotencyKey: key})
-				} else {
-					_, err = stockmovement.Receive(ctx, writer, stockmovement.ReceiveRequest{Tenant: "acme", Item: "pcs",
-						Location: "C", Quantity: decimal.MustNew(2, 0), IdempotencyKey: key})
-				}
+				err := chaintest.RetryRolledBack(func() (err error) {
+					if g%2 == 0 {
+						_, err = stockmovement.Transfer(ctx, writer, stockmovement.TransferRequest{Tenant: "acme", Item: "pcs",
+							From: "A", To: "B", Quantity: decimal.MustNew(1, 0), IdempotencyKey: key})
+					} else {
+						_, err = stockmovement.Receive(ctx, writer, stockmovement.ReceiveRequest{Tenant: "acme", Item: "pcs",
+							Location: "C", Quantity: decimal.MustNew(2, 0), IdempotencyKey: key})
+					}
+					return err
+				})
 				if err != nil {
 					t.Error(err)
 				}

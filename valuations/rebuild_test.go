@@ -227,16 +227,18 @@ func rebuildWhileOperating(t *testing.T, writer, rebuilder *chain.DB) {
 			defer wg.Done()
 			for i := range each {
 				op := fmt.Sprintf("g%d-%d", g, i)
-				var err error
-				if g%2 == 0 {
-					_, err = Receive(ctx, writer, receipt(t, it, "WH-1", op, "2", fmt.Sprintf("1.%02d", g)))
-				} else {
+				err := chaintest.RetryRolledBack(func() (err error) {
+					if g%2 == 0 {
+						_, err = Receive(ctx, writer, receipt(t, it, "WH-1", op, "2", fmt.Sprintf("1.%02d", g)))
+						return err
+					}
 					_, err = Transfer(ctx, writer, TransferRequest{Tenant: it.Tenant, Item: it.ID, From: "WH-1", To: "WH-2",
 						OperationID: op, Quantity: dec(t, "1", 0)})
 					if Code(err) == "insufficient_stock" {
 						err = nil
 					}
-				}
+					return err
+				})
 				if err != nil {
 					t.Error(err)
 				}

@@ -6,11 +6,13 @@ package chaintest
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 	"github.com/ledgerworks/ledger/storage/storagetest"
 )
@@ -94,4 +96,24 @@ func OpenShared(t *testing.T) (*chain.DB, *chain.DB) {
 		dbs[i] = db
 	}
 	return dbs[0], dbs[1]
+}
+
+// rolledBackAttemptsMax bounds the runs of RetryRolledBack.
+const rolledBackAttemptsMax = 10
+
+// RetryRolledBack runs op, and runs it again while its error wraps
+// storage.ErrRetry (the store rolled the whole transaction back: a
+// PostgreSQL deadlock or serialization failure that outlasted the group
+// committer's own reruns), up to rolledBackAttemptsMax times, waiting 1, 2,
+// 4 … ms (at most 32) between runs. This is what a client does with an
+// operation that carries an idempotency key: running it again appends it
+// once or replays it.
+func RetryRolledBack(op func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := op()
+		if !errors.Is(err, storage.ErrRetry) || attempt+1 == rolledBackAttemptsMax {
+			return err
+		}
+		time.Sleep(time.Millisecond << min(attempt, 5))
+	}
 }
