@@ -247,7 +247,7 @@ func rebuildWhileWriting(t *testing.T, writer, rebuilder *chain.DB) {
 	go func() {
 		defer close(done)
 		for {
-			if _, err := stockmovement.Rebuild(ctx, rebuilder); err != nil {
+			if err := chaintest.RetryRolledBack(func() error { _, err := stockmovement.Rebuild(ctx, rebuilder); return err }); err != nil {
 				t.Error(err)
 				return
 			}

@@ -253,7 +253,7 @@ func rebuildWhileOperating(t *testing.T, writer, rebuilder *chain.DB) {
 			done = true
 		default:
 		}
-		if _, err := Rebuild(ctx, rebuilder); err != nil {
+		if err := chaintest.RetryRolledBack(func() error { _, err := Rebuild(ctx, rebuilder); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -106,8 +106,9 @@ const rolledBackAttemptsMax = 10
 // PostgreSQL deadlock or serialization failure that outlasted the group
 // committer's own reruns), up to rolledBackAttemptsMax times, waiting 1, 2,
 // 4 … ms (at most 32) between runs. This is what a client does with an
-// operation that carries an idempotency key: running it again appends it
-// once or replays it.
+// operation that carries an idempotency key (running it again appends it
+// once or replays it) or that is idempotent itself, as a rebuild of
+// derived state is.
 func RetryRolledBack(op func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := op()
