@@ -2,7 +2,8 @@ package bolt
 
 import (
 	"encoding/binary"
-	"fmt"
+
+	"github.com/ledgerworks/ledger/storage"
 )
 
 // A read transaction that reads many entries of one chain by seq (a
@@ -44,12 +45,13 @@ type segmentIndex struct {
 
 // indexedEntry reads the entry (chain id, seq) through the transaction's
 // map of the chain, building the map once the chain has been read
-// segmentIndexReadsMin times. ok is false when the caller must descend
+// segmentIndexReadsMin times; its error is storage.ErrNotFound for a seq
+// the chain does not hold. ok is false when the caller must descend
 // instead: a write transaction, a chain read too seldom, or one too long
 // to map.
-func (t *tx) indexedEntry(id, seq uint64) (data []byte, found, ok bool, err error) {
+func (t *tx) indexedEntry(id, seq uint64) (data []byte, ok bool, err error) {
 	if t.tx.Writable() {
-		return nil, false, false, nil
+		return nil, false, nil
 	}
 	x := &t.segmentIndex
 	if x.chainID != id {
@@ -58,29 +60,22 @@ func (t *tx) indexedEntry(id, seq uint64) (data []byte, found, ok bool, err erro
 	if !x.built {
 		x.reads++
 		if x.unmappable || x.reads < segmentIndexReadsMin {
-			return nil, false, false, nil
+			return nil, false, nil
 		}
 		x.build(t, id)
 		if !x.built {
-			return nil, false, false, nil
+			return nil, false, nil
 		}
 	}
 	i := x.search(seq)
 	if i == len(x.lasts) {
-		return nil, false, true, nil
+		return nil, true, storage.ErrNotFound
 	}
 	var key [segmentKeySize]byte
 	binary.BigEndian.PutUint64(key[:8], id)
 	binary.BigEndian.PutUint64(key[8:], x.lasts[i])
-	s, err := decodeSegment(key[:], x.values[i])
-	if err != nil {
-		return nil, false, true, fmt.Errorf("%s: chain id %d seq %d: %w", t.path, id, seq, err)
-	}
-	if seq < s.first {
-		return nil, false, true, nil
-	}
-	data, err = s.seqEntry(seq)
-	return data, err == nil, true, err
+	data, err = t.segmentEntry(id, seq, key[:], x.values[i])
+	return data, true, err
 }
 
 // search returns the index of the first segment whose last seq is at or

@@ -311,10 +311,7 @@ func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
 	if segments == nil {
 		return legacyEntry(t.tx, id, seq)
 	}
-	if data, found, ok, err := t.indexedEntry(id, seq); ok {
-		if err == nil && !found {
-			err = storage.ErrNotFound
-		}
+	if data, ok, err := t.indexedEntry(id, seq); ok {
 		return data, err
 	}
 	binary.BigEndian.PutUint64(t.seekKey[:8], id)
@@ -323,7 +320,14 @@ func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
 	if len(k) < 8 || binary.BigEndian.Uint64(k) != id {
 		return nil, storage.ErrNotFound
 	}
-	s, err := decodeSegment(k, v)
+	return t.segmentEntry(id, seq, k, v)
+}
+
+// segmentEntry returns the entry (chain id, seq) of the segment stored
+// under key, the first whose last seq is at or after seq, or
+// storage.ErrNotFound when the segment begins after seq.
+func (t *tx) segmentEntry(id, seq uint64, key, value []byte) ([]byte, error) {
+	s, err := decodeSegment(key, value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: chain id %d seq %d: %w", t.path, id, seq, err)
 	}
