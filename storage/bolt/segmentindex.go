@@ -41,6 +41,9 @@ type segmentIndex struct {
 	values     [][]byte
 	built      bool
 	unmappable bool
+	// touched takes a byte of each segment read ahead of need, so that
+	// the load is not dropped (see mappedEntry).
+	touched byte
 }
 
 // indexedEntry reads the entry (chain id, seq) through the transaction's
@@ -55,7 +58,7 @@ func (t *tx) indexedEntry(id, seq uint64) (data []byte, ok bool, err error) {
 	}
 	x := &t.segmentIndex
 	if x.chainID != id {
-		*x = segmentIndex{chainID: id, lasts: x.lasts[:0], values: x.values[:0]}
+		*x = segmentIndex{chainID: id, lasts: x.lasts[:0], values: x.values[:0], touched: x.touched}
 	}
 	if !x.built {
 		x.reads++
@@ -71,11 +74,56 @@ func (t *tx) indexedEntry(id, seq uint64) (data []byte, ok bool, err error) {
 	if i == len(x.lasts) {
 		return nil, true, storage.ErrNotFound
 	}
+	if i > 0 {
+		if data, ok := x.mappedEntry(i, seq); ok {
+			return data, true, nil
+		}
+	}
 	var key [segmentKeySize]byte
 	binary.BigEndian.PutUint64(key[:8], id)
 	binary.BigEndian.PutUint64(key[8:], x.lasts[i])
 	data, err = t.segmentEntry(id, seq, key[:], x.values[i])
 	return data, true, err
+}
+
+// mappedEntry reads the entry seq of segment i > 0 (the first whose last
+// seq is at or after seq) knowing its seqs from the map: a chain's segments
+// hold consecutive seqs, so segment i begins one past where segment i-1
+// ends. With the count and the entry's place known before the segment is
+// read, the loads of the header's count, of the entry's two offsets, of
+// the last offset and of the line where the entry's bytes likely begin
+// (its place times the segment's mean entry size) do not wait for one
+// another: a descent's decodeSegment reads the count, then the offsets it
+// gives, then the bytes they give, three cache misses one after another
+// on a segment that is rarely cached. ok is false when the segment does
+// not read as the map says (then segmentEntry reads it, and reports the
+// damage as a descent would).
+func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
+	first, last, value := x.lasts[i-1]+1, x.lasts[i], x.values[i]
+	if seq < first || first > last || last-first >= segmentEntriesMax {
+		return nil, false
+	}
+	n, place := int(last-first)+1, int(seq-first)
+	dataStart := segmentCountSize + segmentOffsetSize*n
+	if len(value) < dataStart {
+		return nil, false
+	}
+	size := len(value) - dataStart
+	guess := dataStart + place*(size/n)
+	// Loads that do not depend on one another: the processor has them
+	// all in flight at once.
+	stored := binary.BigEndian.Uint32(value)
+	end := binary.BigEndian.Uint32(value[segmentCountSize+segmentOffsetSize*place:])
+	lastEnd := binary.BigEndian.Uint32(value[dataStart-segmentOffsetSize:])
+	var start uint32
+	if place > 0 {
+		start = binary.BigEndian.Uint32(value[segmentCountSize+segmentOffsetSize*(place-1):])
+	}
+	x.touched ^= value[min(guess, len(value)-1)]
+	if int(stored) != n || int(lastEnd) != size || start > end || int(end) > size {
+		return nil, false
+	}
+	return value[dataStart+int(start) : dataStart+int(end) : dataStart+int(end)], true
 }
 
 // search returns the index of the first segment whose last seq is at or
