@@ -97,16 +97,18 @@ func message8(word int) string { return fmt.Sprintf("%d(SP)", 32*word) }
 // spilled for the shift-and-or rotations (by 12 and 7; those by 16 and 8
 // are byte shuffles).
 func compress8() {
-	fmt.Fprintf(&out, "\n// func compress8AVX2(cv *[8][16]uint32, blocks *[16]*[64]byte, blockLen *[16]uint32, flags *[16]uint32)\n")
-	fmt.Fprintf(&out, "TEXT ·compress8AVX2(SB), NOSPLIT, $%d-32\n", frame8Size)
+	fmt.Fprintf(&out, "\n// func compress8AVX2(cv *[8][16]uint32, in *[8][16]uint32, blocks *[16]*[64]byte, offset uintptr, blockLen *[16]uint32, flags *[16]uint32)\n")
+	fmt.Fprintf(&out, "TEXT ·compress8AVX2(SB), NOSPLIT, $%d-48\n", frame8Size)
 	emit("MOVQ cv+0(FP), AX")
-	emit("MOVQ blocks+8(FP), BX")
-	emit("MOVQ blockLen+16(FP), CX")
-	emit("MOVQ flags+24(FP), DX")
+	emit("MOVQ in+8(FP), R8")
+	emit("MOVQ blocks+16(FP), BX")
+	emit("MOVQ offset+24(FP), R9")
+	emit("MOVQ blockLen+32(FP), CX")
+	emit("MOVQ flags+40(FP), DX")
 	for half := range 2 {
 		for lane := range 8 {
 			emit("MOVQ %d(BX), SI", 8*lane)
-			emit("VMOVDQU %d(SI), %s", 32*half, y(lane))
+			emit("VMOVDQU %d(SI)(R9*1), %s", 32*half, y(lane))
 		}
 		transpose8()
 		for w := range 8 {
@@ -117,7 +119,7 @@ func compress8() {
 	// counter (zero: every lane is the first chunk of its message), v14
 	// the block lengths and v15 the flags.
 	for i := range 8 {
-		emit("VMOVDQU %d(AX), %s", laneStride*i, y(i))
+		emit("VMOVDQU %d(R8), %s", laneStride*i, y(i))
 	}
 	for i := range 4 {
 		emit("VPBROADCASTD iv<>+%d(SB), %s", 4*i, y(8+i))
@@ -193,20 +195,22 @@ func transpose8() {
 // rotate instruction: the message (Z0..Z15, word j in Zj) and the state
 // (Z16..Z31) both stay in registers, with no temporaries.
 func compress16() {
-	fmt.Fprintf(&out, "\n// func compress16AVX512(cv *[8][16]uint32, blocks *[16]*[64]byte, blockLen *[16]uint32, flags *[16]uint32)\n")
-	fmt.Fprintf(&out, "TEXT ·compress16AVX512(SB), NOSPLIT, $0-32\n")
+	fmt.Fprintf(&out, "\n// func compress16AVX512(cv *[8][16]uint32, in *[8][16]uint32, blocks *[16]*[64]byte, offset uintptr, blockLen *[16]uint32, flags *[16]uint32)\n")
+	fmt.Fprintf(&out, "TEXT ·compress16AVX512(SB), NOSPLIT, $0-48\n")
 	emit("MOVQ cv+0(FP), AX")
-	emit("MOVQ blocks+8(FP), BX")
-	emit("MOVQ blockLen+16(FP), CX")
-	emit("MOVQ flags+24(FP), DX")
+	emit("MOVQ in+8(FP), R8")
+	emit("MOVQ blocks+16(FP), BX")
+	emit("MOVQ offset+24(FP), R9")
+	emit("MOVQ blockLen+32(FP), CX")
+	emit("MOVQ flags+40(FP), DX")
 	for lane := range 16 {
 		emit("MOVQ %d(BX), SI", 8*lane)
-		emit("VMOVDQU32 (SI), %s", z(lane))
+		emit("VMOVDQU32 (SI)(R9*1), %s", z(lane))
 	}
 	transpose16()
 	v := func(i int) string { return z(16 + i) }
 	for i := range 8 {
-		emit("VMOVDQU32 %d(AX), %s", laneStride*i, v(i))
+		emit("VMOVDQU32 %d(R8), %s", laneStride*i, v(i))
 	}
 	for i := range 4 {
 		emit("VPBROADCASTD iv<>+%d(SB), %s", 4*i, v(8+i))

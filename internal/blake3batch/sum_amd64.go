@@ -34,18 +34,23 @@ const (
 	laneMessagesMin = 2
 )
 
-// compress16AVX512 compresses blocks[i] into the chaining value of lane i
-// for sixteen lanes at once, at counter zero, with each lane's block
-// length and flags. cv is word-major: cv[w][i] is word w of lane i. The
-// output (the new chaining value, or the hash on a ROOT block) replaces cv.
+// compress16AVX512 compresses the block at offset bytes past blocks[i]
+// into the chaining value in of lane i for sixteen lanes at once, at
+// counter zero, with each lane's block length and flags, and writes the
+// output (the new chaining value, or the hash on a ROOT block) to cv; in
+// may be cv. Both are word-major: cv[w][i] is word w of lane i. A first
+// block reads the key rows themselves, so no group copies them into cv
+// first (512 bytes per compression of one-block messages); the blocks
+// every lane of a group fills are the same offset past each message's
+// start, so the lanes need not be pointed at each of them.
 //
 //go:noescape
-func compress16AVX512(cv *[8][lanesMax]uint32, blocks *[lanesMax]*[blockSize]byte, blockLen *[lanesMax]uint32, flags *[lanesMax]uint32)
+func compress16AVX512(cv, in *[8][lanesMax]uint32, blocks *[lanesMax]*[blockSize]byte, offset uintptr, blockLen *[lanesMax]uint32, flags *[lanesMax]uint32)
 
 // compress8AVX2 is compress16AVX512 for lanes 0 to 7 only.
 //
 //go:noescape
-func compress8AVX2(cv *[8][lanesMax]uint32, blocks *[lanesMax]*[blockSize]byte, blockLen *[lanesMax]uint32, flags *[lanesMax]uint32)
+func compress8AVX2(cv, in *[8][lanesMax]uint32, blocks *[lanesMax]*[blockSize]byte, offset uintptr, blockLen *[lanesMax]uint32, flags *[lanesMax]uint32)
 
 // transpose16AVX2 sets rows[i][w] to columns[w][i]: one lane's chaining
 // value per row, the hash's bytes on a little-endian machine.
@@ -53,9 +58,12 @@ func compress8AVX2(cv *[8][lanesMax]uint32, blocks *[lanesMax]*[blockSize]byte, 
 //go:noescape
 func transpose16AVX2(rows *[lanesMax][8]uint32, columns *[8][lanesMax]uint32)
 
-// zeroBlock is what a lane without a message compresses; its output is
-// never read.
-var zeroBlock [blockSize]byte
+// zeroChunk holds what a lane without a message compresses, at any offset
+// of a chunk's blocks; its output is never read.
+var zeroChunk [ChunkSize]byte
+
+// zeroBlock is zeroChunk's first block.
+var zeroBlock = (*[blockSize]byte)(zeroChunk[:blockSize])
 
 // laneState is the working memory of one group of up to lanesMax messages.
 type laneState struct {
@@ -69,7 +77,7 @@ type laneState struct {
 	flags    [lanesMax]uint32
 
 	messages  [lanesMax][]byte
-	base      [lanesMax]unsafe.Pointer // where each message begins
+	base      [lanesMax]*[blockSize]byte // where each message begins; zeroChunk for a lane without one
 	outs      [lanesMax]*[Size]byte
 	last      [lanesMax]int // index of the lane's last block; -1 for no message
 	lastBlock [lanesMax]*[blockSize]byte
@@ -100,7 +108,7 @@ var laneStates = sync.Pool{New: func() any { return new(laneState) }}
 // messages and outputs, and without copies of its key or message bytes.
 func (s *laneState) release() {
 	s.blocks, s.lastBlock = [lanesMax]*[blockSize]byte{}, [lanesMax]*[blockSize]byte{}
-	s.messages, s.outs, s.base = [lanesMax][]byte{}, [lanesMax]*[Size]byte{}, [lanesMax]unsafe.Pointer{}
+	s.messages, s.outs, s.base = [lanesMax][]byte{}, [lanesMax]*[Size]byte{}, [lanesMax]*[blockSize]byte{}
 	s.keyRows, s.keyed, s.tail = nil, [8][lanesMax]uint32{}, [lanesMax][blockSize]byte{}
 	laneStates.Put(s)
 }
@@ -178,22 +186,24 @@ func sum256Blocks(out [][Size]byte, blocks []byte, lengths []uint8, key *[8]uint
 // in one compression: the narrower one when they fit in 8 lanes.
 func (s *laneState) hashBlocks(out [][Size]byte, blocks []byte, lengths []uint8, flags uint32) {
 	n := len(lengths)
-	s.cv = *s.keyRows
-	for i := range n {
-		s.blocks[i] = (*[blockSize]byte)(blocks[i*blockSize : (i+1)*blockSize])
-		s.blockLen[i], s.flags[i] = uint32(lengths[i]), flags
+	// Sum256Blocks checked that blocks holds a block for every length:
+	// pointing the lanes needs no bounds check per lane.
+	base := unsafe.Pointer(unsafe.SliceData(blocks))
+	for i, length := range lengths {
+		s.blocks[i] = (*[blockSize]byte)(unsafe.Add(base, i*blockSize))
+		s.blockLen[i], s.flags[i] = uint32(length), flags
 	}
 	width := laneWidth
 	if n <= 8 {
 		width = 8 // AVX-512 implies AVX2
 	}
 	for i := n; i < width; i++ {
-		s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
+		s.blocks[i], s.blockLen[i], s.flags[i] = zeroBlock, 0, 0
 	}
 	if width == lanesMax {
-		compress16AVX512(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+		compress16AVX512(&s.cv, s.keyRows, &s.blocks, 0, &s.blockLen, &s.flags)
 	} else {
-		compress8AVX2(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+		compress8AVX2(&s.cv, s.keyRows, &s.blocks, 0, &s.blockLen, &s.flags)
 	}
 	transpose16AVX2(&s.hashes, &s.cv)
 	for i := range out {
@@ -203,11 +213,11 @@ func (s *laneState) hashBlocks(out [][Size]byte, blocks []byte, lengths []uint8,
 
 // hash hashes s.messages[:n] into s.outs[:n], each a single chunk, n at
 // most s.width. The blocks below every lane's last are full blocks of
-// every message, with one length and one set of flags: their loop only
-// points the lanes at them (entries of a chain are of similar lengths, so
-// that is most blocks). Lanes without a message compress the zero block.
+// every message, with one length and one set of flags, each the same
+// offset past its message's start: the compression takes the messages'
+// starts and the offset (entries of a chain are of similar lengths, so
+// that is most blocks). Lanes without a message compress zero blocks.
 func (s *laneState) hash(n int, flags uint32) {
-	s.cv = *s.keyRows
 	blocksMax, fullBlocks := 0, ChunkSize/blockSize // fullBlocks: the blocks below every lane's last
 	for i := range n {
 		s.prepareLast(i)
@@ -216,41 +226,49 @@ func (s *laneState) hash(n int, flags uint32) {
 	}
 	for i := n; i < s.width; i++ {
 		s.last[i] = -1
-		s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
+		s.base[i] = zeroBlock
+		s.blocks[i], s.blockLen[i], s.flags[i] = zeroBlock, 0, 0
 	}
+	in := s.keyRows // the chaining value the next block starts from
 	for b := range blocksMax {
 		start := uint32(0)
 		if b == 0 {
 			start = flagChunkStart
 		}
-		ended := false
 		if b < fullBlocks {
 			if b <= 1 { // the flags change after the first block only
 				for i := range n {
 					s.blockLen[i], s.flags[i] = blockSize, flags|start
 				}
 			}
-			for i := range n {
-				s.blocks[i] = (*[blockSize]byte)(unsafe.Add(s.base[i], b*blockSize))
+			// Every lane's block b, zeroChunk's for a lane without a
+			// message: b is below 16, zeroChunk's blocks.
+			if s.width == lanesMax {
+				compress16AVX512(&s.cv, in, &s.base, uintptr(b*blockSize), &s.blockLen, &s.flags)
+			} else {
+				compress8AVX2(&s.cv, in, &s.base, uintptr(b*blockSize), &s.blockLen, &s.flags)
 			}
-		} else {
-			for i := range n {
-				switch last := s.last[i]; {
-				case b < last:
-					s.blocks[i], s.blockLen[i], s.flags[i] = (*[blockSize]byte)(unsafe.Add(s.base[i], b*blockSize)), blockSize, flags|start
-				case b == last:
-					s.blocks[i], s.blockLen[i], s.flags[i] = s.lastBlock[i], s.lastLen[i], flags|start|flagChunkEnd|flagRoot
-					ended = true
-				default: // the lane's message has ended
-					s.blocks[i], s.blockLen[i], s.flags[i] = &zeroBlock, 0, 0
-				}
+			in = &s.cv
+			continue
+		}
+		ended := false
+		for i := range n {
+			switch last := s.last[i]; {
+			case b < last:
+				s.blocks[i], s.blockLen[i], s.flags[i] = (*[blockSize]byte)(unsafe.Add(unsafe.Pointer(s.base[i]), b*blockSize)), blockSize, flags|start
+			case b == last:
+				s.blocks[i], s.blockLen[i], s.flags[i] = s.lastBlock[i], s.lastLen[i], flags|start|flagChunkEnd|flagRoot
+				ended = true
+			default: // the lane's message has ended
+				s.blocks[i], s.blockLen[i], s.flags[i] = zeroBlock, 0, 0
 			}
 		}
 		if s.width == lanesMax {
-			compress16AVX512(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+			compress16AVX512(&s.cv, in, &s.blocks, 0, &s.blockLen, &s.flags)
 		} else {
-			compress8AVX2(&s.cv, &s.blocks, &s.blockLen, &s.flags)
+			compress8AVX2(&s.cv, in, &s.blocks, 0, &s.blockLen, &s.flags)
 		}
+		in = &s.cv
 		if !ended {
 			continue
 		}
@@ -280,7 +298,7 @@ func putHash(out *[Size]byte, words *[8]uint32) {
 // An empty message is one empty block.
 func (s *laneState) prepareLast(i int) {
 	m := s.messages[i]
-	s.base[i] = unsafe.Pointer(unsafe.SliceData(m))
+	s.base[i] = (*[blockSize]byte)(unsafe.Pointer(unsafe.SliceData(m)))
 	last := 0
 	if len(m) > 0 {
 		last = (len(m) - 1) / blockSize
