@@ -26,6 +26,10 @@ const (
 	// commit of a new handle quick; released full-size segments are
 	// recycled.
 	LogSegmentSizeDefault = 8 << 20
+	// LogWriteAheadDefault is Options.LogWriteAheadBytes when zero: larger
+	// pieces leave more for the commit's fdatasync to wait for, smaller ones
+	// cost more system calls.
+	LogWriteAheadDefault = wal.AheadPieceSizeDefault
 	// LogInitialMmapSizeDefault is the initial size of bbolt's memory map
 	// of a file opened for writing with the log on, when
 	// Options.InitialMmapSize is zero (64-bit platforms): address space,
@@ -82,6 +86,8 @@ type memView struct {
 type logState struct {
 	log              *wal.Log
 	memtableBytesMax int64
+	// writeAheadBytes is Options.LogWriteAheadBytes or its default.
+	writeAheadBytes int64
 
 	// writer is the writer slot: one writable transaction at a time.
 	writer chan struct{}
@@ -130,7 +136,11 @@ func (b *Backend) openLog(opts Options) error {
 	if segment == 0 {
 		segment = LogSegmentSizeDefault
 	}
-	lg, err := wal.Open(dir, wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly})
+	b.writeAheadBytes = opts.LogWriteAheadBytes
+	if b.writeAheadBytes == 0 {
+		b.writeAheadBytes = LogWriteAheadDefault
+	}
+	lg, err := wal.Open(dir, wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly, AheadPieceSizeBytes: b.writeAheadBytes})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", b.path, err)
 	}
@@ -585,18 +595,20 @@ func (g *guardedTx) putMeta(key, value []byte) (err error) {
 	return nil
 }
 
-// commitNoSync appends one record of operations to the log without
-// waiting for it to be durable, applies the operations (pointed into the
-// record, so not decoded again) to the active table and
-// publishes it to writers; syncThrough publishes it to readers. The caller
-// holds the writer slot.
-func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error) {
+// commitNoSync appends the commit record of operations to the log without
+// waiting for it to be durable (what ahead says the log wrote of it
+// already is not written again; a large record's rest is written at once),
+// applies the operations (pointed into the
+// record, so not decoded again) to the active table and publishes it to
+// writers; syncThrough publishes it to readers. The caller holds the
+// writer slot.
+func (b *Backend) commitNoSync(record []byte, operations []operation, ahead *wal.Ahead) (uint64, error) {
 	if err := b.failed(); err != nil {
 		return 0, err
 	}
-	record := encodeCommitAliased(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
-	if err := b.log.AppendNoSync(lsn, record); err != nil {
+	large := int64(len(record)) >= b.writeAheadBytes
+	if err := b.log.AppendAheadNoSync(lsn, record, ahead); err != nil {
 		err = fmt.Errorf("commit %s: %w", b.path, err)
 		if errors.Is(err, wal.ErrUnusable) {
 			b.fail(err)
@@ -606,6 +618,12 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 		return 0, err
 	}
 	b.lastLSN = lsn
+	if large {
+		// The end of the record goes to the device while the memory table
+		// takes it, instead of after. A failure poisons the log, and this
+		// commit's wait reports it.
+		_ = b.log.WriteQueued()
+	}
 	b.active.apply(lsn, record, operations)
 	b.publish(func(v *memView) { v.asOf = lsn })
 	return lsn, nil
