@@ -124,6 +124,15 @@ func newMultisetHasher(k *multisetKey) *multisetHasher {
 // multisetElementSize is the message of one element: digest || u64be(seq).
 const multisetElementSize = storage.KeyDigestSize + 8
 
+// keyDigestDomainWords is storage.KeyDigestDomain zero-padded to 16
+// bytes, as two little-endian words; a longer domain does not compile.
+var keyDigestDomainWords = func() [2]uint64 {
+	const _ = uint(16 - len(storage.KeyDigestDomain))
+	var b [16]byte
+	copy(b[:], storage.KeyDigestDomain)
+	return [2]uint64{binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[8:])}
+}()
+
 // keyBlockLengthMax is the longest key whose digest message fits in one
 // block.
 const keyBlockLengthMax = blake3batch.BlockSize - len(storage.KeyDigestDomain)
@@ -197,9 +206,14 @@ func (mh *multisetHasher) digest(items []keyItem) {
 	if short {
 		for i := range items {
 			b := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
-			length := copy(b[:], storage.KeyDigestDomain)
-			length += copy(b[length:], items[i].key)
-			clear(b[length:])
+			// The block is cleared whole and the domain written as two
+			// words (its last two bytes zero, where the key goes):
+			// clearing what follows each key and copying the domain were
+			// two calls per key.
+			*b = [blake3batch.BlockSize]byte{}
+			binary.LittleEndian.PutUint64(b[0:], keyDigestDomainWords[0])
+			binary.LittleEndian.PutUint64(b[8:], keyDigestDomainWords[1])
+			length := len(storage.KeyDigestDomain) + copy(b[len(storage.KeyDigestDomain):], items[i].key)
 			mh.lengths[i] = uint8(length)
 		}
 		blake3batch.Sum256Blocks(mh.hashes, nil, mh.blocks, mh.lengths)
