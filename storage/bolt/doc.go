@@ -40,7 +40,10 @@
 // that reads 64 entries of one chain in a row (a replay's pooled
 // transaction, which serves thousands) maps the chain's segments once, 32
 // bytes each in memory, up to SegmentIndexSegmentsMax, and reads by binary
-// search from then on (segmentindex.go); write transactions always seek. The bucket is
+// search from then on (segmentindex.go); a segment after the first begins one
+// seq past the one before it, so the map knows where the entry sits in the
+// segment and reads its count and offsets at once, checked as a decode
+// checks them; write transactions always seek. The bucket is
 // written with FillPercent 1.0 because it is append-only: pages are packed
 // full. Files of the earlier formats (ledger/bolt/v2 and v1: one value per
 // entry in an "entries" bucket) are read as they are and upgraded when
@@ -65,8 +68,9 @@
 // page; a read transaction that searches a run often keeps a table of its
 // chunks (no B-tree descent). Digests are uniform, so a chunk of one chain
 // is searched in the slice of its digest range that the key falls in (each
-// run keeps where each slice of 32 records begins, 2 bytes each), a chunk
-// of several by interpolating between digests. Readers take chunks of any
+// run keeps where each slice of 32 records begins, 2 bytes each), from the
+// record where the key's digest falls in the slice, a few steps at most
+// before it halves; a chunk of several by interpolating between digests. Readers take chunks of any
 // whole number of records, so files written with smaller chunks read
 // unchanged.
 // A handle opened for writing also keeps one filter over every committed
@@ -231,7 +235,12 @@
 // zeros before their first record; they grow from 1 MiB, each twice the
 // previous, to Options.LogSegmentSizeBytes (LogSegmentSizeDefault, 8 MiB),
 // and spares are zero-filled ahead only at that size, so a new log needs
-// 1 MiB of free space before its first commit.
+// 1 MiB of free space before its first commit. Released segments of the
+// full size are kept as spares, as many as one memory table's records fill
+// and two more (MemtableBytesMax / LogSegmentSizeBytes + 2: 6, 48 MiB, with
+// the defaults), so that the log rarely writes a segment of zeros: a
+// checkpoint releases a table's segments at once, and the next table
+// fills as many again.
 //
 // The memory tables hold up to twice MemtableBytesMax; a reader that holds
 // a transaction keeps the tables of its view alive until it ends. A crash
