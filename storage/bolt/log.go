@@ -140,13 +140,14 @@ func (b *Backend) openLog(opts Options) error {
 	if b.writeAheadBytes == 0 {
 		b.writeAheadBytes = LogWriteAheadDefault
 	}
-	lg, err := wal.Open(dir, wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly, AheadPieceSizeBytes: b.writeAheadBytes})
-	if err != nil {
-		return fmt.Errorf("open %s: %w", b.path, err)
-	}
 	b.memtableBytesMax = opts.MemtableBytesMax
 	if b.memtableBytesMax <= 0 {
 		b.memtableBytesMax = MemtableBytesMaxDefault
+	}
+	lg, err := wal.Open(dir, wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly,
+		AheadPieceSizeBytes: b.writeAheadBytes, Spares: logSpares(b.memtableBytesMax, segment)})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", b.path, err)
 	}
 	replayed, last, err := b.replay(lg)
 	if err != nil {
@@ -354,6 +355,15 @@ func (b *Backend) guardedCheckpointLSN(btx *bbolt.Tx) (lsn uint64, err error) {
 		}
 	}(debug.SetPanicOnFault(true))
 	return readCheckpointLSN(b.path, btx)
+}
+
+// logSpares is how many released segments the log keeps for reuse: as many
+// as one memory table's records fill, and two more. A checkpoint releases a
+// table's segments at once, and the next table fills as many again; a
+// segment not recycled is zero-filled anew, a second write of every byte
+// the log takes (with the defaults 6 spares, 48 MiB of disk).
+func logSpares(memtableBytesMax, segmentSizeBytes int64) int {
+	return int(min(wal.SparesMax, memtableBytesMax/segmentSizeBytes+2))
 }
 
 // beginLogged starts a transaction of a backend that runs the log.

@@ -63,7 +63,7 @@ func benchmarkAppend(b *testing.B, sizeBytes int) {
 		}
 		lsn++
 	}
-	waitSpares(b, l, SparesMax)
+	waitSpares(b, l, SparesDefault)
 	firstLSN := lsn
 	checksum := checksumDuration(rawRecord, payload)
 

@@ -78,8 +78,9 @@
 //
 // A rotation costs a rename and a directory sync (about one fdatasync) when
 // a spare segment is ready. Spares exist only once segments have grown to
-// SegmentSizeBytes: the log keeps up to SparesMax of them, released segments
-// of the full size are renamed to "%016x.spare" instead of being removed
+// SegmentSizeBytes: the log keeps up to Options.Spares of them
+// (SparesDefault, 2), released segments of the full size are renamed to
+// "%016x.spare" instead of being removed
 // (smaller ones are removed), and when none is left a goroutine fills a new
 // one with zeros in the background while the current full-size segment
 // fills. A rotation that finds no spare waits for the one being prepared,
@@ -105,8 +106,8 @@
 // chain's verification, not the CRC's, to catch.
 //
 // On disk a log takes its segments plus, once they have grown to the full
-// size, up to SparesMax spares of SegmentSizeBytes each: 192 MiB with one
-// segment at the default size. A new log takes SegmentSizeInitial before
+// size, up to Options.Spares spares of SegmentSizeBytes each: 192 MiB with
+// one segment at the default sizes. A new log takes SegmentSizeInitial before
 // its first record. The space is what keeps appends from changing a
 // file's size.
 //

@@ -50,6 +50,12 @@ type Options struct {
 	// AheadPieceSizeBytes is the least WriteAhead writes at a time;
 	// AheadPieceSizeDefault (64 KiB) when zero, at least AheadPieceSizeMin.
 	AheadPieceSizeBytes int64
+	// Spares is how many released segments of the full size are kept as
+	// spares, instead of being removed, for the next rotations to reuse
+	// (a new segment is otherwise zero-filled, as many bytes again as the
+	// records it will hold); SparesDefault when zero, at most SparesMax.
+	// A caller that releases several segments at once keeps as many.
+	Spares int
 }
 
 // Log is a write-ahead log: a directory of segment files holding records
@@ -136,6 +142,13 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("wal: segment size %d bytes, want a multiple of %d in [%d, %d]: %w",
 			segmentSizeBytes, RecordAlignmentBytes, SegmentSizeMin, SegmentSizeMax, ErrOptions)
 	}
+	spareCount := opts.Spares
+	if spareCount == 0 {
+		spareCount = SparesDefault
+	}
+	if spareCount < 0 || spareCount > SparesMax {
+		return nil, fmt.Errorf("wal: %d spares, want [0, %d]: %w", spareCount, SparesMax, ErrOptions)
+	}
 	aheadPieceSizeBytes := opts.AheadPieceSizeBytes
 	if aheadPieceSizeBytes == 0 {
 		aheadPieceSizeBytes = AheadPieceSizeDefault
@@ -157,7 +170,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	if !opts.ReadOnly {
-		l.spares = &spares{dir: dir, sizeBytes: segmentSizeBytes, number: listing.numberNext}
+		l.spares = &spares{dir: dir, sizeBytes: segmentSizeBytes, max: spareCount, number: listing.numberNext}
 		if err := l.tidy(listing); err != nil {
 			return nil, err
 		}
@@ -257,7 +270,7 @@ func (l *Log) tidy(found listing) error {
 		}
 	}
 	for _, spare := range found.spares {
-		keep := spare.sizeBytes == l.segmentSizeBytes && len(l.spares.ready) < SparesMax
+		keep := spare.sizeBytes == l.segmentSizeBytes && len(l.spares.ready) < l.spares.max
 		if keep {
 			l.spares.ready = append(l.spares.ready, spare.path)
 		} else if err := os.Remove(spare.path); err != nil {

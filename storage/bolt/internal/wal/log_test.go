@@ -966,3 +966,47 @@ func TestSegmentsGrow(t *testing.T) {
 		t.Fatalf("a new log's first segment is %d bytes, want %d", size, SegmentSizeInitial)
 	}
 }
+
+// TestSparesOption: a log with Options.Spares keeps that many released
+// segments of the full size, so that the rotations after a release of
+// several segments at once write no segment of zeros; the rest are removed.
+func TestSparesOption(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	opts := Options{SegmentSizeBytes: 8192, Spares: 4}
+	l := openLog(t, dir, opts)
+	next := uint64(1)
+	for len(segmentsOf(l)) < 12 { // past the growing sizes, then full-size segments
+		if err := l.Append(next, payloadFor(next, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	waitSpares(t, l, 1) // the background preparation, once segments are full size
+	segments := segmentsOf(l)
+	if err := l.Release(segments[len(segments)-2].firstLSN - 1); err != nil {
+		t.Fatal(err)
+	}
+	spares, _ := filepath.Glob(filepath.Join(dir, "*"+spareSuffix))
+	if len(spares) != 4 {
+		t.Fatalf("%d spares after releasing %d segments, want 4 (Options.Spares)", len(spares), len(segments)-2)
+	}
+	numbered := func() uint64 { // files numbered: prepared with zeros, or recycled
+		l.spares.mu.Lock()
+		defer l.spares.mu.Unlock()
+		return l.spares.number
+	}
+	before := numbered()
+	for range 4 {
+		l.Rotate()
+		if err := l.Append(next, payloadFor(next, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	if prepared := numbered() - before; prepared > 1 {
+		t.Fatalf("%d files numbered for 4 rotations with 4 spares ready, want at most 1 (the refill)", prepared)
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "wal"), Options{Spares: SparesMax + 1}); err == nil {
+		t.Fatal("Spares over SparesMax accepted")
+	}
+}

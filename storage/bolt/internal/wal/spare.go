@@ -8,9 +8,14 @@ import (
 	"sync/atomic"
 )
 
-// SparesMax is how many segment files, zero-filled or recycled after
-// Release, are kept ready for the next rotations.
-const SparesMax = 2
+const (
+	// SparesDefault is Options.Spares when zero: how many segment files,
+	// zero-filled or recycled after Release, are kept ready for the next
+	// rotations.
+	SparesDefault = 2
+	// SparesMax bounds Options.Spares.
+	SparesMax = 64
+)
 
 // errClosing ends a spare's preparation when the log closes.
 var errClosing = errors.New("wal: closing")
@@ -22,6 +27,7 @@ var errClosing = errors.New("wal: closing")
 type spares struct {
 	dir       string
 	sizeBytes int64
+	max       int // Options.Spares or its default
 	stop      atomic.Bool
 
 	mu        sync.Mutex
@@ -106,7 +112,7 @@ func (s *spares) refill() {
 // removes the file.
 func (s *spares) recycle(path string, sizeBytes int64) (bool, error) {
 	s.mu.Lock()
-	if len(s.ready) >= SparesMax || sizeBytes != s.sizeBytes || s.stop.Load() {
+	if len(s.ready) >= s.max || sizeBytes != s.sizeBytes || s.stop.Load() {
 		s.mu.Unlock()
 		return false, nil
 	}
