@@ -1,0 +1,62 @@
+package chain
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// BenchmarkMultisetSum sums a batch of keyCheckBatchSize keyed entries (32
+// hex digits each, the entry side of the key index check: each key's
+// digest, then its element), beside the definition one pair at a time
+// (storage.KeyDigest, then a keyed zeebo/blake3 hasher) over the same
+// pairs in the same iterations; ratio is the baseline's time over the
+// batch's.
+func BenchmarkMultisetSum(b *testing.B) {
+	random := rand.New(rand.NewPCG(11, 11))
+	items := make([]keyItem, keyCheckBatchSize)
+	for i := range items {
+		items[i] = keyItem{key: fmt.Sprintf("%016x%016x", random.Uint64(), random.Uint64()), seq: uint64(1 + i)}
+	}
+	var k multisetKey
+	for i := range k {
+		k[i] = byte(random.Uint32())
+	}
+	mh := newMultisetHasher(&k)
+	keyed, err := blake3.NewKeyed(k[:])
+	if err != nil {
+		b.Fatal(err)
+	}
+	var baseline time.Duration
+	for b.Loop() {
+		var got multisetSum
+		mh.sum(&got, items, false)
+		b.StopTimer()
+		start := time.Now()
+		var want multisetSum
+		for i := range items {
+			digest := storage.KeyDigest(items[i].key)
+			keyed.Reset()
+			keyed.Write(digest[:])
+			keyed.Write(binary.BigEndian.AppendUint64(nil, items[i].seq))
+			var h [32]byte
+			keyed.Sum(h[:0])
+			want.addHash(&h)
+		}
+		baseline += time.Since(start)
+		if got != want {
+			b.Fatalf("batch sum %v, one at a time %v", got, want)
+		}
+		b.StartTimer()
+	}
+	perPair := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N*len(items)) }
+	b.ReportMetric(perPair(b.Elapsed()), "ns/pair")
+	b.ReportMetric(perPair(baseline), "one-at-a-time-ns/pair")
+	b.ReportMetric(float64(baseline)/float64(b.Elapsed()), "ratio")
+}
