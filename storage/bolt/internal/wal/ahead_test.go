@@ -24,14 +24,22 @@ func writeAheadInSteps(t testing.TB, l *Log, a *Ahead, payload []byte, fixedFrom
 	return built
 }
 
+// aheadLog opens a new log with 1 MiB segments and 4 KiB pieces written
+// ahead, holding the records 1..through.
+func aheadLog(t *testing.T, through uint64) (l *Log, dir string, opts Options) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "wal")
+	opts = Options{SegmentSizeBytes: 1 << 20, AheadPieceSizeBytes: 4096}
+	l = openLog(t, dir, opts)
+	appendRange(t, l, 1, through)
+	return l, dir, opts
+}
+
 // TestWriteAheadRoundTrip: a record written ahead in pieces is in the
 // segment before its append, and reads back whole after its Sync and a
 // reopen, between records that were not.
 func TestWriteAheadRoundTrip(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "wal")
-	opts := Options{SegmentSizeBytes: 1 << 20, AheadPieceSizeBytes: 4096}
-	l := openLog(t, dir, opts)
-	appendRange(t, l, 1, 3)
+	l, dir, opts := aheadLog(t, 3)
 	start := l.offset
 	var a Ahead
 	big := payloadFor(4, 50_000)
@@ -86,10 +94,7 @@ func TestWriteAheadRoundTrip(t *testing.T) {
 func TestWriteAheadDiscarded(t *testing.T) {
 	for _, discard := range []bool{true, false} {
 		t.Run(map[bool]string{true: "discarded", false: "abandoned"}[discard], func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "wal")
-			opts := Options{SegmentSizeBytes: 1 << 20, AheadPieceSizeBytes: 4096}
-			l := openLog(t, dir, opts)
-			appendRange(t, l, 1, 2)
+			l, dir, opts := aheadLog(t, 2)
 			start := l.offset
 			var a Ahead
 			writeAheadInSteps(t, l, &a, payloadFor(99, 30_000), 0, 5000)
@@ -186,10 +191,7 @@ func TestWriteAheadRecordMoves(t *testing.T) {
 // appended (the process stopped) end nothing: the log reopens at its last
 // record, and the first append zeroes them before records take their place.
 func TestWriteAheadThenCrash(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "wal")
-	opts := Options{SegmentSizeBytes: 1 << 20, AheadPieceSizeBytes: 4096}
-	l := openLog(t, dir, opts)
-	appendRange(t, l, 1, 5)
+	l, dir, opts := aheadLog(t, 5)
 	end := l.offset
 	var a Ahead
 	writeAheadInSteps(t, l, &a, payloadFor(6, 60_000), 5, 7000)
