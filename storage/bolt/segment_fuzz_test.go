@@ -39,3 +39,35 @@ func FuzzDecodeSegment(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMappedEntry: the map's read of segment i > 0, which takes the
+// segment's seqs from the map (one past the last seq of segment i-1), never
+// panics on any stored bytes, and agrees with a descent's decode: what it
+// reads is what decodeSegment and seqEntry read, and it reads every entry
+// of a segment they accept whose first seq is where the map says.
+func FuzzMappedEntry(f *testing.F) {
+	_, value := buildSegment(3, 9, []byte("one"), []byte("two"), []byte{})
+	f.Add(uint64(6), uint64(9), uint64(8), value)
+	_, value = buildSegment(3, 100, make([]byte, 300), []byte("x"))
+	f.Add(uint64(98), uint64(100), uint64(99), value)
+	f.Add(uint64(97), uint64(100), uint64(99), value) // the map says three entries
+	f.Fuzz(func(t *testing.T, previousLast, last, seq uint64, value []byte) {
+		if previousLast >= seq || seq > last {
+			return // not a segment the map's search returns for seq
+		}
+		x := &segmentIndex{lasts: []uint64{previousLast, last}, values: [][]byte{nil, value}}
+		got, ok := x.mappedEntry(1, seq)
+		s, err := decodeSegment(segmentKey(3, last), value)
+		var want []byte
+		if err == nil && seq >= s.first {
+			want, err = s.seqEntry(seq)
+		}
+		decoded := err == nil && seq >= s.first
+		switch {
+		case ok && (!decoded || s.first != previousLast+1 || string(got) != string(want)):
+			t.Fatalf("mapped read %q of a segment the decode reads as %q from seq %d (%v)", got, want, s.first, err)
+		case !ok && decoded && s.first == previousLast+1:
+			t.Fatalf("mapped read refused entry %d of a sound segment from seq %d", seq, s.first)
+		}
+	})
+}
