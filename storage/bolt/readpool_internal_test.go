@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -83,9 +85,7 @@ func (l *pooledLedger) read(key, want string) *tx {
 }
 
 func (l *pooledLedger) idle() int {
-	l.b.readers.mu.Lock()
-	defer l.b.readers.mu.Unlock()
-	return len(l.b.readers.idle)
+	return l.b.readers.idleCount()
 }
 
 // TestReadPoolReusesBetweenCheckpoints: reads between two checkpoints share
@@ -219,5 +219,67 @@ func TestReadPoolConcurrentReadersAndCheckpoints(t *testing.T) {
 		mu.Unlock()
 	}
 	close(done)
+	wg.Wait()
+}
+
+// TestReadPoolEmptyWhileWriting: readers give back and take transactions
+// from every processor's slot while writes begin and end; from the moment
+// beginWrite returns until endWrite, the pool holds no transaction (one
+// would hold the map a write's commit may grow), and after endWrite the
+// readers' transactions are kept again. It fails when give stores without
+// checking usable under the slot's mutex (a give racing beginWrite's drain
+// leaves a transaction behind).
+func TestReadPoolEmptyWhileWriting(t *testing.T) {
+	l := newPooledLedger(t, Options{MemtableBytesMax: 1 << 40})
+	l.commit("a", []byte("1"))
+	l.checkpoint()
+	pool := &l.b.readers
+	var stop atomic.Bool
+	var kept atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var own *tx
+			for !stop.Load() {
+				if own == nil {
+					if own = pool.take(); own == nil {
+						btx, err := l.b.beginBolt(false)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						own = &tx{tx: btx, path: l.b.path, cache: l.b.cache}
+					}
+				}
+				if pool.give(own) {
+					kept.Add(1)
+					own = nil
+				}
+			}
+			if own != nil {
+				own.tx.Rollback()
+			}
+		}()
+	}
+	for range 40 {
+		pool.beginWrite()
+		for range 20 {
+			if n := pool.idleCount(); n != 0 {
+				stop.Store(true)
+				wg.Wait()
+				pool.endWrite(writeRolledBack, 0)
+				t.Fatalf("%d idle transactions while a write runs", n)
+			}
+			runtime.Gosched()
+		}
+		pool.endWrite(writeRolledBack, 0)
+		before := kept.Load()
+		for kept.Load() == before {
+			runtime.Gosched()
+		}
+	}
+	stop.Store(true)
 	wg.Wait()
 }
