@@ -84,12 +84,6 @@ type Options struct {
 	// LogSegmentSizeBytes is the size of a log segment;
 	// LogSegmentSizeDefault when zero.
 	LogSegmentSizeBytes int64
-	// LogWriteAheadBytes: a transaction whose commit record reaches this
-	// size builds it as it writes, and the log writes it into its place in
-	// pieces of this size while the transaction runs, starting their
-	// writeback, so that its commit's fdatasync waits for the last piece
-	// only; LogWriteAheadDefault when zero.
-	LogWriteAheadBytes int64
 }
 
 // Backend is a ledger stored in one bbolt file.

@@ -25,9 +25,8 @@ const (
 )
 
 // crashOptions checkpoint every few commits: a kill lands during a
-// checkpoint (a bbolt commit of a frozen table) often. Every commit record
-// is written ahead in pieces, so kills land between pieces too.
-var crashOptions = bolt.Options{Log: bolt.LogOn, MemtableBytesMax: 4 << 10, LogSegmentSizeBytes: 64 << 10, LogWriteAheadBytes: 64}
+// checkpoint (a bbolt commit of a frozen table) often.
+var crashOptions = bolt.Options{Log: bolt.LogOn, MemtableBytesMax: 4 << 10, LogSegmentSizeBytes: 64 << 10}
 
 // TestCrashDuringCheckpoints kills (SIGKILL) a child process that commits
 // as fast as it can through the log with checkpoints every few commits, and

@@ -129,17 +129,6 @@
 // on it) with storage.ErrIO and stops the handle; reopening recovers the
 // durable prefix. Commit is CommitAsync followed by its wait.
 //
-// A large transaction's record is written while the transaction runs:
-// once its writes reach Options.LogWriteAheadBytes (64 KiB by default) the
-// transaction encodes each write into its record as it comes, and the log
-// writes the record into the place it will take in the segment, a piece of
-// that size at a time, and starts each piece's writeback (wal.WriteAhead,
-// sync_file_range); the commit then writes the header and the last piece,
-// starts their writeback before it applies the record to the memory table,
-// and the group sync's fdatasync has little left to wait for (a 1,000-entry
-// Update is a 420 KB record). A rolled-back transaction's pieces are
-// overwritten with zeros and synced before anything takes their place.
-//
 // With the log the file changes only when a checkpoint commits, so every
 // transaction between two checkpoints reads the same snapshot of it: a
 // transaction's bbolt read transaction goes back to a small pool when it

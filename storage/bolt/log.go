@@ -26,10 +26,6 @@ const (
 	// commit of a new handle quick; released full-size segments are
 	// recycled.
 	LogSegmentSizeDefault = 8 << 20
-	// LogWriteAheadDefault is Options.LogWriteAheadBytes when zero: larger
-	// pieces leave more for the commit's fdatasync to wait for, smaller ones
-	// cost more system calls.
-	LogWriteAheadDefault = wal.AheadPieceSizeDefault
 	// LogInitialMmapSizeDefault is the initial size of bbolt's memory map
 	// of a file opened for writing with the log on, when
 	// Options.InitialMmapSize is zero (64-bit platforms): address space,
@@ -86,8 +82,6 @@ type memView struct {
 type logState struct {
 	log              *wal.Log
 	memtableBytesMax int64
-	// writeAheadBytes is Options.LogWriteAheadBytes or its default.
-	writeAheadBytes int64
 
 	// writer is the writer slot: one writable transaction at a time.
 	writer chan struct{}
@@ -136,16 +130,12 @@ func (b *Backend) openLog(opts Options) error {
 	if segment == 0 {
 		segment = LogSegmentSizeDefault
 	}
-	b.writeAheadBytes = opts.LogWriteAheadBytes
-	if b.writeAheadBytes == 0 {
-		b.writeAheadBytes = LogWriteAheadDefault
-	}
 	b.memtableBytesMax = opts.MemtableBytesMax
 	if b.memtableBytesMax <= 0 {
 		b.memtableBytesMax = MemtableBytesMaxDefault
 	}
 	lg, err := wal.Open(dir, wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly,
-		AheadPieceSizeBytes: b.writeAheadBytes, Spares: logSpares(b.memtableBytesMax, segment)})
+		Spares: logSpares(b.memtableBytesMax, segment)})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", b.path, err)
 	}
@@ -605,20 +595,18 @@ func (g *guardedTx) putMeta(key, value []byte) (err error) {
 	return nil
 }
 
-// commitNoSync appends the commit record of operations to the log without
-// waiting for it to be durable (what ahead says the log wrote of it
-// already is not written again; a large record's rest is written at once),
-// applies the operations (pointed into the
-// record, so not decoded again) to the active table and publishes it to
-// writers; syncThrough publishes it to readers. The caller holds the
-// writer slot.
-func (b *Backend) commitNoSync(record []byte, operations []operation, ahead *wal.Ahead) (uint64, error) {
+// commitNoSync appends one record of operations to the log without
+// waiting for it to be durable, applies the operations (pointed into the
+// record, so not decoded again) to the active table and
+// publishes it to writers; syncThrough publishes it to readers. The caller
+// holds the writer slot.
+func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error) {
 	if err := b.failed(); err != nil {
 		return 0, err
 	}
+	record := encodeCommitAliased(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
-	large := int64(len(record)) >= b.writeAheadBytes
-	if err := b.log.AppendAheadNoSync(lsn, record, ahead); err != nil {
+	if err := b.log.AppendNoSync(lsn, record); err != nil {
 		err = fmt.Errorf("commit %s: %w", b.path, err)
 		if errors.Is(err, wal.ErrUnusable) {
 			b.fail(err)
@@ -628,12 +616,6 @@ func (b *Backend) commitNoSync(record []byte, operations []operation, ahead *wal
 		return 0, err
 	}
 	b.lastLSN = lsn
-	if large {
-		// The end of the record goes to the device while the memory table
-		// takes it, instead of after. A failure poisons the log, and this
-		// commit's wait reports it.
-		_ = b.log.WriteQueued()
-	}
 	b.active.apply(lsn, record, operations)
 	b.publish(func(v *memView) { v.asOf = lsn })
 	return lsn, nil

@@ -25,9 +25,7 @@ var logConfigurations = []struct {
 	opts bolt.Options
 }{
 	{"LogOff", bolt.Options{Log: bolt.LogOff, InitialMmapSize: 64 << 20}},
-	// TinyMemtable also writes every commit record of 128 bytes or more
-	// ahead, in pieces, while its transaction runs.
-	{"TinyMemtable", bolt.Options{Log: bolt.LogOn, InitialMmapSize: 64 << 20, MemtableBytesMax: 1, LogSegmentSizeBytes: 64 << 10, LogWriteAheadBytes: 128}},
+	{"TinyMemtable", bolt.Options{Log: bolt.LogOn, InitialMmapSize: 64 << 20, MemtableBytesMax: 1, LogSegmentSizeBytes: 64 << 10}},
 	{"HugeMemtable", bolt.Options{Log: bolt.LogOn, InitialMmapSize: 64 << 20, MemtableBytesMax: 1 << 40, LogSegmentSizeBytes: 64 << 10}},
 }
 

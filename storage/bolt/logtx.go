@@ -12,7 +12,6 @@ import (
 	bbolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ledgerworks/ledger/storage"
-	"github.com/ledgerworks/ledger/storage/bolt/internal/wal"
 )
 
 // logTx is a transaction of a backend whose commits go to the log. It reads
@@ -32,17 +31,8 @@ type logTx struct {
 
 	operations []operation
 	recordSize int
-	// record is the commit record, built as operations come once it
-	// reaches Options.LogWriteAheadBytes (nil before): the log writes it
-	// ahead, into the place it will take, while the transaction runs (see
-	// writeAhead); a smaller record is encoded at commit and written whole
-	// by its Sync, as one piece would be. aheadAt is the record size at
-	// which to write next.
-	record  []byte
-	ahead   wal.Ahead
-	aheadAt int
-	chains  map[string]*pendingChain
-	state   map[string]stateVersion
+	chains     map[string]*pendingChain
+	state      map[string]stateVersion
 	// lastMiss is the chain and key of the newest LookupKey that found
 	// nothing, with no append since, and the key's keyHash: the engine
 	// looks a key up before it appends it, and the append needs no second
@@ -67,9 +57,6 @@ type logScratch struct {
 	operations []operation
 	chains     map[string]*pendingChain
 	spare      []*pendingChain
-	// recordSize is the size of the last record written ahead: the next
-	// one starts with room for as much (see startRecord).
-	recordSize int
 }
 
 // Bounds of what logScratch keeps: a huge transaction's memory is left to
@@ -262,43 +249,6 @@ func (t *logTx) add(o operation) error {
 	}
 	t.recordSize += size
 	t.operations = append(t.operations, o)
-	switch {
-	case t.record != nil:
-		t.record = encodeOperation(t.record, &t.operations[len(t.operations)-1])
-	case int64(t.recordSize) >= t.b.writeAheadBytes && t.b.log != nil:
-		t.startRecord()
-	default:
-		return nil
-	}
-	return t.writeAhead()
-}
-
-// startRecord encodes the operations so far into a new record, with room
-// for what the last record written ahead held (within a bound, so that a
-// huge record does not make every later one as large).
-func (t *logTx) startRecord() {
-	capacity := max(2*t.recordSize, min(t.b.logScratch.recordSize, 16*t.recordSize))
-	t.record = make([]byte, commitHeaderSize, capacity)
-	for i := range t.operations {
-		t.record = encodeOperation(t.record, &t.operations[i])
-	}
-	t.aheadAt = 0
-}
-
-// writeAhead hands the record to the log each time it grew by a piece: the
-// log writes what is new into the record's place, after the header (which
-// the commit writes, with the operation count), and starts its writeback.
-// A failed write stops the backend, as a failed commit does.
-func (t *logTx) writeAhead() error {
-	if len(t.record) < t.aheadAt {
-		return nil
-	}
-	t.aheadAt = len(t.record) + int(t.b.writeAheadBytes)
-	if err := t.b.log.WriteAhead(&t.ahead, t.record, commitHeaderSize); err != nil {
-		err = fmt.Errorf("write %s: %w", t.b.path, err)
-		t.b.fail(err)
-		return err
-	}
 	return nil
 }
 
@@ -761,17 +711,7 @@ func (t *logTx) CommitAsync() (wait func() error, err error) {
 	if v := t.view.tables; len(v) > 1 && v[0] == t.b.active {
 		v[0].presizeLike(v[1]) // the first commit after a freeze
 	}
-	record := t.record
-	if record == nil {
-		record = encodeCommit(make([]byte, 0, t.recordSize), t.operations)
-	} else {
-		if len(record) != t.recordSize {
-			panic(fmt.Sprintf("bolt: commit record of %d bytes built, %d counted", len(record), t.recordSize))
-		}
-		t.b.logScratch.recordSize = len(record)
-	}
-	lsn, err := t.b.commitNoSync(finishCommit(record, t.operations), t.operations, &t.ahead)
-	t.record = nil
+	lsn, err := t.b.commitNoSync(t.operations, t.recordSize)
 	t.returnScratch()
 	if err != nil {
 		return nil, err
@@ -784,18 +724,8 @@ func (t *logTx) Rollback() error {
 	if t.done {
 		return nil
 	}
-	var err error
-	if t.record != nil {
-		// What the log wrote ahead must not outlive the transaction: a
-		// shorter record could take its place.
-		if err = t.b.log.DiscardAhead(&t.ahead); err != nil {
-			err = fmt.Errorf("rollback %s: %w", t.b.path, err)
-			t.b.fail(err)
-		}
-		t.record = nil
-	}
 	t.end()
-	return err
+	return nil
 }
 
 var _ storage.Forker = (*logTx)(nil)

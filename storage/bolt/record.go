@@ -83,49 +83,38 @@ func (o *operation) encodedSize() int {
 // has checked every limit (logTx does on entry): a violation here is a
 // programmer error.
 func encodeCommit(buf []byte, operations []operation) []byte {
-	buf = appendCommitHeader(buf, len(operations))
-	for i := range operations {
-		buf = encodeOperation(buf, &operations[i])
-	}
-	return buf
-}
-
-// appendCommitHeader appends the header of a commit record of count
-// operations.
-func appendCommitHeader(buf []byte, count int) []byte {
 	buf = append(buf, commitRecordVersion)
-	return binary.BigEndian.AppendUint32(buf, uint32(count))
-}
-
-// encodeOperation appends one operation of a commit record to buf.
-func encodeOperation(buf []byte, o *operation) []byte {
-	buf = append(buf, o.kind)
-	switch o.kind {
-	case operationAppend:
-		if len(o.chain) == 0 || len(o.chain) > ChainNameSizeMax || len(o.key) > IdempotencyKeySizeMax || o.seq == 0 {
-			panic("bolt: append operation outside the limits")
-		}
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.chain)))
-		buf = append(buf, o.chain...)
-		buf = binary.BigEndian.AppendUint64(buf, o.seq)
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.key)))
-		buf = append(buf, o.key...)
-		buf = append(buf, o.head.Hash[:]...)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(o.head.TimeUnixNano))
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(o.data)))
-		buf = append(buf, o.data...)
-	case operationStatePut, operationStateDelete:
-		if len(o.state) == 0 || len(o.state) > StateKeySizeMax {
-			panic("bolt: state operation outside the limits")
-		}
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.state)))
-		buf = append(buf, o.state...)
-		if o.kind == operationStatePut {
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(operations)))
+	for i := range operations {
+		o := &operations[i]
+		buf = append(buf, o.kind)
+		switch o.kind {
+		case operationAppend:
+			if len(o.chain) == 0 || len(o.chain) > ChainNameSizeMax || len(o.key) > IdempotencyKeySizeMax || o.seq == 0 {
+				panic("bolt: append operation outside the limits")
+			}
+			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.chain)))
+			buf = append(buf, o.chain...)
+			buf = binary.BigEndian.AppendUint64(buf, o.seq)
+			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.key)))
+			buf = append(buf, o.key...)
+			buf = append(buf, o.head.Hash[:]...)
+			buf = binary.BigEndian.AppendUint64(buf, uint64(o.head.TimeUnixNano))
 			buf = binary.BigEndian.AppendUint32(buf, uint32(len(o.data)))
 			buf = append(buf, o.data...)
+		case operationStatePut, operationStateDelete:
+			if len(o.state) == 0 || len(o.state) > StateKeySizeMax {
+				panic("bolt: state operation outside the limits")
+			}
+			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.state)))
+			buf = append(buf, o.state...)
+			if o.kind == operationStatePut {
+				buf = binary.BigEndian.AppendUint32(buf, uint32(len(o.data)))
+				buf = append(buf, o.data...)
+			}
+		default:
+			panic(fmt.Sprintf("bolt: operation kind %d", o.kind))
 		}
-	default:
-		panic(fmt.Sprintf("bolt: operation kind %d", o.kind))
 	}
 	return buf
 }
@@ -136,28 +125,10 @@ func encodeOperation(buf []byte, o *operation) []byte {
 // operations to the memory table without decoding the record again, and
 // the table keeps the record alone alive, not the caller's buffers.
 func encodeCommitAliased(buf []byte, operations []operation) []byte {
-	start := len(buf)
+	offset := len(buf) + commitHeaderSize
 	buf = encodeCommit(buf, operations)
-	aliasCommit(buf[start:], operations)
-	return buf
-}
-
-// finishCommit completes a commit record built as its operations came: the
-// room of its header followed by each operation's encodeOperation. It
-// writes the header and points operations into the record, as
-// encodeCommitAliased does.
-func finishCommit(record []byte, operations []operation) []byte {
-	appendCommitHeader(record[:0], len(operations))
-	aliasCommit(record, operations)
-	return record
-}
-
-// aliasCommit points the byte slices of operations into record, their
-// commit record.
-func aliasCommit(record []byte, operations []operation) {
-	offset := commitHeaderSize
 	alias := func(n int) []byte {
-		b := record[offset : offset+n : offset+n]
+		b := buf[offset : offset+n : offset+n]
 		offset += n
 		return b
 	}
@@ -178,9 +149,10 @@ func aliasCommit(record []byte, operations []operation) {
 			o.state = alias(len(o.state))
 		}
 	}
-	if offset != len(record) {
-		panic(fmt.Sprintf("bolt: commit record of %d bytes, operations end at %d", len(record), offset))
+	if offset != len(buf) {
+		panic(fmt.Sprintf("bolt: commit record of %d bytes, operations end at %d", len(buf), offset))
 	}
+	return buf
 }
 
 // recordReader takes fields off the front of a commit record; the first

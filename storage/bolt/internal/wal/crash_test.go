@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 // killed or has appended crashChildRecordsMax records.
 func runCrashChild(dir string) int {
 	const crashChildRecordsMax = 200_000
-	l, err := Open(dir, Options{SegmentSizeBytes: crashSegmentSizeBytes, AheadPieceSizeBytes: crashAheadPieceSizeBytes})
+	l, err := Open(dir, Options{SegmentSizeBytes: crashSegmentSizeBytes})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -49,7 +49,7 @@ func runCrashChild(dir string) int {
 	next := l.LastLSN() + 1
 	out := bufio.NewWriterSize(os.Stdout, 64)
 	for range crashChildRecordsMax {
-		if err := appendCrashRecord(l, next); err != nil {
+		if err := l.Append(next, payloadFor(next, crashSizeFor(next))); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
@@ -69,33 +69,6 @@ func runCrashChild(dir string) int {
 		next++
 	}
 	return 0
-}
-
-// crashAheadPieceSizeBytes lets the child's larger records be written
-// ahead in pieces within its small segments.
-const crashAheadPieceSizeBytes = 512
-
-// appendCrashRecord appends the record of lsn and syncs it; every other
-// record of 2,000 bytes or more is written ahead in pieces while it is
-// built, as a large commit is.
-func appendCrashRecord(l *Log, lsn uint64) error {
-	payload := payloadFor(lsn, crashSizeFor(lsn))
-	if lsn%2 == 0 || len(payload) < 2000 {
-		return l.Append(lsn, payload)
-	}
-	var a Ahead
-	built := make([]byte, 0, len(payload))
-	for len(built) < len(payload) {
-		built = append(built, payload[len(built):min(len(payload), len(built)+700)]...)
-		if err := l.WriteAhead(&a, built, 0); err != nil {
-			return err
-		}
-	}
-	if err := l.AppendAheadNoSync(lsn, built, &a); err != nil {
-		return err
-	}
-	_, err := l.Sync(lsn)
-	return err
 }
 
 // TestCrashKeepsAcknowledgedRecords kills an appending child process at

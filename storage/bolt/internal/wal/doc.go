@@ -45,21 +45,7 @@
 // one is being synced. A record queued for a segment is written and synced
 // before the next segment takes a record. The payload of a queued record
 // must not change until a Sync covered it. DurableLSN is the last record
-// known durable. Append is AppendNoSync followed by Sync.
-//
-// WriteAhead writes a record that is still being built into the place it
-// will take, in pieces of Options.AheadPieceSizeBytes (64 KiB by default)
-// that end on page boundaries, and starts their writeback
-// (sync_file_range), without its header; AppendAheadNoSync then queues the
-// header and the rest only, and WriteQueued writes what is queued at once
-// when no Sync runs. The Sync of a large record so waits for its last piece
-// and the device's flush, not for all of it. Until its header is written a
-// record written ahead ends the log as a torn one does. Its pieces are
-// zeroed and synced (DiscardAhead, or the next append of another record)
-// before another record takes its place, so that no stale piece can follow
-// a shorter record; a record that no longer fits the segment goes whole to
-// a new one, leaving its pieces behind the old segment's end, where no
-// header ever covers them. A failed write
+// known durable. Append is AppendNoSync followed by Sync. A failed write
 // or fdatasync poisons the log and overwrites the records it did not make
 // durable with zeros, best effort, so that a reopen ends at the durable
 // prefix. The

@@ -57,23 +57,3 @@ func zeroTail(f *os.File, offset, sizeBytes int64) error {
 	}
 	return nil
 }
-
-// pendingGap is a place in a list of queued buffers where the file skips
-// bytes (written ahead): the buffers from index on go at offset.
-type pendingGap struct {
-	index  int
-	offset int64
-}
-
-// writeRuns writes buffers at from, one run of contiguous buffers at a
-// time: each gap starts a new run at its offset.
-func writeRuns(f *os.File, from int64, buffers [][]byte, gaps []pendingGap) error {
-	start := 0
-	for _, gap := range gaps {
-		if err := writeAt(f, from, buffers[start:gap.index]); err != nil {
-			return err
-		}
-		start, from = gap.index, gap.offset
-	}
-	return writeAt(f, from, buffers[start:])
-}

@@ -47,11 +47,3 @@ func syncData(f *os.File) error {
 		return nil
 	}
 }
-
-// startWriteback asks the kernel to start writing the range back to the
-// device without waiting for it (sync_file_range with
-// SYNC_FILE_RANGE_WRITE). It is advice: an error is ignored, since the
-// fdatasync that makes the range durable reports any failure to write it.
-func startWriteback(f *os.File, offset, sizeBytes int64) {
-	_ = unix.SyncFileRange(int(f.Fd()), offset, sizeBytes, unix.SYNC_FILE_RANGE_WRITE)
-}

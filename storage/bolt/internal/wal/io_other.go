@@ -19,7 +19,3 @@ func writeAt(f *os.File, offset int64, buffers [][]byte) error {
 func syncData(f *os.File) error {
 	return f.Sync()
 }
-
-// startWriteback does nothing where sync_file_range is not available: the
-// fdatasync writes the range.
-func startWriteback(*os.File, int64, int64) {}

@@ -47,9 +47,6 @@ type Options struct {
 	// ReadOnly opens the log for reading its records only: nothing is
 	// created, truncated or removed.
 	ReadOnly bool
-	// AheadPieceSizeBytes is the least WriteAhead writes at a time;
-	// AheadPieceSizeDefault (64 KiB) when zero, at least AheadPieceSizeMin.
-	AheadPieceSizeBytes int64
 	// Spares is how many released segments of the full size are kept as
 	// spares, instead of being removed, for the next rotations to reuse
 	// (a new segment is otherwise zero-filled, as many bytes again as the
@@ -65,9 +62,7 @@ type Log struct {
 	dir              string
 	segmentSizeBytes int64
 	readOnly         bool
-	// aheadPieceSizeBytes is Options.AheadPieceSizeBytes or its default.
-	aheadPieceSizeBytes int64
-	spares              *spares // nil when read-only
+	spares           *spares // nil when read-only
 
 	lastLSN atomic.Uint64
 
@@ -98,15 +93,8 @@ type Log struct {
 	pendingFrom int64
 	pendingEnd  int64
 	pendingLast uint64
-	// pendingGaps are the places where the queued buffers skip bytes of
-	// the file: the part of a record WriteAhead wrote already.
-	pendingGaps []pendingGap
 	// pendingSpare is the buffer list the last Sync wrote, kept for reuse.
 	pendingSpare [][]byte
-
-	// ahead is the record WriteAhead wrote part of, until it is appended
-	// or discarded; owned by the appending goroutine.
-	ahead *Ahead
 
 	// poisoned is the error of a failed write or sync; every later Append
 	// and Sync returns it.
@@ -117,11 +105,8 @@ type Log struct {
 	// durableLSN is the LSN through which every record is synced; stored
 	// under syncMu, loaded anywhere.
 	durableLSN atomic.Uint64
-	// durableEnd is the offset in current through which it is synced, and
-	// writtenEnd the one through which records are written (from
-	// durableEnd on, not synced yet); both under syncMu.
+	// durableEnd is the offset in current through which it is synced.
 	durableEnd int64
-	writtenEnd int64
 	// syncHook, when set (by tests), runs before each fdatasync of Sync; an
 	// error it returns is taken as the fdatasync's.
 	syncHook atomic.Pointer[func() error]
@@ -149,15 +134,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if spareCount < 0 || spareCount > SparesMax {
 		return nil, fmt.Errorf("wal: %d spares, want [0, %d]: %w", spareCount, SparesMax, ErrOptions)
 	}
-	aheadPieceSizeBytes := opts.AheadPieceSizeBytes
-	if aheadPieceSizeBytes == 0 {
-		aheadPieceSizeBytes = AheadPieceSizeDefault
-	}
-	if aheadPieceSizeBytes < AheadPieceSizeMin || aheadPieceSizeBytes > RecordSizeMax {
-		return nil, fmt.Errorf("wal: write-ahead piece size %d bytes, want [%d, %d]: %w",
-			aheadPieceSizeBytes, AheadPieceSizeMin, RecordSizeMax, ErrOptions)
-	}
-	l := &Log{dir: dir, segmentSizeBytes: segmentSizeBytes, readOnly: opts.ReadOnly, aheadPieceSizeBytes: aheadPieceSizeBytes}
+	l := &Log{dir: dir, segmentSizeBytes: segmentSizeBytes, readOnly: opts.ReadOnly}
 	if opts.ReadOnly {
 		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 			return l, nil
@@ -332,7 +309,7 @@ func (l *Log) recover(segments []segment) error {
 			l.currentRecords = scan.records
 			l.offset = scan.endOffset
 			l.capacity = segment.sizeBytes
-			l.durableEnd, l.writtenEnd = scan.endOffset, scan.endOffset
+			l.durableEnd = scan.endOffset
 		}
 	}
 	l.segments = segments
@@ -408,27 +385,6 @@ func (l *Log) Append(lsn uint64, payload []byte) error {
 // it. Only the appending goroutine calls it; Sync may run on others at the
 // same time.
 func (l *Log) AppendNoSync(lsn uint64, payload []byte) error {
-	return l.appendNoSync(lsn, payload, nil)
-}
-
-// AppendAheadNoSync is AppendNoSync of a record part of which WriteAhead
-// wrote with a: the Sync writes the rest only. a is done with once it
-// returns. When the record did not stay where a wrote (it starts a new
-// segment), it is written whole.
-func (l *Log) AppendAheadNoSync(lsn uint64, payload []byte, a *Ahead) error {
-	err := l.appendNoSync(lsn, payload, a)
-	if l.ahead == a {
-		// The record was refused: its pieces go, as DiscardAhead's do.
-		l.ahead = nil
-		if zeroErr := l.zeroAhead(a); zeroErr != nil {
-			err = zeroErr
-		}
-	}
-	*a = Ahead{}
-	return err
-}
-
-func (l *Log) appendNoSync(lsn uint64, payload []byte, a *Ahead) error {
 	if len(payload) > RecordSizeMax {
 		panic(fmt.Sprintf("wal: payload of %d bytes over RecordSizeMax", len(payload)))
 	}
@@ -458,9 +414,6 @@ func (l *Log) appendNoSync(lsn uint64, payload []byte, a *Ahead) error {
 		}
 		return err
 	}
-	if err := l.dropStale(a); err != nil {
-		return err
-	}
 	size := recordSizeBytes(len(payload))
 	if l.current == nil || (rotate && l.currentRecords > 0) || l.offset+size > l.capacity {
 		if err := l.startSegment(lsn, size); err != nil {
@@ -484,16 +437,7 @@ func (l *Log) appendNoSync(lsn uint64, payload []byte, a *Ahead) error {
 	if len(l.pending) == 0 {
 		l.pendingFrom = l.offset
 	}
-	if a != nil && a == l.ahead && a.file == l.current && a.offset == l.offset && a.from < a.end && a.end <= len(payload) {
-		l.pending = append(l.pending, header, payload[:a.from])
-		l.pendingGaps = append(l.pendingGaps, pendingGap{index: len(l.pending), offset: l.offset + RecordHeaderSizeBytes + int64(a.end)})
-		l.pending = append(l.pending, payload[a.end:])
-	} else {
-		l.pending = append(l.pending, header, payload)
-	}
-	if a != nil && a == l.ahead {
-		l.ahead = nil
-	}
+	l.pending = append(l.pending, header, payload)
 	if padding := size - RecordHeaderSizeBytes - int64(len(payload)); padding > 0 {
 		l.pending = append(l.pending, zeroPadding[:padding])
 	}
@@ -527,65 +471,25 @@ func (l *Log) clearTail() error {
 }
 
 // writePending writes the records queued for current, if any, with one
-// pwritev (one per run, around what was written ahead), and returns the end
-// of what is written and the LSN of the last record it wrote (writtenEnd
-// and 0 when none was queued). The caller holds syncMu.
+// pwritev, and returns the end and the LSN of the last one (durableEnd and
+// 0 when none was queued). The caller holds syncMu.
 func (l *Log) writePending() (end int64, last uint64, err error) {
 	l.pendingMu.Lock()
 	if len(l.pending) == 0 {
 		l.pendingMu.Unlock()
-		return l.writtenEnd, 0, nil
+		return l.durableEnd, 0, nil
 	}
-	buffers, from, end, last, gaps := l.pending, l.pendingFrom, l.pendingEnd, l.pendingLast, l.pendingGaps
+	buffers, from, end, last := l.pending, l.pendingFrom, l.pendingEnd, l.pendingLast
 	l.pending, l.pendingSpare = l.pendingSpare, nil
-	l.pendingGaps = nil // rare: one per record written ahead
 	l.pendingMu.Unlock()
-	err = writeRuns(l.current, from, buffers, gaps)
+	err = writeAt(l.current, from, buffers)
 	clear(buffers) // the payloads are the callers'
 	if cap(buffers) <= pendingBuffersSpareMax {
 		l.pendingMu.Lock()
 		l.pendingSpare = buffers[:0]
 		l.pendingMu.Unlock()
 	}
-	if err == nil {
-		l.writtenEnd = end
-	}
 	return end, last, err
-}
-
-// WriteQueued writes the records queued so far and starts their writeback
-// without waiting for it, unless a Sync is running (which writes them
-// itself): a writer calls it after queueing a large record and before work
-// of its own, so that the Sync that makes the record durable finds it
-// written and on its way to the device. Only the appending goroutine calls
-// it. A failed write poisons the log, as a failed Sync does.
-func (l *Log) WriteQueued() error {
-	if !l.syncMu.TryLock() {
-		return nil
-	}
-	defer l.syncMu.Unlock()
-	if err := l.poisonedError(); err != nil || l.current == nil {
-		return err
-	}
-	from := l.writtenEnd
-	end, _, err := l.writePending()
-	if err != nil {
-		return l.writeFailed(end, err)
-	}
-	if end > from {
-		startWriteback(l.current, from, end-from)
-	}
-	return nil
-}
-
-// writeFailed poisons the log after a failed write or sync of what ends at
-// end, and overwrites what was not durable with zeros, best effort: the
-// failure leaves the tail's fate unknown. The caller holds syncMu.
-func (l *Log) writeFailed(end int64, err error) error {
-	if end > l.durableEnd {
-		_ = writeAt(l.current, l.durableEnd, [][]byte{make([]byte, end-l.durableEnd)})
-	}
-	return l.poison(err)
 }
 
 // pendingBuffersSpareMax bounds the buffer list kept for reuse.
@@ -629,7 +533,11 @@ func (l *Log) Sync(lsn uint64) (uint64, error) {
 		err = l.syncCurrent()
 	}
 	if err != nil {
-		return l.durableLSN.Load(), l.writeFailed(end, err)
+		if end > l.durableEnd {
+			// Best effort: the failure leaves the tail's fate unknown.
+			_ = writeAt(l.current, l.durableEnd, [][]byte{make([]byte, end-l.durableEnd)})
+		}
+		return l.durableLSN.Load(), l.poison(err)
 	}
 	l.durableEnd = end
 	l.durableLSN.Store(max(target, last))
@@ -758,7 +666,7 @@ func (l *Log) switchSegment(f *os.File) error {
 		l.current.Close()
 	}
 	l.current = f
-	l.durableEnd, l.writtenEnd = 0, 0
+	l.durableEnd = 0
 	return nil
 }
 

@@ -18,7 +18,7 @@ func TestLogStateMachine(t *testing.T) {
 		// In memory where possible: this test checks what the log holds
 		// after each step, the crash test checks durability on disk.
 		dir := filepath.Join(memoryDirectory(t, func() string { return testingTempDir(t) }), "wal")
-		opts := Options{SegmentSizeBytes: SegmentSizeMin, AheadPieceSizeBytes: 64}
+		opts := Options{SegmentSizeBytes: SegmentSizeMin}
 		l, err := Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -45,43 +45,6 @@ func TestLogStateMachine(t *testing.T) {
 				}
 				model = append(model, copiedRecord{next, payload})
 				next++
-			},
-			"append written ahead, or discard": func(t *rapid.T) {
-				size := rapid.OneOf(rapid.IntRange(0, 2000), rapid.IntRange(SegmentSizeMin-64, 2*SegmentSizeMin)).Draw(t, "size")
-				step := rapid.IntRange(1, 700).Draw(t, "step")
-				fixedFrom := rapid.IntRange(0, min(size, 16)).Draw(t, "fixedFrom")
-				payload := payloadFor(next, size)
-				var a Ahead
-				built := make([]byte, fixedFrom, rapid.IntRange(fixedFrom, size+1).Draw(t, "capacity"))
-				for len(built) < size {
-					n := min(step, size-len(built))
-					built = append(built, payload[len(built):len(built)+n]...)
-					if rapid.IntRange(0, 20).Draw(t, "rotate") == 0 {
-						if err := l.Rotate(); err != nil {
-							t.Fatal(err)
-						}
-					}
-					if err := l.WriteAhead(&a, built, fixedFrom); err != nil {
-						t.Fatal(err)
-					}
-				}
-				copy(built, payload[:fixedFrom])
-				switch rapid.IntRange(0, 2).Draw(t, "outcome") {
-				case 0: // appended
-					if err := l.AppendAheadNoSync(next, built, &a); err != nil {
-						t.Fatal(err)
-					}
-					if _, err := l.Sync(next); err != nil {
-						t.Fatal(err)
-					}
-					model = append(model, copiedRecord{next, payload})
-					next++
-				case 1: // its transaction rolled back
-					if err := l.DiscardAhead(&a); err != nil {
-						t.Fatal(err)
-					}
-				default: // abandoned: the next append takes its place
-				}
 			},
 			"rotate": func(t *rapid.T) {
 				if err := l.Rotate(); err != nil {
