@@ -97,14 +97,10 @@ func TestMultisetElementDefinition(t *testing.T) {
 	}
 	want := new(big.Int)
 	modulus := new(big.Int).Lsh(big.NewInt(1), 256)
+	definition := keyedHasher(t, &k)
 	for _, e := range elements {
-		h, err := blake3.NewKeyed(k[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Write(e.digest[:])
-		h.Write(binary.BigEndian.AppendUint64(nil, e.seq))
-		sum := h.Sum(nil)
+		hash := elementByDefinition(definition, e.digest, e.seq)
+		sum := hash[:]
 		for i, j := 0, len(sum)-1; i < j; i, j = i+1, j-1 {
 			sum[i], sum[j] = sum[j], sum[i] // little-endian to big.Int's big-endian
 		}
@@ -147,6 +143,7 @@ func TestMultisetHasherKeysOfEveryLength(t *testing.T) {
 		var k multisetKey
 		copy(k[:], rapid.SliceOfN(rapid.Byte(), multisetKeySize, multisetKeySize).Draw(t, "key"))
 		mh := newMultisetHasher(&k)
+		definition := keyedHasher(t, &k)
 		for batch := range rapid.IntRange(1, 4).Draw(t, "batches") {
 			longest := rapid.SampledFrom([]int{keyBlockLengthMax, keyBlockLengthMax + 1, IdempotencyKeyLengthMax}).Draw(t, "longest")
 			n := rapid.IntRange(0, 40).Draw(t, "items")
@@ -159,14 +156,7 @@ func TestMultisetHasherKeysOfEveryLength(t *testing.T) {
 				if digested {
 					items[i].key = "" // the index side carries digests only
 				}
-				h, err := blake3.NewKeyed(k[:])
-				if err != nil {
-					t.Fatal(err)
-				}
-				h.Write(items[i].digest[:])
-				h.Write(binary.BigEndian.AppendUint64(nil, items[i].seq))
-				var sum [32]byte
-				h.Sum(sum[:0])
+				sum := elementByDefinition(definition, items[i].digest, items[i].seq)
 				want.addHash(&sum)
 			}
 			var got multisetSum
@@ -215,4 +205,25 @@ func TestAddHashesMatchesAddHash(t *testing.T) {
 			t.Fatalf("round %d (%d hashes): addHashes %v, addHash %v", round, len(hashes), got, want)
 		}
 	}
+}
+
+// keyedHasher returns a BLAKE3 hasher keyed with k, for elementByDefinition.
+func keyedHasher(t interface{ Fatal(...any) }, k *multisetKey) *blake3.Hasher {
+	h, err := blake3.NewKeyed(k[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// elementByDefinition is the hash of one element of the key multiset as the
+// check defines it, BLAKE3-keyed(k, digest || u64be(seq)), computed one at a
+// time with zeebo/blake3 (h keyed with k, reset here).
+func elementByDefinition(h *blake3.Hasher, digest [storage.KeyDigestSize]byte, seq uint64) [32]byte {
+	h.Reset()
+	h.Write(digest[:])
+	h.Write(binary.BigEndian.AppendUint64(nil, seq))
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }
