@@ -132,7 +132,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		spareCount = SparesDefault
 	}
 	if spareCount < 0 || spareCount > SparesMax {
-		return nil, fmt.Errorf("wal: %d spares, want [0, %d]: %w", spareCount, SparesMax, ErrOptions)
+		return nil, fmt.Errorf("wal: %d spares, want 1 to %d (0 for SparesDefault): %w", opts.Spares, SparesMax, ErrOptions)
 	}
 	l := &Log{dir: dir, segmentSizeBytes: segmentSizeBytes, readOnly: opts.ReadOnly}
 	if opts.ReadOnly {

@@ -1006,7 +1006,9 @@ func TestSparesOption(t *testing.T) {
 	if prepared := numbered() - before; prepared > 1 {
 		t.Fatalf("%d files numbered for 4 rotations with 4 spares ready, want at most 1 (the refill)", prepared)
 	}
-	if _, err := Open(filepath.Join(t.TempDir(), "wal"), Options{Spares: SparesMax + 1}); err == nil {
-		t.Fatal("Spares over SparesMax accepted")
+	for _, spares := range []int{-1, SparesMax + 1} {
+		if _, err := Open(filepath.Join(t.TempDir(), "wal"), Options{Spares: spares}); !errors.Is(err, ErrOptions) {
+			t.Fatalf("Spares %d: %v, want ErrOptions", spares, err)
+		}
 	}
 }
