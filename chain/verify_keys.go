@@ -93,6 +93,12 @@ func (m *multisetSum) addHashes(hashes [][32]byte) {
 	m.count += uint64(len(hashes))
 }
 
+// add adds a sum of elements and their count, as blake3batch.Elements
+// returns them.
+func (m *multisetSum) add(sum [4]uint64, count uint64) {
+	m.merge(&multisetSum{sum: sum, count: count})
+}
+
 // merge adds another partial sum of the same side.
 func (m *multisetSum) merge(o *multisetSum) {
 	var carry uint64
@@ -104,25 +110,52 @@ func (m *multisetSum) merge(o *multisetSum) {
 
 // multisetHasher maps elements to numbers, a batch at a time through
 // blake3batch (many short messages per vector compression); one per
-// goroutine, its buffers reused. The messages of one block (every element,
-// and the digest of a key up to keyBlockLengthMax bytes) are laid out
-// zero-padded at the stride of a block and hashed by Sum256Blocks, which
-// compresses them where they lie.
+// goroutine, its buffers reused. The digest messages of keys up to
+// keyBlockLengthMax bytes are laid out zero-padded at the stride of a
+// block, which the lanes compress where they lie; the elements go
+// through blake3batch.Elements, which hashes them and sums their numbers
+// in the vector registers.
 type multisetHasher struct {
 	key      *multisetKey
 	inputs   []byte // the digest messages of long keys, back to back
 	blocks   []byte // one-block messages, blake3batch.BlockSize each
 	lengths  []uint8
+	seqs     []uint64
 	messages [][]byte
 	hashes   [][blake3batch.Size]byte
+	// elements sums the elements under elementsKey, which is *key once
+	// elementsFor has run: a hasher is reused across verifies, each with
+	// its own key, and a key is compared by value (a new key may lie
+	// where an old one did).
+	elements    blake3batch.Elements
+	elementsKey multisetKey
+	elementsSet bool
+}
+
+// elementsFor returns mh's elements, keyed with *mh.key.
+func (mh *multisetHasher) elementsFor() *blake3batch.Elements {
+	if !mh.elementsSet || mh.elementsKey != *mh.key {
+		mh.elementsKey, mh.elementsSet = *mh.key, true
+		mh.elements.Reset((*[blake3batch.KeySize]byte)(&mh.elementsKey))
+	}
+	return &mh.elements
 }
 
 func newMultisetHasher(k *multisetKey) *multisetHasher {
 	return &multisetHasher{key: k}
 }
 
-// multisetElementSize is the message of one element: digest || u64be(seq).
+// multisetHashers recycles the hashers of the index side (sumIndex) from
+// one verify to the next, as verifyWorkspaces does the entries' side's:
+// their blocks are grown to keyCheckBatchSize messages. A hasher in the
+// pool holds no key.
+var multisetHashers = sync.Pool{New: func() any { return newMultisetHasher(nil) }}
+
+// multisetElementSize is the message of one element: digest || u64be(seq),
+// what blake3batch.Elements hashes (checked when the package compiles).
 const multisetElementSize = storage.KeyDigestSize + 8
+
+const _ = uint(multisetElementSize-blake3batch.ElementSize) + uint(blake3batch.ElementSize-multisetElementSize)
 
 // keyDigestDomainWords is storage.KeyDigestDomain zero-padded to 16
 // bytes, as two little-endian words; a longer domain does not compile.
@@ -138,27 +171,25 @@ var keyDigestDomainWords = func() [2]uint64 {
 const keyBlockLengthMax = blake3batch.BlockSize - len(storage.KeyDigestDomain)
 
 // sum adds the elements of items to m. When digested is false the items
-// carry keys, whose digests (storage.KeyDigest) are computed first and go
-// straight into the elements' messages.
+// carry keys, whose digests (storage.KeyDigest) are computed first: with
+// every key short enough for one block, in the same lanes as the
+// elements (blake3batch.Elements.AddKeyDigests).
 func (mh *multisetHasher) sum(m *multisetSum, items []keyItem, digested bool) {
-	mh.size(len(items))
-	if !digested {
-		mh.digest(items)
-	}
-	// The elements, each in its block: digest || u64be(seq), then zeros.
-	for i := range items {
-		e := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
-		if digested {
-			copy(e[:], items[i].digest[:])
-		} else {
-			copy(e[:], mh.hashes[i][:storage.KeyDigestSize])
+	e := mh.elementsFor()
+	switch {
+	case digested:
+		for i := range items {
+			e.Add(&items[i].digest, items[i].seq)
 		}
-		binary.BigEndian.PutUint64(e[storage.KeyDigestSize:], items[i].seq)
-		clear(e[multisetElementSize:])
-		mh.lengths[i] = multisetElementSize
+	case mh.digestBlocks(items):
+		e.AddKeyDigests(mh.blocks, mh.lengths, mh.seqs)
+	default:
+		mh.digestLong(items)
+		for i := range items {
+			e.Add((*[storage.KeyDigestSize]byte)(mh.hashes[i][:storage.KeyDigestSize]), items[i].seq)
+		}
 	}
-	blake3batch.Sum256Blocks(mh.hashes, (*[blake3batch.KeySize]byte)(mh.key), mh.blocks, mh.lengths)
-	m.addHashes(mh.hashes)
+	m.add(e.Sum())
 }
 
 // size sets the lengths of mh's buffers to n messages, growing them when
@@ -171,54 +202,53 @@ func (mh *multisetHasher) size(n int) {
 	if cap(mh.blocks) < n*blake3batch.BlockSize {
 		mh.blocks = make([]byte, n*blake3batch.BlockSize)
 		mh.lengths = make([]uint8, n)
+		mh.seqs = make([]uint64, n)
 	}
-	mh.blocks, mh.lengths = mh.blocks[:n*blake3batch.BlockSize], mh.lengths[:n]
+	mh.blocks, mh.lengths, mh.seqs = mh.blocks[:n*blake3batch.BlockSize], mh.lengths[:n], mh.seqs[:n]
 }
 
-// sumRefs adds index records to m, keyCheckBatchSize at a time, each
-// element's message written straight from its record: the index side's
-// batches need no copy into keyItems first.
+// sumRefs adds index records to m, each element taken straight from its
+// record: the index side's batches need no copy into keyItems first.
 func (mh *multisetHasher) sumRefs(m *multisetSum, refs []storage.KeyRef) {
-	for len(refs) > 0 {
-		n := min(len(refs), keyCheckBatchSize)
-		mh.size(n)
-		for i := range refs[:n] {
-			e := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
-			copy(e[:], refs[i].Digest[:])
-			binary.BigEndian.PutUint64(e[storage.KeyDigestSize:], refs[i].Seq)
-			clear(e[multisetElementSize:])
-			mh.lengths[i] = multisetElementSize
-		}
-		blake3batch.Sum256Blocks(mh.hashes, (*[blake3batch.KeySize]byte)(mh.key), mh.blocks, mh.lengths)
-		m.addHashes(mh.hashes)
-		refs = refs[n:]
+	e := mh.elementsFor()
+	for i := range refs {
+		e.Add(&refs[i].Digest, refs[i].Seq)
 	}
+	m.add(e.Sum())
 }
 
-// digest sets mh.hashes[i] to the hash whose first bytes are
-// storage.KeyDigest(items[i].key): through Sum256Blocks when every key is
-// short enough for one block, as the keys of a chain nearly always are.
-func (mh *multisetHasher) digest(items []keyItem) {
-	short := true
+// digestBlocks lays out the digest message of every item's key (domain ||
+// key) zero-padded in mh.blocks, with its length and the item's seq, when
+// every key is short enough for one block, as the keys of a chain nearly
+// always are; it reports false, having laid out nothing, otherwise.
+func (mh *multisetHasher) digestBlocks(items []keyItem) bool {
 	for i := range items {
-		short = short && len(items[i].key) <= keyBlockLengthMax
-	}
-	if short {
-		for i := range items {
-			b := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
-			// The block is cleared whole and the domain written as two
-			// words (its last two bytes zero, where the key goes):
-			// clearing what follows each key and copying the domain were
-			// two calls per key.
-			*b = [blake3batch.BlockSize]byte{}
-			binary.LittleEndian.PutUint64(b[0:], keyDigestDomainWords[0])
-			binary.LittleEndian.PutUint64(b[8:], keyDigestDomainWords[1])
-			length := len(storage.KeyDigestDomain) + copy(b[len(storage.KeyDigestDomain):], items[i].key)
-			mh.lengths[i] = uint8(length)
+		if len(items[i].key) > keyBlockLengthMax {
+			return false
 		}
-		blake3batch.Sum256Blocks(mh.hashes, nil, mh.blocks, mh.lengths)
-		return
 	}
+	mh.size(len(items))
+	for i := range items {
+		b := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
+		// The block is cleared whole and the domain written as two
+		// words (its last two bytes zero, where the key goes):
+		// clearing what follows each key and copying the domain were
+		// two calls per key.
+		*b = [blake3batch.BlockSize]byte{}
+		binary.LittleEndian.PutUint64(b[0:], keyDigestDomainWords[0])
+		binary.LittleEndian.PutUint64(b[8:], keyDigestDomainWords[1])
+		length := len(storage.KeyDigestDomain) + copy(b[len(storage.KeyDigestDomain):], items[i].key)
+		mh.lengths[i] = uint8(length)
+		mh.seqs[i] = items[i].seq
+	}
+	return true
+}
+
+// digestLong sets mh.hashes[i] to the hash whose first bytes are
+// storage.KeyDigest(items[i].key), for items with keys longer than a
+// block's message.
+func (mh *multisetHasher) digestLong(items []keyItem) {
+	mh.size(len(items))
 	mh.inputs, mh.messages = mh.inputs[:0], mh.messages[:0]
 	for i := range items {
 		mh.inputs = append(append(mh.inputs, storage.KeyDigestDomain...), items[i].key...)
@@ -313,7 +343,12 @@ func (k *keyIndexChecker) waitAhead() {
 // at a time (indexBatches).
 func sumIndex(ctx context.Context, stx storage.Tx, chain string, key *multisetKey) (multisetSum, error) {
 	var m multisetSum
-	mh := newMultisetHasher(key)
+	mh := multisetHashers.Get().(*multisetHasher)
+	mh.key = key
+	defer func() {
+		mh.key = nil
+		multisetHashers.Put(mh)
+	}()
 	for refs, err := range indexBatches(ctx, stx, chain) {
 		if err != nil {
 			return m, err

@@ -54,6 +54,7 @@ GLOBL rotate8<>(SB), RODATA|NOPTR, $32
 	compress8()
 	compress16()
 	transposeFunction()
+	elementsFunction()
 	if err := os.WriteFile("compress_amd64.s", out.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -191,6 +192,32 @@ func transpose8() {
 	}
 }
 
+// rounds16 emits BLAKE3's seven rounds over the state Z16..Z31 with the
+// message words in Z0..Z15 (word j in Zj).
+func rounds16() {
+	v := func(i int) string { return z(16 + i) }
+	for _, schedule := range schedules() {
+		for step := range steps {
+			g := steps[step]
+			for half, rotations := range [2][2]int{{16, 12}, {8, 7}} {
+				for i := range 4 {
+					emit("VPADDD %s, %s, %s", z(schedule[8*step+2*i+half]), v(g[i][0]), v(g[i][0]))
+					emit("VPADDD %s, %s, %s", v(g[i][1]), v(g[i][0]), v(g[i][0]))
+				}
+				for i := range 4 {
+					emit("VPXORD %s, %s, %s", v(g[i][0]), v(g[i][3]), v(g[i][3]))
+					emit("VPRORD $%d, %s, %s", rotations[0], v(g[i][3]), v(g[i][3]))
+				}
+				for i := range 4 {
+					emit("VPADDD %s, %s, %s", v(g[i][3]), v(g[i][2]), v(g[i][2]))
+					emit("VPXORD %s, %s, %s", v(g[i][2]), v(g[i][1]), v(g[i][1]))
+					emit("VPRORD $%d, %s, %s", rotations[1], v(g[i][1]), v(g[i][1]))
+				}
+			}
+		}
+	}
+}
+
 // compress16 writes compress16AVX512. AVX-512 has 32 registers and a
 // rotate instruction: the message (Z0..Z15, word j in Zj) and the state
 // (Z16..Z31) both stay in registers, with no temporaries.
@@ -219,26 +246,7 @@ func compress16() {
 	emit("VPXORD %s, %s, %s", v(13), v(13), v(13))
 	emit("VMOVDQU32 (CX), %s", v(14))
 	emit("VMOVDQU32 (DX), %s", v(15))
-	for _, schedule := range schedules() {
-		for step := range steps {
-			g := steps[step]
-			for half, rotations := range [2][2]int{{16, 12}, {8, 7}} {
-				for i := range 4 {
-					emit("VPADDD %s, %s, %s", z(schedule[8*step+2*i+half]), v(g[i][0]), v(g[i][0]))
-					emit("VPADDD %s, %s, %s", v(g[i][1]), v(g[i][0]), v(g[i][0]))
-				}
-				for i := range 4 {
-					emit("VPXORD %s, %s, %s", v(g[i][0]), v(g[i][3]), v(g[i][3]))
-					emit("VPRORD $%d, %s, %s", rotations[0], v(g[i][3]), v(g[i][3]))
-				}
-				for i := range 4 {
-					emit("VPADDD %s, %s, %s", v(g[i][3]), v(g[i][2]), v(g[i][2]))
-					emit("VPXORD %s, %s, %s", v(g[i][2]), v(g[i][1]), v(g[i][1]))
-					emit("VPRORD $%d, %s, %s", rotations[1], v(g[i][1]), v(g[i][1]))
-				}
-			}
-		}
-	}
+	rounds16()
 	for i := range 8 {
 		emit("VPXORD %s, %s, %s", v(i+8), v(i), v(i))
 		emit("VMOVDQU32 %s, %d(AX)", v(i), laneStride*i)
@@ -299,6 +307,71 @@ func transposeFunction() {
 		for i := range 8 {
 			emit("VMOVDQU %s, %d(AX)", y(8+i), 32*(8*half+i))
 		}
+	}
+	emit("VZEROUPPER")
+	emit("RET")
+}
+
+// elementsFunction writes elements16AVX512, the keyed hash of sixteen
+// multiset elements at once, each a one-block message of 24 bytes: a
+// 16-byte digest (message words 0 to 3, read word-major from digest rows
+// 0 to 3, which may be the chaining values a digest compression left) and
+// a big-endian u64 (words 4 and 5, from seq), zero-padded. It adds each
+// hash's eight words, zero-extended, to acc[w][lane] for the lanes set in
+// lanes, so that no hash is transposed back into bytes nor added as a
+// 256-bit number one at a time: the sum of the hashes read as numbers is
+// the sum over w of acc's row w times 2^(32w).
+func elementsFunction() {
+	const (
+		elementLength = 24
+		// flags: KEYED_HASH | ROOT | CHUNK_END | CHUNK_START.
+		elementFlags = 1<<4 | 1<<3 | 1<<1 | 1<<0
+	)
+	fmt.Fprintf(&out, "\n// func elements16AVX512(acc *[8][16]uint64, key *[8][16]uint32, digest *[8][16]uint32, seq *[2][16]uint32, lanes uint64)\n")
+	fmt.Fprintf(&out, "TEXT ·elements16AVX512(SB), NOSPLIT, $0-40\n")
+	emit("MOVQ acc+0(FP), AX")
+	emit("MOVQ key+8(FP), R8")
+	emit("MOVQ digest+16(FP), BX")
+	emit("MOVQ seq+24(FP), SI")
+	emit("MOVQ lanes+32(FP), CX")
+	for w := range 4 {
+		emit("VMOVDQU32 %d(BX), %s", laneStride*w, z(w))
+	}
+	for w := range 2 {
+		emit("VMOVDQU32 %d(SI), %s", laneStride*w, z(4+w))
+	}
+	for w := 6; w < 16; w++ {
+		emit("VPXORD %s, %s, %s", z(w), z(w), z(w))
+	}
+	v := func(i int) string { return z(16 + i) }
+	for i := range 8 {
+		emit("VMOVDQU32 %d(R8), %s", laneStride*i, v(i))
+	}
+	for i := range 4 {
+		emit("VPBROADCASTD iv<>+%d(SB), %s", 4*i, v(8+i))
+	}
+	emit("VPXORD %s, %s, %s", v(12), v(12), v(12))
+	emit("VPXORD %s, %s, %s", v(13), v(13), v(13))
+	emit("MOVL $%d, DX", elementLength)
+	emit("VPBROADCASTD DX, %s", v(14))
+	emit("MOVL $%d, DX", elementFlags)
+	emit("VPBROADCASTD DX, %s", v(15))
+	rounds16()
+	// K1 masks lanes 0 to 7 of each row's first 64 bytes, K2 lanes 8 to
+	// 15 of its second.
+	emit("KMOVW CX, K1")
+	emit("KSHIFTRW $8, K1, K2")
+	for i := range 8 {
+		emit("VPXORD %s, %s, %s", v(i+8), v(i), v(i))
+		emit("VEXTRACTI32X8 $1, %s, Y1", v(i))
+		emit("VPMOVZXDQ Y%d, Z0", 16+i)
+		emit("VPMOVZXDQ Y1, Z1")
+		emit("VMOVDQU64 %d(AX), Z2", 128*i)
+		emit("VMOVDQU64 %d(AX), Z3", 128*i+64)
+		emit("VPADDQ Z0, Z2, K1, Z2")
+		emit("VPADDQ Z1, Z3, K2, Z3")
+		emit("VMOVDQU64 Z2, %d(AX)", 128*i)
+		emit("VMOVDQU64 Z3, %d(AX)", 128*i+64)
 	}
 	emit("VZEROUPPER")
 	emit("RET")
