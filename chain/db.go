@@ -7,6 +7,7 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ledgerworks/ledger/storage"
@@ -58,6 +59,9 @@ type DB struct {
 	// keyReader, when the backend has one, answers a retry in one call
 	// (see Append); it is asked instead of prober.
 	keyReader storage.KeyReader
+	// replayUnlocked is set when keyReader may run beside the backend's
+	// Close (see closeSafeReader): a replay then takes no lock.
+	replayUnlocked bool
 
 	queue   chan *request
 	closing chan struct{}
@@ -65,6 +69,23 @@ type DB struct {
 
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
+	// shut is closed as an atomic, set with it under mu, for the replays
+	// that take no lock: a word that replaying goroutines only read, where
+	// RLock and RUnlock write the mutex's reader count, a cache line that
+	// moved between the cores on every replay.
+	shut atomic.Bool
+}
+
+// closeSafeReader is a storage.KeyReader whose ReadKey may run beside the
+// backend's Close and after it: once closed it answers an error wrapping
+// storage.ErrClosed, and a call that began before reads nothing Close
+// releases (bolt.Backend: bbolt's Close waits for the read transactions
+// begun before it, and later ones are refused). DB.Append's replay over
+// one takes no lock, so Close does not wait for it; a replay that races
+// Close returns its entry or ErrClosed.
+type closeSafeReader interface {
+	storage.KeyReader
+	ReadKeyBesideClose() bool
 }
 
 // Open opens or creates the ledger file at path with the embedded bbolt
@@ -110,6 +131,9 @@ func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
 	}
 	db.prober, _ = backend.(storage.KeyProber)
 	db.keyReader, _ = backend.(storage.KeyReader)
+	if r, ok := backend.(closeSafeReader); ok {
+		db.replayUnlocked = r.ReadKeyBesideClose()
+	}
 	if db.log == nil {
 		db.log = slog.Default()
 	}
@@ -128,6 +152,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.shut.Store(true)
 	db.mu.Unlock()
 	close(db.closing)
 	<-db.stopped
@@ -195,6 +220,16 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 // transaction as View would, and returns its entry; found is false when the
 // key is new (or, from a KeyReader, ruled out).
 func (db *DB) replayed(ctx context.Context, req Request) (res Result, found bool, err error) {
+	if db.replayUnlocked {
+		if db.shut.Load() {
+			return Result{}, false, ErrClosed
+		}
+		seq, data, found, err := db.keyReader.ReadKey(ctx, req.Chain, req.IdempotencyKey)
+		if err != nil || !found {
+			return Result{}, false, storageError(err)
+		}
+		return replayRecord(req, seq, data, true)
+	}
 	if err := db.enter(); err != nil {
 		return Result{}, false, err
 	}

@@ -77,6 +77,13 @@ type replayFiles struct {
 
 func openReplayFiles(b *testing.B) replayFiles {
 	b.Helper()
+	return openReplayFilesOf(b, replayOneEntries)
+}
+
+// openReplayFilesOf is openReplayFiles with files of the given number of
+// entries.
+func openReplayFilesOf(b *testing.B, entries int) replayFiles {
+	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
 	path := filepath.Join(dir, "ledger.db")
@@ -84,7 +91,7 @@ func openReplayFiles(b *testing.B) replayFiles {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := workload.UpdateBatches(ctx, db, "bench", 6, replayOneEntries, workload.BatchSize); err != nil {
+	if _, err := workload.UpdateBatches(ctx, db, "bench", 6, entries, workload.BatchSize); err != nil {
 		b.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -99,12 +106,12 @@ func openReplayFiles(b *testing.B) replayFiles {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { raw.Close() })
-	if _, err := workload.RawSequentialPuts(raw, "bench", 6, replayOneEntries, workload.BatchSize); err != nil {
+	if _, err := workload.RawSequentialPuts(raw, "bench", 6, entries, workload.BatchSize); err != nil {
 		b.Fatal(err)
 	}
 	f := replayFiles{db: db, raw: raw, requests: make([]chain.Request, replayScattered), rawKeys: make([][]byte, replayScattered)}
 	for i := range f.requests {
-		n := (uint64(i) * 0x9e3779b97f4a7c15 >> 11) % replayOneEntries
+		n := (uint64(i) * 0x9e3779b97f4a7c15 >> 11) % uint64(entries)
 		f.requests[i] = workload.Request("bench", 6, n)
 		f.rawKeys[i] = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), n+1)
 	}

@@ -4,6 +4,8 @@ package chain_test
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -142,5 +144,100 @@ func BenchmarkReplayReadRoundTrips(b *testing.B) {
 				b.ReportMetric(float64(directWall)/float64(txWall), "x-tx")
 			}
 		})
+	}
+}
+
+const (
+	// replayParallelEntries is how many entries BenchmarkReplayParallelCPU's
+	// files hold: as many as P4's.
+	replayParallelEntries = 1_000_000
+	// replayParallelCallers is how many goroutines replay at once, as in P4.
+	replayParallelCallers = 2
+	// replayParallelRound is how many replays, and then raw reads, one
+	// round of BenchmarkReplayParallelCPU makes before it switches.
+	replayParallelRound = 50_000
+)
+
+// BenchmarkReplayParallelCPU is P4 in one process with its baseline
+// interleaved: files of replayParallelEntries entries (the ledger closed
+// and reopened first), replayParallelCallers goroutines replaying existing
+// keys scattered over the whole file (no key twice within 1,000,000
+// replays), alternating in rounds of replayParallelRound with as many raw
+// bbolt read transactions + Get + copy of the same records from as many
+// goroutines. The goroutines share no counter, so no line is written by
+// two of them except what the engine or bbolt writes. It reports process
+// CPU and wall time per replay and per raw read, and their ratios
+// ("x-raw-cpu", "x-raw"), as BenchmarkReplayReadCPU does. Run it with
+// -benchtime 1000000x: the files take about 15 s to write, at each b.N.
+func BenchmarkReplayParallelCPU(b *testing.B) {
+	ctx := context.Background()
+	f := openReplayFilesOf(b, replayParallelEntries)
+	db, raw := f.db, f.raw
+	key := func(i int) uint64 { // a permutation of the entries: the factor is prime to 10^6
+		return uint64(i) % replayParallelEntries * 2654435769 % replayParallelEntries
+	}
+	// parallel runs fn(i) for i in from..to-1 on replayParallelCallers
+	// goroutines, each taking every replayParallelCallers-th i.
+	parallel := func(from, to int, fn func(i int, buf *[]byte) error) {
+		errs := make(chan error, replayParallelCallers)
+		for g := range replayParallelCallers {
+			go func() {
+				var buf []byte
+				for i := from + g; i < to; i += replayParallelCallers {
+					if err := fn(i, &buf); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range replayParallelCallers {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	replay := func(i int, _ *[]byte) error {
+		n := key(i)
+		res, err := db.Append(ctx, workload.Request("bench", 6, n))
+		if err == nil && (!res.Replayed || res.Entry.Seq != n+1) {
+			err = fmt.Errorf("replay of entry %d: %+v", n, res)
+		}
+		return err
+	}
+	rawGet := func(i int, buf *[]byte) error {
+		n := key(i)
+		return raw.View(func(tx *bbolt.Tx) error {
+			*buf = append((*buf)[:0], tx.Bucket([]byte("entries")).Get(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), n+1))...)
+			if len(*buf) == 0 {
+				return fmt.Errorf("raw get of entry %d: missing", n)
+			}
+			return nil
+		})
+	}
+	var engineCPU, engineWall, rawCPU, rawWall time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(replayParallelRound, b.N-done)
+		cpu, start := processCPU(b), time.Now()
+		parallel(done, done+n, replay)
+		engineWall += time.Since(start)
+		engineCPU += processCPU(b) - cpu
+		cpu, start = processCPU(b), time.Now()
+		parallel(done, done+n, rawGet)
+		rawWall += time.Since(start)
+		rawCPU += processCPU(b) - cpu
+		done += n
+	}
+	b.StopTimer()
+	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(perOp(engineCPU), "cpu-ns/replay")
+	b.ReportMetric(perOp(rawCPU), "cpu-ns/raw")
+	b.ReportMetric(perOp(engineWall), "ns/replay")
+	b.ReportMetric(perOp(rawWall), "ns/raw")
+	if rawCPU > 0 && rawWall > 0 {
+		b.ReportMetric(float64(engineCPU)/float64(rawCPU), "x-raw-cpu")
+		b.ReportMetric(float64(engineWall)/float64(rawWall), "x-raw")
 	}
 }

@@ -39,8 +39,10 @@
 // first key at or after it, the segment that holds seq. A read transaction
 // that reads 64 entries of one chain in a row (a replay's pooled
 // transaction, which serves thousands) maps the chain's segments once, 32
-// bytes each in memory, up to SegmentIndexSegmentsMax, and reads by binary
-// search from then on (segmentindex.go); a segment after the first begins one
+// bytes each in memory, up to SegmentIndexSegmentsMax, and from then on
+// looks a seq up where it falls among the chain's seqs (segments fill to
+// about the same size), a few steps from there at most before it halves
+// (segmentindex.go); a segment after the first begins one
 // seq past the one before it, so the map knows where the entry sits in the
 // segment and reads its count and offsets at once, checked as a decode
 // checks them; write transactions always seek. The bucket is
@@ -93,7 +95,9 @@
 // handle always says "maybe". The committer's lookup in the write
 // transaction decides in every case. The Backend is also a
 // storage.KeyReader (replay.go): ReadKey answers a retry in one pass (one
-// digest of the key, the chain's id from that map, the filter, then a
+// digest of the key, the chain's id from that map, the filter, whose line
+// it loads together with the lines of the run filters a lookup would
+// probe next, then a
 // pooled read transaction's runs and entry, and the durable memory tables)
 // and copies the entry; its "absent" is a hint like the probe's "no". A
 // digest stands for a key, so the chain package checks that the entry it finds holds the key

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/ledgerworks/ledger/storage"
 )
@@ -127,9 +128,54 @@ func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
 }
 
 // search returns the index of the first segment whose last seq is at or
-// after seq, or len(lasts).
+// after seq, or len(lasts). A chain's segments are filled to about the
+// same size, so seq's segment is about where seq falls among the chain's
+// seqs: the search reads that segment's last seq and the one before it
+// first (one line, whose load and the loads of the segment's value do not
+// wait on earlier reads of the map), and steps from there, where halving
+// the 22,000 segments of a 1,000,000-entry chain read 15 lasts one after
+// another. A guess more than segmentStepsMax segments off (entries of
+// very different sizes) halves what is left.
 func (x *segmentIndex) search(seq uint64) int {
-	low, high := 0, len(x.lasts)
+	n := len(x.lasts)
+	if n == 0 || seq > x.lasts[n-1] {
+		return n
+	}
+	guess := 0
+	if total := x.lasts[n-1]; total > 0 && seq > 0 {
+		high, low := bits.Mul64(seq-1, uint64(n))
+		q, _ := bits.Div64(high, low, total) // high < total: seq-1 < total
+		guess = int(q)
+	}
+	if x.lasts[guess] < seq {
+		for i := guess + 1; i < n; i++ {
+			if i-guess > segmentStepsMax {
+				return x.searchRange(i, n, seq)
+			}
+			if x.lasts[i] >= seq {
+				return i
+			}
+		}
+		return n // not reached: seq <= lasts[n-1]
+	}
+	for i := guess; i > 0; i-- {
+		if guess-i >= segmentStepsMax {
+			return x.searchRange(0, i, seq)
+		}
+		if x.lasts[i-1] < seq {
+			return i
+		}
+	}
+	return 0
+}
+
+// segmentStepsMax bounds the segments search steps over one at a time
+// from its guess before it halves what is left.
+const segmentStepsMax = 4
+
+// searchRange halves lasts[low:high] down to the first segment whose last
+// seq is at or after seq (high when there is none).
+func (x *segmentIndex) searchRange(low, high int, seq uint64) int {
 	for low < high {
 		middle := int(uint(low+high) >> 1)
 		if x.lasts[middle] < seq {
