@@ -17,6 +17,11 @@ const (
 	elementFoldAfter = 1 << 31
 	// elementGroup is how many elements the lanes hash at once.
 	elementGroup = 16
+	// elementBatch is how many elements the whole-message path (without
+	// AVX-512) gathers before hashing them: a call to the lanes' hashing
+	// sets up its working memory (the key in every lane among it), which
+	// is not worth it for a group of 16.
+	elementBatch = 128
 )
 
 // Elements sums multiset elements: each element (digest, seq) maps to the
@@ -33,9 +38,11 @@ const (
 //
 // An Elements is reused (Reset) and is not safe for concurrent use.
 type Elements struct {
-	key [KeySize]byte
+	key      [KeySize]byte
+	keyWords [8]uint32
 	// digests and seqs are the pending elements' message words 0 to 3
-	// and 4 to 5, word-major: pending lanes of them are filled.
+	// and 4 to 5, word-major, on the lane path: pending lanes of them
+	// are filled.
 	digests [4][elementGroup]uint32
 	seqs    [2][elementGroup]uint32
 	pending int
@@ -45,16 +52,19 @@ type Elements struct {
 	added uint64
 	sum   [4]uint64
 	count uint64
-	// Scratch of the paths that hash whole messages (see hashPending).
-	blocks [elementGroup * blockSize]byte
-	hashes [elementGroup][Size]byte
-	keyed  [elementGroup][Size]byte // AddKeyDigests' digests, which Add may not overwrite
-	lanes  elementLanes
+	// The whole-message path: the pending elements' blocks and lengths,
+	// the hashes, and AddKeyDigests' digests (which Add may not
+	// overwrite).
+	blocks      [elementBatch * blockSize]byte
+	lengths     [elementBatch]uint8
+	hashes      [elementBatch][Size]byte
+	keyDigested [elementBatch][Size]byte
+	lanes       elementLanes
 }
 
 // Reset empties e and sets the key of its hashes.
 func (e *Elements) Reset(key *[KeySize]byte) {
-	e.key = *key
+	e.key, e.keyWords = *key, keyWords(key)
 	e.lanes.setKey(key)
 	e.pending, e.acc, e.added, e.sum, e.count = 0, [8][elementGroup]uint64{}, 0, [4]uint64{}, 0
 }
@@ -62,6 +72,17 @@ func (e *Elements) Reset(key *[KeySize]byte) {
 // Add adds the element (digest, seq).
 func (e *Elements) Add(digest *[ElementDigestSize]byte, seq uint64) {
 	i := e.pending
+	if !e.lanes.wide() {
+		b := (*[blockSize]byte)(e.blocks[i*blockSize:])
+		*b = [blockSize]byte{}
+		copy(b[:], digest[:])
+		binary.BigEndian.PutUint64(b[ElementDigestSize:], seq)
+		e.lengths[i] = ElementSize
+		if e.pending = i + 1; e.pending == elementBatch {
+			e.hashPending()
+		}
+		return
+	}
 	e.digests[0][i] = binary.LittleEndian.Uint32(digest[0:])
 	e.digests[1][i] = binary.LittleEndian.Uint32(digest[4:])
 	e.digests[2][i] = binary.LittleEndian.Uint32(digest[8:])
@@ -95,14 +116,18 @@ func (e *Elements) AddKeyDigests(blocks []byte, lengths []uint8, seqs []uint64) 
 			panic("blake3batch: a message is longer than a block")
 		}
 	}
-	for first := 0; first < n; first += elementGroup {
-		group := min(elementGroup, n-first)
-		if e.lanes.keyDigests(e, blocks[first*BlockSize:(first+group)*BlockSize], lengths[first:first+group], seqs[first:first+group]) {
-			continue
+	if e.lanes.wide() {
+		for first := 0; first < n; first += elementGroup {
+			group := min(elementGroup, n-first)
+			e.lanes.keyDigests(e, blocks[first*BlockSize:(first+group)*BlockSize], lengths[first:first+group], seqs[first:first+group])
 		}
-		sum256Blocks(e.keyed[:group], blocks[first*BlockSize:(first+group)*BlockSize], lengths[first:first+group], &iv, 0, nil)
+		return
+	}
+	for first := 0; first < n; first += elementBatch {
+		group := min(elementBatch, n-first)
+		sum256Blocks(e.keyDigested[:group], blocks[first*BlockSize:(first+group)*BlockSize], lengths[first:first+group], &iv, 0, nil)
 		for i := range group {
-			e.Add((*[ElementDigestSize]byte)(e.keyed[i][:ElementDigestSize]), seqs[first+i])
+			e.Add((*[ElementDigestSize]byte)(e.keyDigested[i][:ElementDigestSize]), seqs[first+i])
 		}
 	}
 }
@@ -120,38 +145,32 @@ func (e *Elements) Sum() (sum [4]uint64, count uint64) {
 	return sum, count
 }
 
-// hashPending hashes the pending elements and adds them to the lanes' sums.
+// hashPending hashes the pending elements and adds them to the sum.
 func (e *Elements) hashPending() {
 	n := e.pending
 	e.pending = 0
 	e.count += uint64(n)
-	if e.added >= elementFoldAfter {
-		e.fold()
-	}
-	e.added++
-	if e.lanes.elements(e, n) {
+	if e.lanes.wide() {
+		if e.added >= elementFoldAfter {
+			e.fold()
+		}
+		e.added++
+		e.lanes.elements(e, n)
 		return
 	}
 	// Whole messages, hashed by Sum256Blocks (eight lanes with AVX2, one
-	// at a time without), each hash's words added to lane 0's sums.
-	clear(e.blocks[:n*blockSize])
-	var lengths [elementGroup]uint8
+	// at a time without), each hash added as a 256-bit number.
+	sum256Blocks(e.hashes[:n], e.blocks[:n*blockSize], e.lengths[:n], &e.keyWords, flagKeyedHash, &e.key)
+	s0, s1, s2, s3 := e.sum[0], e.sum[1], e.sum[2], e.sum[3]
 	for i := range n {
-		b := e.blocks[i*blockSize : i*blockSize+ElementSize]
-		for w := range 4 {
-			binary.LittleEndian.PutUint32(b[4*w:], e.digests[w][i])
-		}
-		binary.LittleEndian.PutUint32(b[16:], e.seqs[0][i])
-		binary.LittleEndian.PutUint32(b[20:], e.seqs[1][i])
-		lengths[i] = ElementSize
+		h := &e.hashes[i]
+		var carry uint64
+		s0, carry = bits.Add64(s0, binary.LittleEndian.Uint64(h[0:]), 0)
+		s1, carry = bits.Add64(s1, binary.LittleEndian.Uint64(h[8:]), carry)
+		s2, carry = bits.Add64(s2, binary.LittleEndian.Uint64(h[16:]), carry)
+		s3, _ = bits.Add64(s3, binary.LittleEndian.Uint64(h[24:]), carry)
 	}
-	words := keyWords(&e.key)
-	sum256Blocks(e.hashes[:n], e.blocks[:n*blockSize], lengths[:n], &words, flagKeyedHash, &e.key)
-	for i := range n {
-		for w := range 8 {
-			e.acc[w][0] += uint64(binary.LittleEndian.Uint32(e.hashes[i][4*w:]))
-		}
-	}
+	e.sum = [4]uint64{s0, s1, s2, s3}
 }
 
 // fold adds the lanes' sums into sum: word w's sums times 2^(32w), mod

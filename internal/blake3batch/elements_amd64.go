@@ -33,24 +33,19 @@ func (l *elementLanes) setKey(key *[KeySize]byte) {
 	l.keyRows = rows(&words)
 }
 
-// elements hashes e's first n pending elements in the lanes and reports
-// whether it did: only sixteen lanes are worth it, eight (AVX2) take the
-// whole-message path.
-func (l *elementLanes) elements(e *Elements, n int) bool {
-	if laneWidth != lanesMax {
-		return false
-	}
+// wide reports whether the elements go through the lanes: only sixteen
+// lanes are worth it, eight (AVX2) take the whole-message path.
+func (l *elementLanes) wide() bool { return laneWidth == lanesMax }
+
+// elements hashes e's first n pending elements in the lanes.
+func (l *elementLanes) elements(e *Elements, n int) {
 	elements16AVX512(&e.acc, &l.keyRows, &e.digests, &e.seqs, 1<<n-1)
-	return true
 }
 
 // keyDigests adds the elements of up to sixteen digest messages (see
-// AddKeyDigests) and reports whether it did. blocks holds a block per
-// length, as AddKeyDigests checked.
-func (l *elementLanes) keyDigests(e *Elements, blocks []byte, lengths []uint8, seqs []uint64) bool {
-	if laneWidth != lanesMax {
-		return false
-	}
+// AddKeyDigests). blocks holds a block per length, as AddKeyDigests
+// checked.
+func (l *elementLanes) keyDigests(e *Elements, blocks []byte, lengths []uint8, seqs []uint64) {
 	n := len(lengths)
 	base := unsafe.Pointer(unsafe.SliceData(blocks))
 	for i, length := range lengths {
@@ -68,5 +63,4 @@ func (l *elementLanes) keyDigests(e *Elements, blocks []byte, lengths []uint8, s
 	}
 	e.added++
 	elements16AVX512(&e.acc, &l.keyRows, (*[4][lanesMax]uint32)(l.cv[:4]), &l.seqs, 1<<n-1)
-	return true
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zeebo/blake3"
+	"pgregory.net/rapid"
 )
 
 // elementsByDefinition sums the elements one at a time as the definition
@@ -273,4 +274,60 @@ func BenchmarkElements(b *testing.B) {
 	b.ReportMetric(float64(lanes)/float64(b.N*2*n), "ns/element")
 	b.ReportMetric(float64(baseline)/float64(b.N*2*n), "blocks-ns/element")
 	b.ReportMetric(float64(baseline)/float64(lanes), "ratio")
+}
+
+// Elements against a plain model, the elements added since the last Sum
+// or Reset: random Adds, AddKeyDigests of random batches, Sums and Resets
+// with new keys, on every lane path.
+func TestElementsMachine(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) {
+			var (
+				e       Elements
+				key     [KeySize]byte
+				digests [][ElementDigestSize]byte
+				seqs    []uint64
+			)
+			reset := func(rt *rapid.T) {
+				copy(key[:], rapid.SliceOfN(rapid.Byte(), KeySize, KeySize).Draw(rt, "key"))
+				e.Reset(&key)
+				digests, seqs = digests[:0], seqs[:0]
+			}
+			reset(rt)
+			rt.Repeat(map[string]func(*rapid.T){
+				"add": func(rt *rapid.T) {
+					var d [ElementDigestSize]byte
+					copy(d[:], rapid.SliceOfN(rapid.Byte(), ElementDigestSize, ElementDigestSize).Draw(rt, "digest"))
+					seq := rapid.Uint64().Draw(rt, "seq")
+					e.Add(&d, seq)
+					digests, seqs = append(digests, d), append(seqs, seq)
+				},
+				"addKeyDigests": func(rt *rapid.T) {
+					n := rapid.IntRange(0, 40).Draw(rt, "messages")
+					keys := make([][]byte, n)
+					batchSeqs := make([]uint64, n)
+					for i := range keys {
+						keys[i] = rapid.SliceOfN(rapid.Byte(), 0, BlockSize-14).Draw(rt, "key")
+						batchSeqs[i] = rapid.Uint64().Draw(rt, "seq")
+					}
+					blocks, lengths, keyDigests := keyDigestBlocks("ledger/key/v1\x00", keys)
+					e.AddKeyDigests(blocks, lengths, batchSeqs)
+					digests, seqs = append(digests, keyDigests...), append(seqs, batchSeqs...)
+				},
+				"sum": func(rt *rapid.T) {
+					sum, count := e.Sum()
+					if want := elementsByDefinition(&key, digests, seqs); sum != want || count != uint64(len(digests)) {
+						rt.Fatalf("Sum %x, %d; want %x, %d", sum, count, want, len(digests))
+					}
+					digests, seqs = digests[:0], seqs[:0]
+				},
+				"reset": reset,
+			})
+			// What is left is summed too.
+			sum, count := e.Sum()
+			if want := elementsByDefinition(&key, digests, seqs); sum != want || count != uint64(len(digests)) {
+				rt.Fatalf("final Sum %x, %d; want %x, %d", sum, count, want, len(digests))
+			}
+		})
+	})
 }
