@@ -27,7 +27,10 @@
 // keep derived state (Tx.StatePut) in the same transaction as the entries it
 // derives from. Concurrent Append and Update calls are grouped into one
 // storage transaction and one fsync; each caller gets its own result, and one
-// caller's failure does not fail the others. Domain packages that must answer
+// caller's failure does not fail the others. Tx.AppendBatch appends many
+// requests with the results of as many Append calls, looking their keys up
+// together first where the backend can (storage.KeyPreparer): the form for
+// imports and other large transactions. Domain packages that must answer
 // a retry before checking their own rules call Tx.Replay first.
 //
 // Verify streams every chain: each hash against the entry's fields, each

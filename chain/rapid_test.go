@@ -159,8 +159,11 @@ func (m *ledgerMachine) drawRequests(t *rapid.T, countMax int) []chain.Request {
 }
 
 // appendAll appends reqs in one transaction and returns the results of its
-// last run.
-func appendAll(tx *chain.Tx, reqs []chain.Request) ([]chain.Result, error) {
+// last run: with one AppendBatch when batch is set, else one Append each.
+func appendAll(tx *chain.Tx, reqs []chain.Request, batch bool) ([]chain.Result, error) {
+	if batch {
+		return tx.AppendBatch(reqs, nil)
+	}
 	results := make([]chain.Result, 0, len(reqs))
 	for _, req := range reqs {
 		res, err := tx.Append(req)
@@ -196,10 +199,11 @@ func (m *ledgerMachine) update(t *rapid.T) {
 				IdempotencyKey: req.IdempotencyKey, Type: req.Type, Payload: req.Payload})
 		}
 	}
+	batch := rapid.Bool().Draw(t, "batch")
 	var results []chain.Result
 	err := m.db.Update(m.ctx, func(tx *chain.Tx) error {
 		var err error
-		results, err = appendAll(tx, reqs)
+		results, err = appendAll(tx, reqs, batch)
 		return err
 	})
 	if conflict != nil {
@@ -207,6 +211,9 @@ func (m *ledgerMachine) update(t *rapid.T) {
 		if !errors.As(err, &got) || got.Chain != conflict.Chain || got.IdempotencyKey != conflict.IdempotencyKey ||
 			got.ExistingSeq != conflict.ExistingSeq {
 			t.Fatalf("update %+v: %v, want conflict %+v", reqs, err, conflict)
+		}
+		if failing := len(results); reqs[failing].Chain != conflict.Chain || reqs[failing].IdempotencyKey != conflict.IdempotencyKey {
+			t.Fatalf("update %+v: %d results before the conflict %+v", reqs, failing, conflict)
 		}
 		return
 	}
@@ -221,8 +228,9 @@ func (m *ledgerMachine) update(t *rapid.T) {
 // failingUpdate appends and then fails: nothing may remain.
 func (m *ledgerMachine) failingUpdate(t *rapid.T) {
 	reqs := m.drawRequests(t, 4)
+	batch := rapid.Bool().Draw(t, "batch")
 	err := m.db.Update(m.ctx, func(tx *chain.Tx) error {
-		if _, err := appendAll(tx, reqs); err != nil {
+		if _, err := appendAll(tx, reqs, batch); err != nil {
 			return err
 		}
 		if err := tx.StatePut([]byte("refused"), []byte("v")); err != nil {
@@ -239,10 +247,11 @@ func (m *ledgerMachine) failingUpdate(t *rapid.T) {
 // nothing may remain.
 func (m *ledgerMachine) panickingUpdate(t *rapid.T) {
 	reqs := m.drawRequests(t, 3)
+	batch := rapid.Bool().Draw(t, "batch")
 	recovered := func() (p any) {
 		defer func() { p = recover() }()
 		m.db.Update(m.ctx, func(tx *chain.Tx) error {
-			appendAll(tx, reqs)
+			appendAll(tx, reqs, batch)
 			panic(errRefused)
 		})
 		return nil

@@ -121,6 +121,31 @@ type Forker interface {
 	Fork(ctx context.Context) (Tx, error)
 }
 
+// KeyPreparer is implemented by a Tx that looks many idempotency keys up
+// for less together than one at a time (their memory loads overlapped,
+// their digests hashed side by side), for an engine that is about to
+// append many keyed entries in one transaction. Preparing is a hint: it
+// changes no answer, only what the lookups that follow cost.
+type KeyPreparer interface {
+	// PrepareKeys looks keys up in the committed data the transaction
+	// reads. The LookupKey calls that follow, for the same chains and keys
+	// in the same order, answer from it together with the transaction's
+	// own appends, which they check as always; a call for any other key
+	// is answered as if nothing were prepared. A call replaces what the
+	// previous one prepared. It looks up at most PrepareKeysMax keys; the
+	// rest are not prepared.
+	PrepareKeys(ctx context.Context, keys []ChainKey)
+}
+
+// PrepareKeysMax bounds the keys one PrepareKeys call takes, and so the
+// memory it holds.
+const PrepareKeysMax = 1 << 12
+
+// ChainKey names an idempotency key of a chain.
+type ChainKey struct {
+	Chain, Key string
+}
+
 // AsyncCommitter is implemented by a writable Tx that can commit without
 // waiting for its writes to become durable, so that a committer can run
 // the next transaction while the previous one is being made durable.

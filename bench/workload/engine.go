@@ -15,19 +15,21 @@ import (
 func UpdateBatches(ctx context.Context, db *chain.DB, chainID string, stream uint64, total, batch int) (Stream, error) {
 	clock := newStreamClock(int64(total))
 	reqs := make([]chain.Request, 0, batch)
+	results := make([]chain.Result, 0, batch)
 	for next := 0; next < total; {
 		reqs = reqs[:0]
 		for ; len(reqs) < batch && next < total; next++ {
 			reqs = append(reqs, Request(chainID, stream, uint64(next)))
 		}
 		err := db.Update(ctx, func(tx *chain.Tx) error {
-			for _, r := range reqs {
-				res, err := tx.Append(r)
-				if err != nil {
-					return err
-				}
+			var err error
+			results, err = tx.AppendBatch(reqs, results[:0])
+			if err != nil {
+				return err
+			}
+			for i, res := range results {
 				if res.Replayed {
-					return fmt.Errorf("key %q replayed in a fresh stream", r.IdempotencyKey)
+					return fmt.Errorf("key %q replayed in a fresh stream", reqs[i].IdempotencyKey)
 				}
 			}
 			return nil

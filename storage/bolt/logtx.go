@@ -41,6 +41,8 @@ type logTx struct {
 		chain, key string
 		hash       uint64
 	}
+	// prepared is what PrepareKeys looked up last (keyprepare.go).
+	prepared keyPreparation
 }
 
 // pendingChain is what a writable logTx appended to one chain.
@@ -57,6 +59,7 @@ type logScratch struct {
 	operations []operation
 	chains     map[string]*pendingChain
 	spare      []*pendingChain
+	prepared   keyPreparation
 }
 
 // Bounds of what logScratch keeps: a huge transaction's memory is left to
@@ -71,8 +74,8 @@ const (
 // The caller holds the writer slot.
 func (t *logTx) takeScratch() {
 	s := &t.b.logScratch
-	t.operations, t.chains = s.operations[:0], s.chains
-	s.operations, s.chains = nil, nil
+	t.operations, t.chains, t.prepared = s.operations[:0], s.chains, s.prepared
+	s.operations, s.chains, s.prepared = nil, nil, keyPreparation{}
 }
 
 // returnScratch hands the transaction's memory back for the next writer,
@@ -98,6 +101,7 @@ func (t *logTx) returnScratch() {
 		s.chains = t.chains
 	}
 	t.operations, t.chains = nil, nil
+	t.releasePreparation()
 }
 
 // newPendingChain returns an empty pendingChain, a spare one when there is.
@@ -273,6 +277,9 @@ func (t *logTx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, er
 func (t *logTx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if err := t.usable(false); err != nil {
 		return 0, err
+	}
+	if pk := t.takePrepared(chain, key); pk != nil {
+		return t.lookupPreparedKey(pk)
 	}
 	hash := keyHash(key)
 	seq, err := t.lookupKeyHash(ctx, chain, key, hash)

@@ -1,0 +1,239 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+
+	"github.com/ledgerworks/ledger/internal/blake3batch"
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// A write of many keyed entries looks every key up before it appends it.
+// One at a time, each lookup waits for its own cache misses (a memory
+// table's filter word, the file's filter block) and hashes its own digest.
+// PrepareKeys looks a whole batch up first, layer by layer: the loads of
+// one layer for all the keys are independent, so the processor overlaps
+// their misses, and the file's digests are hashed sixteen at a time.
+
+// preparedKey is one key PrepareKeys looked up: its keyHash, and what the
+// committed data of the transaction's view holds for it.
+type preparedKey struct {
+	chain, key string
+	hash       uint64
+	seq        uint64 // the entry that holds the key, when found
+	found      bool
+	// known is set when the lookup finished; a key left unknown (too
+	// long, or the file failed) is looked up as if it were not prepared,
+	// which reports the failure.
+	known bool
+}
+
+// keyPreparation is what the last PrepareKeys call of a transaction
+// prepared, the next key LookupKey may take from it, and the file pass's
+// scratch.
+type keyPreparation struct {
+	keys []preparedKey
+	next int
+
+	todo     []int32  // keys the file pass looks up
+	ids      []uint64 // their chains' ids in the file
+	messages [][]byte
+	digests  [][blake3batch.Size]byte
+	buffer   []byte
+}
+
+// Bounds of the preparation a writer hands to the next one, as
+// scratchOperationsMax bounds its operations: the keys of one call, and
+// the bytes of their digests' messages.
+const (
+	keyPreparationKeysMax        = storage.PrepareKeysMax
+	keyPreparationBufferBytesMax = 1 << 20
+)
+
+var _ storage.KeyPreparer = (*logTx)(nil)
+
+// PrepareKeys implements storage.KeyPreparer: it looks the keys up in the
+// view's memory tables, then in the file, and keeps the answers for the
+// LookupKey calls that follow.
+func (t *logTx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
+	p := &t.prepared
+	p.keys, p.next = p.keys[:0], 0
+	if t.done || len(keys) == 0 {
+		return
+	}
+	for _, k := range keys[:min(len(keys), storage.PrepareKeysMax)] {
+		pk := preparedKey{chain: k.Chain, key: k.Key}
+		if k.Key != "" && len(k.Key) <= IdempotencyKeySizeMax && len(k.Chain) <= ChainNameSizeMax {
+			pk.hash, pk.known = keyHash(k.Key), true
+		}
+		p.keys = append(p.keys, pk)
+	}
+	for _, m := range t.view.tables {
+		m.lookupPrepared(p.keys, t.view.asOf)
+	}
+	if err := t.base.lookupPrepared(p); err != nil {
+		for i := range p.keys {
+			if !p.keys[i].found {
+				p.keys[i].known = false // the lookup itself reports the failure
+			}
+		}
+	}
+}
+
+// takePrepared returns the prepared answer for the chain's key when it is
+// the next one prepared, nil otherwise.
+func (t *logTx) takePrepared(chain, key string) *preparedKey {
+	p := &t.prepared
+	if p.next >= len(p.keys) {
+		return nil
+	}
+	pk := &p.keys[p.next]
+	if pk.key != key || pk.chain != chain {
+		return nil
+	}
+	p.next++
+	if !pk.known {
+		return nil
+	}
+	return pk
+}
+
+// lookupPreparedKey is LookupKey for a prepared key: the transaction's own
+// appends, then the prepared answer.
+func (t *logTx) lookupPreparedKey(pk *preparedKey) (uint64, error) {
+	if p := t.chains[pk.chain]; p != nil {
+		if i, ok := p.keys.find(pk.hash, pk.key, p.entries); ok {
+			return p.entries[i].seq, nil
+		}
+	}
+	if pk.found {
+		return pk.seq, nil
+	}
+	if t.writable {
+		t.lastMiss.chain, t.lastMiss.key, t.lastMiss.hash = pk.chain, pk.key, pk.hash
+	}
+	return 0, storage.ErrNotFound
+}
+
+// releasePreparation keeps the preparation's memory for the next writer
+// unless it grew past its bound, cleared of the keys it pointed to.
+func (t *logTx) releasePreparation() {
+	p := t.prepared
+	t.prepared = keyPreparation{}
+	if cap(p.keys) > keyPreparationKeysMax || cap(p.buffer) > keyPreparationBufferBytesMax {
+		return
+	}
+	clear(p.keys[:cap(p.keys)])
+	clear(p.messages[:cap(p.messages)])
+	p.keys, p.next, p.messages = p.keys[:0], 0, p.messages[:0]
+	t.b.logScratch.prepared = p
+}
+
+// lookupPrepared marks the keys of keys the table holds as of asOf as
+// found, under one hold of its lock.
+func (m *memtable) lookupPrepared(keys []preparedKey, asOf uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var c *memChain
+	for i := range keys {
+		k := &keys[i]
+		if !k.known || k.found {
+			continue
+		}
+		if c == nil || i == 0 || k.chain != keys[i-1].chain {
+			c = m.chains[k.chain]
+		}
+		if c == nil {
+			continue
+		}
+		if j, ok := c.keys.find(k.hash, k.key, c.entries); ok && c.entries[j].lsn <= asOf {
+			k.seq, k.found = c.entries[j].seq, true
+		}
+	}
+}
+
+func (g *guardedTx) lookupPrepared(p *keyPreparation) (err error) {
+	if g.broken != nil {
+		return g.broken
+	}
+	defer g.guard(&err, debug.SetPanicOnFault(true))
+	return g.t.lookupPrepared(p)
+}
+
+// lookupPrepared is the file's part of PrepareKeys, for the keys the memory
+// tables did not hold: their chains' ids, their digests in lanes, the key
+// filter, and the runs for the keys the filter does not rule out. A
+// writable file transaction (no log) is left to LookupKey, which also
+// consults its pending keys.
+func (t *tx) lookupPrepared(p *keyPreparation) error {
+	if t.tx.Writable() {
+		return errors.ErrUnsupported
+	}
+	if err := t.usable(false); err != nil {
+		return err
+	}
+	p.todo, p.ids = p.todo[:0], p.ids[:0]
+	var id uint64
+	var idErr error
+	for i := range p.keys {
+		k := &p.keys[i]
+		if !k.known || k.found {
+			continue
+		}
+		if i == 0 || k.chain != p.keys[i-1].chain {
+			id, idErr = t.chainID(k.chain)
+		}
+		switch {
+		case errors.Is(idErr, storage.ErrNotFound):
+			continue // a chain the file does not hold holds no key there
+		case idErr != nil:
+			return idErr
+		}
+		p.todo, p.ids = append(p.todo, int32(i)), append(p.ids, id)
+	}
+	if len(p.todo) == 0 {
+		return nil
+	}
+	t.digestPrepared(p)
+	f, err := t.keyFilter()
+	if err != nil {
+		return err
+	}
+	for n, i := range p.todo {
+		k, id := &p.keys[i], p.ids[n]
+		digest := (*[KeyDigestSize]byte)(p.digests[n][:KeyDigestSize])
+		if f != nil && !f.mayContain(id, digest[:]) {
+			continue
+		}
+		seq, found, err := t.lookupDigest(id, k.key, digest)
+		if err != nil {
+			return err
+		}
+		k.seq, k.found = seq, found
+	}
+	return nil
+}
+
+// digestPrepared hashes the KeyDigest of every key of p.todo, in lanes.
+func (t *tx) digestPrepared(p *keyPreparation) {
+	size := 0
+	for _, i := range p.todo {
+		size += len(storage.KeyDigestDomain) + len(p.keys[i].key)
+	}
+	if cap(p.buffer) < size {
+		p.buffer = make([]byte, 0, size)
+	}
+	buffer := p.buffer[:0]
+	p.messages = p.messages[:0]
+	for _, i := range p.todo {
+		start := len(buffer)
+		buffer = append(append(buffer, storage.KeyDigestDomain...), p.keys[i].key...)
+		p.messages = append(p.messages, buffer[start:len(buffer):len(buffer)])
+	}
+	if cap(p.digests) < len(p.todo) {
+		p.digests = make([][blake3batch.Size]byte, len(p.todo))
+	}
+	p.digests = p.digests[:len(p.todo)]
+	blake3batch.Sum256(p.digests, p.messages)
+}
