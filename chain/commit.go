@@ -88,6 +88,8 @@ type pipeline struct {
 	// group ended without a hand-off (every request failed, or the store
 	// committed it durably itself).
 	idle chan struct{}
+	// keys is the committer's scratch for prepareAppends.
+	keys []storage.ChainKey
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -275,6 +277,7 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			finish(pending, storageError(err))
 			return
 		}
+		p.keys = prepareAppends(stx, pending, p.keys)
 		poisoned, again := -1, false
 		tx := &Tx{}
 		for i, r := range pending {
@@ -321,6 +324,26 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		db.answer(pending, commitErr, start)
 		return
 	}
+}
+
+// prepareAppends looks the keys of the group's Append requests up together
+// (storage.KeyPreparer), in the order the group runs them, when there are
+// at least two; keys is scratch, returned for the next run.
+func prepareAppends(stx storage.Tx, pending []*request, keys []storage.ChainKey) []storage.ChainKey {
+	preparer, ok := stx.(storage.KeyPreparer)
+	if !ok {
+		return keys
+	}
+	keys = keys[:0]
+	for _, r := range pending {
+		if r.fn == nil && r.appendReq.IdempotencyKey != "" {
+			keys = append(keys, storage.ChainKey{Chain: r.appendReq.Chain, Key: r.appendReq.IdempotencyKey})
+		}
+	}
+	if len(keys) > 1 {
+		preparer.PrepareKeys(context.Background(), keys)
+	}
+	return keys
 }
 
 // commit commits stx: asynchronously when the store can (wait is then
