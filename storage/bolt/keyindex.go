@@ -374,6 +374,10 @@ type keyIndex struct {
 	// tables holds the chunk table of each run a read transaction has
 	// searched runTableAfter times (see runTable).
 	tables map[keyRunName]*runTable
+	// tableAt holds the built tables of a read transaction by the index of
+	// their run in runs, which a read transaction loads once: a lookup
+	// then finds a run's table at an index instead of hashing its name.
+	tableAt []*runTable
 }
 
 // runTable is a read transaction's table of one run's chunks: each chunk's
@@ -502,7 +506,7 @@ func (t *tx) lookupDigest(chainID uint64, key string, digest *[KeyDigestSize]byt
 		if !filterMayContain(r.filter, chainID, digest[:]) {
 			continue
 		}
-		seq, ok, err := t.searchRun(r, target[:])
+		seq, ok, err := t.searchRunAt(i, r, target[:])
 		if err != nil || ok {
 			return seq, ok, err
 		}
@@ -562,50 +566,81 @@ func (t *tx) runCursor(name keyRunName) *bbolt.Cursor {
 	return c
 }
 
+// searchRunAt is searchRun of the run at index i of the transaction's
+// runs, whose table a read transaction keeps at that index once built.
+func (t *tx) searchRunAt(i int, r *keyRun, target []byte) (uint64, bool, error) {
+	if i < len(t.index.tableAt) {
+		if table := t.index.tableAt[i]; table != nil {
+			return t.searchTable(r, table, loadPrefix(target, 0))
+		}
+	}
+	table, err := t.runTable(r)
+	if err != nil {
+		return 0, false, err
+	}
+	if table != nil && table.last != nil {
+		if t.index.tableAt == nil {
+			t.index.tableAt = make([]*runTable, len(t.index.runs))
+		}
+		t.index.tableAt[i] = table
+		return t.searchTable(r, table, loadPrefix(target, 0))
+	}
+	return t.searchRunWith(r, table, target)
+}
+
 // searchRun finds the record with the target prefix in a run: the chunk
 // whose last record is the first at or after the target, then a search in
 // it (searchChunk). A read transaction finds the chunk in the run's table
 // once it has one (see runTable), else through its cursor.
 func (t *tx) searchRun(r *keyRun, target []byte) (uint64, bool, error) {
-	name := r.name
-	want := loadPrefix(target, 0)
 	table, err := t.runTable(r)
 	if err != nil {
 		return 0, false, err
 	}
-	var chunk []byte
-	if table != nil && table.last != nil {
-		i, _ := slices.BinarySearchFunc(table.last, want, func(p, q recordPrefix) int {
-			if p.less(q) {
-				return -1
-			}
-			if q.less(p) {
-				return 1
-			}
-			return 0
-		})
-		if i == len(table.chunks) {
-			return 0, false, nil
+	return t.searchRunWith(r, table, target)
+}
+
+// searchTable is searchRun in a run's table (table.last not nil): the
+// chunk by a binary search of the chunks' last records, in memory, then
+// the run's radix map or searchChunk in the chunk.
+func (t *tx) searchTable(r *keyRun, table *runTable, want recordPrefix) (uint64, bool, error) {
+	low, high := 0, len(table.last)
+	for low < high {
+		middle := int(uint(low+high) >> 1)
+		if table.last[middle].less(want) {
+			low = middle + 1
+		} else {
+			high = middle
 		}
-		chunk = table.chunks[i]
-		if x := r.radix.Load(); x != nil && len(x.records) == len(table.chunks) && x.records[i] == len(chunk)/keyRecordSize {
-			return chunkRecord(chunk, x.search(i, chunk, want), want)
-		}
-	} else {
-		c := t.runCursor(name)
-		if c == nil {
-			return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
-		}
-		k, v := c.Seek(target)
-		if k == nil || len(k) != keyRecordPrefix {
-			return 0, false, nil
-		}
-		if len(v)%keyRecordSize != 0 {
-			return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
-		}
-		chunk = v
+	}
+	if low == len(table.chunks) {
+		return 0, false, nil
+	}
+	chunk := table.chunks[low]
+	if x := r.radix.Load(); x != nil && len(x.records) == len(table.chunks) && x.records[low] == len(chunk)/keyRecordSize {
+		return chunkRecord(chunk, x.search(low, chunk, want), want)
 	}
 	return chunkRecord(chunk, searchChunk(chunk, want), want)
+}
+
+// searchRunWith is searchRun with the run's table (or nil) in hand.
+func (t *tx) searchRunWith(r *keyRun, table *runTable, target []byte) (uint64, bool, error) {
+	want := loadPrefix(target, 0)
+	if table != nil && table.last != nil {
+		return t.searchTable(r, table, want)
+	}
+	c := t.runCursor(r.name)
+	if c == nil {
+		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
+	}
+	k, v := c.Seek(target)
+	if k == nil || len(k) != keyRecordPrefix {
+		return 0, false, nil
+	}
+	if len(v)%keyRecordSize != 0 {
+		return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, r.name, len(v))
+	}
+	return chunkRecord(v, searchChunk(v, want), want)
 }
 
 // chunkRecord returns the seq of the i-th record of chunk when it is want.
