@@ -18,6 +18,15 @@
 // vector compression block by block, and a lane whose message has ended
 // keeps compressing a zero block whose output is ignored.
 //
+// Elements sums the keyed hashes of multiset elements (a 16-byte digest
+// and a big-endian u64, read as 256-bit numbers): with AVX-512 the
+// elements go into the lanes as message words, and the hashes' words are
+// added to per-lane sums in the vector registers (elements16AVX512), so
+// no block is written per element and no hash is written out and added
+// back; AddKeyDigests takes the digests from a compression of the keys'
+// digest messages without their leaving the lanes' rows. Without AVX-512
+// the elements go through Sum256Blocks.
+//
 // # Caveats
 //
 // Only single-chunk messages (at most ChunkSize bytes) take the lane path;

@@ -1,6 +1,7 @@
 package blake3batch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/big"
@@ -329,5 +330,53 @@ func TestElementsMachine(t *testing.T) {
 				rt.Fatalf("final Sum %x, %d; want %x, %d", sum, count, want, len(digests))
 			}
 		})
+	})
+}
+
+// FuzzElements holds Elements to the definition on every lane path: data
+// is a key, then elements of ElementSize bytes each (digest || u64be(seq))
+// added one by one, then keys of keyLength bytes (at most a block's
+// message) summed through AddKeyDigests with seqs counting up.
+func FuzzElements(f *testing.F) {
+	f.Add([]byte{}, uint8(0))
+	f.Add(bytes.Repeat([]byte{0xa5}, KeySize+ElementSize*17+33*20), uint8(33))
+	f.Add(bytes.Repeat([]byte{0xff, 0}, KeySize+ElementSize*40), uint8(50))
+	f.Fuzz(func(t *testing.T, data []byte, keyLength uint8) {
+		var key [KeySize]byte
+		data = data[copy(key[:], data):]
+		var digests [][ElementDigestSize]byte
+		var seqs []uint64
+		for ; len(data) >= ElementSize && len(digests) < 64; data = data[ElementSize:] {
+			digests = append(digests, [ElementDigestSize]byte(data[:ElementDigestSize]))
+			seqs = append(seqs, binary.BigEndian.Uint64(data[ElementDigestSize:]))
+		}
+		var keys [][]byte
+		length := int(keyLength) % (BlockSize - 14 + 1)
+		for ; len(data) >= length && len(keys) < 64; data = data[length:] {
+			keys = append(keys, data[:length])
+			if length == 0 && len(keys) == 3 {
+				break
+			}
+		}
+		blocks, lengths, keyDigests := keyDigestBlocks("ledger/key/v1\x00", keys)
+		keySeqs := make([]uint64, len(keys))
+		for i := range keySeqs {
+			keySeqs[i] = uint64(i) << 40
+		}
+		want := elementsByDefinition(&key, append(append([][ElementDigestSize]byte(nil), digests...), keyDigests...), append(append([]uint64(nil), seqs...), keySeqs...))
+		for _, width := range lanePaths() {
+			restore := useLaneWidth(width)
+			var e Elements
+			e.Reset(&key)
+			for i := range digests {
+				e.Add(&digests[i], seqs[i])
+			}
+			e.AddKeyDigests(blocks, lengths, keySeqs)
+			sum, count := e.Sum()
+			restore()
+			if sum != want || count != uint64(len(digests)+len(keys)) {
+				t.Fatalf("lanes %d: %d elements and %d keys: sum %x count %d, want %x", width, len(digests), len(keys), sum, count, want)
+			}
+		}
 	})
 }
