@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -25,6 +26,36 @@ func BenchmarkCommitterUpdate(b *testing.B) {
 	n := max(b.N, 10*workload.BatchSize)
 	db, raw := openCommitterBench(b, n)
 	benchUpdates(b, db, raw, n)
+}
+
+// BenchmarkAppendBatch is BenchmarkCommitterUpdate's Updates through
+// Tx.AppendBatch beside the same Updates through one Tx.Append per entry,
+// each into a ledger of its own, taking turns every 10 Updates so that
+// both see the same load. Report "ratio": the one-at-a-time ns per entry
+// over AppendBatch's (higher is better).
+func BenchmarkAppendBatch(b *testing.B) {
+	const turn = 10 * workload.BatchSize
+	n := max(b.N, turn) / turn * turn
+	one, _ := openCommitterBench(b, n)
+	batched, _ := openCommitterBench(b, n)
+	ctx := context.Background()
+	var base, got time.Duration
+	b.ResetTimer()
+	for stream := uint64(1); stream <= uint64(n/turn); stream++ {
+		r, err := workload.UpdateAppends(ctx, one, "bench", stream, turn, workload.BatchSize)
+		if err != nil {
+			b.Fatal(err)
+		}
+		base += r.Total.Duration
+		if r, err = workload.UpdateBatches(ctx, batched, "bench", stream, turn, workload.BatchSize); err != nil {
+			b.Fatal(err)
+		}
+		got += r.Total.Duration
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(got.Nanoseconds())/float64(n), "ns/entry")
+	b.ReportMetric(float64(base.Nanoseconds())/float64(n), "one-at-a-time-ns/entry")
+	b.ReportMetric(float64(base)/float64(got), "ratio")
 }
 
 // BenchmarkCommitterConcurrent is BenchmarkCommitterUpdate for P2's

@@ -11,8 +11,32 @@ import (
 )
 
 // UpdateBatches appends entries 0..total-1 of a stream to one chain, batch
-// appends per Update (P1).
+// appends per Update, each Update's with one Tx.AppendBatch (P1).
 func UpdateBatches(ctx context.Context, db *chain.DB, chainID string, stream uint64, total, batch int) (Stream, error) {
+	return updates(ctx, db, chainID, stream, total, batch, func(tx *chain.Tx, reqs []chain.Request, results []chain.Result) ([]chain.Result, error) {
+		return tx.AppendBatch(reqs, results)
+	})
+}
+
+// UpdateAppends is UpdateBatches with one Tx.Append per entry, the
+// baseline of Tx.AppendBatch.
+func UpdateAppends(ctx context.Context, db *chain.DB, chainID string, stream uint64, total, batch int) (Stream, error) {
+	return updates(ctx, db, chainID, stream, total, batch, func(tx *chain.Tx, reqs []chain.Request, results []chain.Result) ([]chain.Result, error) {
+		for _, r := range reqs {
+			res, err := tx.Append(r)
+			if err != nil {
+				return results, err
+			}
+			results = append(results, res)
+		}
+		return results, nil
+	})
+}
+
+// updates runs the Updates of UpdateBatches and UpdateAppends, each
+// appending one batch of requests with appendAll.
+func updates(ctx context.Context, db *chain.DB, chainID string, stream uint64, total, batch int,
+	appendAll func(tx *chain.Tx, reqs []chain.Request, results []chain.Result) ([]chain.Result, error)) (Stream, error) {
 	clock := newStreamClock(int64(total))
 	reqs := make([]chain.Request, 0, batch)
 	results := make([]chain.Result, 0, batch)
@@ -23,7 +47,7 @@ func UpdateBatches(ctx context.Context, db *chain.DB, chainID string, stream uin
 		}
 		err := db.Update(ctx, func(tx *chain.Tx) error {
 			var err error
-			results, err = tx.AppendBatch(reqs, results[:0])
+			results, err = appendAll(tx, reqs, results[:0])
 			if err != nil {
 				return err
 			}
