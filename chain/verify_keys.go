@@ -148,7 +148,8 @@ func newMultisetHasher(k *multisetKey) *multisetHasher {
 // multisetHashers recycles the hashers of the index side (sumIndex) from
 // one verify to the next, as verifyWorkspaces does the entries' side's:
 // their blocks are grown to keyCheckBatchSize messages. A hasher in the
-// pool holds no key.
+// pool points at no key; its elements keep the last key's value, which
+// elementsFor compares with the next verify's before using them.
 var multisetHashers = sync.Pool{New: func() any { return newMultisetHasher(nil) }}
 
 // multisetElementSize is the message of one element: digest || u64be(seq),

@@ -129,7 +129,8 @@ func getVerifyWorkspace(key *multisetKey) *verifyWorkspace {
 }
 
 // release returns w to verifyWorkspaces without the references its items
-// hold to a transaction's pages (stored bytes, keys) or to the key.
+// hold to a transaction's pages (stored bytes, keys), and pointing at no
+// key (see multisetHashers).
 func (w *verifyWorkspace) release() {
 	clear(w.items[:cap(w.items)])
 	clear(w.keyItems[:cap(w.keyItems)])
