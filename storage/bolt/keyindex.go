@@ -167,26 +167,34 @@ func newRunRadix(chunks [][]byte) *runRadix {
 // not less than want, as searchChunk does: in the records of want's bucket.
 // Records of lower buckets have lower digests, of higher ones higher.
 func (x *runRadix) search(i int, chunk []byte, want recordPrefix) int {
+	at, _ := x.searchNear(i, chunk, want)
+	return at
+}
+
+// searchNear is search, which also returns a byte of the records it loaded
+// ahead of need, for the caller to keep (a load whose value is dropped is
+// dropped too).
+func (x *runRadix) searchNear(i int, chunk []byte, want recordPrefix) (int, byte) {
 	starts := x.starts[i]
 	n := len(chunk) / keyRecordSize
 	if starts == nil {
-		return searchChunk(chunk, want)
+		return searchChunk(chunk, want), 0
 	}
 	first, last := loadPrefix(chunk, 0), loadPrefix(chunk, n-1)
 	switch {
 	case want.chainID != first.chainID || want.digestHigh < first.digestHigh:
 		if want.less(first) {
-			return 0
+			return 0, 0
 		}
-		return n
+		return n, 0
 	case want.digestHigh > last.digestHigh:
-		return n
+		return n, 0
 	}
 	buckets := len(starts) - 1
 	b := radixBucket(want.digestHigh, first.digestHigh, last.digestHigh, buckets)
 	lo, hi := int(starts[b]), int(starts[b+1])
 	if hi-lo <= 1 {
-		return searchChunkRange(chunk, lo, hi, want)
+		return searchChunkRange(chunk, lo, hi, want), 0
 	}
 	// The first record read is where want's digest falls in its bucket's
 	// share of the digest range: about two records from the answer when
@@ -205,8 +213,18 @@ func (x *runRadix) search(i int, chunk []byte, want recordPrefix) int {
 	if want.digestHigh > low && high > low {
 		guess = lo + radixBucket(min(want.digestHigh, high), low, high, hi-lo)
 	}
-	return searchFrom(chunk, lo, hi, guess, want)
+	// The lines of the records searchNearRecords before and after guess
+	// load together with guess's own: the answer is that near when
+	// digests are uniform, and a step onto a line not yet loaded would
+	// be a second miss waiting for the first (records are 32 bytes, two
+	// to a line).
+	near := chunk[max(guess-searchNearRecords, lo)*keyRecordSize+8] ^ chunk[min(guess+searchNearRecords, hi-1)*keyRecordSize+8]
+	return searchFrom(chunk, lo, hi, guess, want), near
 }
+
+// searchNearRecords is how many records on either side of its first read
+// searchNear loads ahead of need.
+const searchNearRecords = 2
 
 // searchWalkMax bounds the records searchFrom steps over one at a time
 // before it halves what is left.
@@ -618,7 +636,9 @@ func (t *tx) searchTable(r *keyRun, table *runTable, want recordPrefix) (uint64,
 	}
 	chunk := table.chunks[low]
 	if x := r.radix.Load(); x != nil && len(x.records) == len(table.chunks) && x.records[low] == len(chunk)/keyRecordSize {
-		return chunkRecord(chunk, x.search(low, chunk, want), want)
+		at, near := x.searchNear(low, chunk, want)
+		t.segmentIndex.touched ^= near
+		return chunkRecord(chunk, at, want)
 	}
 	return chunkRecord(chunk, searchChunk(chunk, want), want)
 }

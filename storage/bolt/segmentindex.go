@@ -42,8 +42,10 @@ type segmentIndex struct {
 	values     [][]byte
 	built      bool
 	unmappable bool
-	// touched takes a byte of each segment read ahead of need, so that
-	// the load is not dropped (see mappedEntry).
+	// touched takes a byte of what a read of the transaction loads ahead
+	// of need, so that the load is not dropped: a segment's likely entry
+	// line (see mappedEntry), the run filters' lines (touchRunFilters), a
+	// chunk's records near the first one read (runRadix.searchNear).
 	touched byte
 }
 
