@@ -135,14 +135,18 @@ func (t *logTx) releasePreparation() {
 func (m *memtable) lookupPrepared(keys []preparedKey, asOf uint64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	// The chain looked up last: keys of one chain come in runs. It is
+	// compared with each key's own chain, not the previous key's, which
+	// may have been skipped.
 	var c *memChain
+	chain, looked := "", false
 	for i := range keys {
 		k := &keys[i]
 		if !k.known || k.found {
 			continue
 		}
-		if c == nil || i == 0 || k.chain != keys[i-1].chain {
-			c = m.chains[k.chain]
+		if !looked || k.chain != chain {
+			c, chain, looked = m.chains[k.chain], k.chain, true
 		}
 		if c == nil {
 			continue
@@ -176,13 +180,15 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 	p.todo, p.ids = p.todo[:0], p.ids[:0]
 	var id uint64
 	var idErr error
+	chain, looked := "", false // as in memtable.lookupPrepared
 	for i := range p.keys {
 		k := &p.keys[i]
 		if !k.known || k.found {
 			continue
 		}
-		if i == 0 || k.chain != p.keys[i-1].chain {
+		if !looked || k.chain != chain {
 			id, idErr = t.chainID(k.chain)
+			chain, looked = k.chain, true
 		}
 		switch {
 		case errors.Is(idErr, storage.ErrNotFound):
