@@ -125,7 +125,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	if segmentSizeBytes < SegmentSizeMin || segmentSizeBytes > SegmentSizeMax || segmentSizeBytes%RecordAlignmentBytes != 0 {
 		return nil, fmt.Errorf("wal: segment size %d bytes, want a multiple of %d in [%d, %d]: %w",
-			segmentSizeBytes, RecordAlignmentBytes, SegmentSizeMin, SegmentSizeMax, ErrOptions)
+			segmentSizeBytes, RecordAlignmentBytes, int64(SegmentSizeMin), int64(SegmentSizeMax), ErrOptions)
 	}
 	spareCount := opts.Spares
 	if spareCount == 0 {
