@@ -148,21 +148,21 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				n := next.Add(1) - 1
-				if n >= int64(total) || stop.Load() {
-					return
+			var replayed int64
+			defer func() { done.Add(replayed) }()
+			for from, to := claim(&next, total); from < to && !stop.Load(); from, to = claim(&next, total) {
+				for n := from; n < to && !stop.Load(); n++ {
+					i := splitmix64(uint64(n)) % uint64(existing)
+					res, err := db.Append(ctx, Request(chainID, stream, i))
+					if err == nil && (!res.Replayed || res.Entry.Seq == 0) {
+						err = fmt.Errorf("entry %d was not replayed", i)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					replayed++
 				}
-				i := splitmix64(uint64(n)) % uint64(existing)
-				res, err := db.Append(ctx, Request(chainID, stream, i))
-				if err == nil && (!res.Replayed || res.Entry.Seq == 0) {
-					err = fmt.Errorf("entry %d was not replayed", i)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				done.Add(1)
 			}
 		}()
 	}
@@ -173,6 +173,19 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 		return Rate{}, err
 	}
 	return Rate{done.Load(), elapsed}, nil
+}
+
+// claimSize is how many operations a caller of Replays or RawGets takes
+// at a time: counting each one in a word both callers write would put that
+// word's cache misses into the figure.
+const claimSize = 256
+
+// claim takes the next claimSize indexes below total from next: [from, to),
+// empty when none are left.
+func claim(next *atomic.Int64, total int) (from, to int64) {
+	from = next.Add(claimSize) - claimSize
+	to = min(from+claimSize, int64(total))
+	return min(from, to), to
 }
 
 // Verify verifies every chain and fails on any failure found (P5, P6).

@@ -214,21 +214,21 @@ func RawGets(db *bbolt.DB, existing, goroutines, total int, budget time.Duration
 		go func() {
 			defer wg.Done()
 			var buf []byte
-			for {
-				n := next.Add(1) - 1
-				if n >= int64(total) || stop.Load() {
-					return
+			var read int64
+			defer func() { done.Add(read) }()
+			for from, to := claim(&next, total); from < to && !stop.Load(); from, to = claim(&next, total) {
+				for n := from; n < to && !stop.Load(); n++ {
+					read++
+					seq := splitmix64(uint64(n))%uint64(existing) + 1
+					_ = db.View(func(tx *bbolt.Tx) error {
+						v := tx.Bucket(rawEntries).Get(rawKey(seq))
+						if v == nil {
+							missing.Add(1)
+						}
+						buf = append(buf[:0], v...)
+						return nil
+					})
 				}
-				done.Add(1)
-				seq := splitmix64(uint64(n))%uint64(existing) + 1
-				_ = db.View(func(tx *bbolt.Tx) error {
-					v := tx.Bucket(rawEntries).Get(rawKey(seq))
-					if v == nil {
-						missing.Add(1)
-					}
-					buf = append(buf[:0], v...)
-					return nil
-				})
 			}
 		}()
 	}
