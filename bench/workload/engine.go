@@ -150,10 +150,12 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 			defer wg.Done()
 			var replayed int64
 			defer func() { done.Add(replayed) }()
+			payload := make([]byte, PayloadSize)
 			for from, to := claim(&next, total); from < to && !stop.Load(); from, to = claim(&next, total) {
 				for n := from; n < to && !stop.Load(); n++ {
 					i := splitmix64(uint64(n)) % uint64(existing)
-					res, err := db.Append(ctx, Request(chainID, stream, i))
+					req := chain.Request{Chain: chainID, IdempotencyKey: Key(stream, i), Type: EntryType, Payload: payloadInto(payload, i)}
+					res, err := db.Append(ctx, req)
 					if err == nil && (!res.Replayed || res.Entry.Seq == 0) {
 						err = fmt.Errorf("entry %d was not replayed", i)
 					}

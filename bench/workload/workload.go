@@ -39,8 +39,14 @@ func Key(stream, i uint64) string {
 
 // Payload returns the payload of entry i: PayloadSize pseudo-random bytes
 // that start with i, so every entry's payload differs.
-func Payload(i uint64) []byte {
-	p := make([]byte, PayloadSize)
+func Payload(i uint64) []byte { return payloadInto(make([]byte, PayloadSize), i) }
+
+// payloadInto writes the payload of entry i into p, PayloadSize bytes, and
+// returns it: a caller that appends the same request again (a replay) may
+// reuse its buffer, since the engine keeps no reference to a request's
+// payload.
+func payloadInto(p []byte, i uint64) []byte {
+	p = p[:PayloadSize]
 	binary.BigEndian.PutUint64(p, i)
 	x := i
 	for o := 8; o+8 <= len(p); o += 8 {
