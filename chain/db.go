@@ -76,18 +76,6 @@ type DB struct {
 	shut atomic.Bool
 }
 
-// closeSafeReader is a storage.KeyReader whose ReadKey may run beside the
-// backend's Close and after it: once closed it answers an error wrapping
-// storage.ErrClosed, and a call that began before reads nothing Close
-// releases (bolt.Backend: bbolt's Close waits for the read transactions
-// begun before it, and later ones are refused). DB.Append's replay over
-// one takes no lock, so Close does not wait for it; a replay that races
-// Close returns its entry or ErrClosed.
-type closeSafeReader interface {
-	storage.KeyReader
-	ReadKeyBesideClose() bool
-}
-
 // Open opens or creates the ledger file at path with the embedded bbolt
 // backend.
 func Open(path string, opts Options) (*DB, error) {
@@ -131,7 +119,7 @@ func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
 	}
 	db.prober, _ = backend.(storage.KeyProber)
 	db.keyReader, _ = backend.(storage.KeyReader)
-	if r, ok := backend.(closeSafeReader); ok {
+	if r, ok := backend.(storage.KeyReaderBesideClose); ok {
 		db.replayUnlocked = r.ReadKeyBesideClose()
 	}
 	if db.log == nil {

@@ -189,6 +189,18 @@ type KeyProber interface {
 	MayHoldKey(chain, key string) bool
 }
 
+// KeyReaderBesideClose is implemented by a KeyReader whose ReadKey may
+// run beside the backend's Close and after it: once closed it answers an
+// error wrapping ErrClosed, and a call that began before reads nothing
+// Close releases (storage/bolt: bbolt's Close waits for the read
+// transactions begun before it, and later ones are refused). An engine may
+// then call ReadKey without holding a lock against its own Close.
+type KeyReaderBesideClose interface {
+	KeyReader
+	// ReadKeyBesideClose reports whether the above holds.
+	ReadKeyBesideClose() bool
+}
+
 // KeyDigestSize is the size of a KeyDigest.
 const KeyDigestSize = 16
 
