@@ -60,7 +60,7 @@ type DB struct {
 	// (see Append); it is asked instead of prober.
 	keyReader storage.KeyReader
 	// replayUnlocked is set when keyReader may run beside the backend's
-	// Close (see closeSafeReader): a replay then takes no lock.
+	// Close (storage.KeyReaderBesideClose): a replay then takes no lock.
 	replayUnlocked bool
 
 	queue   chan *request
