@@ -88,6 +88,8 @@ func (b *Backend) touchRunFilters(id uint64, idKnown bool, digest *[KeyDigestSiz
 // end before it unmaps the file; the pool keeps none once closed).
 func (b *Backend) ReadKeyBesideClose() bool { return true }
 
+var _ storage.KeyReaderBesideClose = (*Backend)(nil)
+
 // fileMayHoldID is fileMayHold with the chain's id already looked up in the
 // map of committed chains (idKnown false: the map has no such name).
 func (b *Backend) fileMayHoldID(id uint64, idKnown bool, digest *[KeyDigestSize]byte) bool {
