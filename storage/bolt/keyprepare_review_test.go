@@ -1,9 +1,13 @@
 package bolt_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
+
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt"
@@ -176,4 +180,131 @@ func TestPreparedReaderKeepsItsSnapshot(t *testing.T) {
 	}
 	defer late.Rollback()
 	lookup("a reader after the commit", late, []uint64{1, 2, 3})
+}
+
+// TestPreparedLookupsOfADamagedIndex damages the chunks of the file's key
+// runs (a length no record size divides) and looks keys up prepared and
+// unprepared, in writers over the same file: each prepared answer is the
+// unprepared one, so that a key whose lookup fails is reported failing,
+// never as absent (which would let the engine append it a second time),
+// whichever keys came before it in the preparation.
+func TestPreparedLookupsOfADamagedIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	b, err := bolt.Open(path, bolt.Options{Log: bolt.LogOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := b.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []storage.ChainKey
+	for seq := uint64(1); seq <= 40; seq++ {
+		key := fmt.Sprint("in-file-", seq)
+		if err := tx.Append(ctx, "a", storage.Record{Seq: seq, IdempotencyKey: key, Data: []byte(key)}, testHead(seq)); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, storage.ChainKey{Chain: "a", Key: key}, storage.ChainKey{Chain: "a", Key: fmt.Sprint("absent-", seq)})
+	}
+	keys = append(keys, storage.ChainKey{Chain: "b", Key: "in-file-1"}, storage.ChainKey{Chain: "a", Key: "in-memory"})
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil { // the close checkpoints the keys into a run
+		t.Fatal(err)
+	}
+	damaged := 0
+	bdb, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(btx *bbolt.Tx) error {
+		runs := btx.Bucket(bolt.BucketKeyRuns)
+		if runs == nil {
+			return errors.New("no key runs")
+		}
+		return runs.ForEachBucket(func(name []byte) error {
+			run := runs.Bucket(name)
+			var chunks [][2][]byte
+			err := run.ForEach(func(k, v []byte) error {
+				if string(k) != "count" && string(k) != "filter" {
+					chunks = append(chunks, [2][]byte{bytes.Clone(k), append(bytes.Clone(v), 0)})
+				}
+				return nil
+			})
+			for _, c := range chunks {
+				if err := run.Put(c[0], c[1]); err != nil {
+					return err
+				}
+				damaged++
+			}
+			return err
+		})
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if damaged == 0 {
+		t.Fatal("no chunk of a key run to damage")
+	}
+
+	b, err = bolt.Open(path, bolt.Options{Log: bolt.LogOn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	tx, err = b.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Append(ctx, "a", storage.Record{Seq: 41, IdempotencyKey: "in-memory", Data: []byte("m")}, testHead(41)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		seq     uint64
+		corrupt bool
+		err     string
+	}
+	lookup := func(tx storage.Tx, k storage.ChainKey) answer {
+		seq, err := tx.LookupKey(ctx, k.Chain, k.Key)
+		a := answer{seq: seq, corrupt: errors.Is(err, storage.ErrCorrupt)}
+		if err != nil && !errors.Is(err, storage.ErrNotFound) && !a.corrupt {
+			a.err = err.Error()
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			a.err = "not found"
+		}
+		return a
+	}
+	want := make([]answer, len(keys))
+	failing := 0
+	for i, k := range keys { // unprepared, each in a writer of its own
+		tx, err := b.Begin(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = lookup(tx, k)
+		if want[i].corrupt {
+			failing++
+		}
+		tx.Rollback()
+	}
+	if failing == 0 {
+		t.Fatalf("no lookup met the damage: %+v", want)
+	}
+	tx, err = b.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	tx.(storage.KeyPreparer).PrepareKeys(ctx, keys)
+	for i, k := range keys {
+		if got := lookup(tx, k); got != want[i] {
+			t.Errorf("prepared lookup of %q in %q: %+v; unprepared %+v", k.Key, k.Chain, got, want[i])
+		}
+	}
 }
