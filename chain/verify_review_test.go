@@ -43,7 +43,7 @@ func TestVerifySplitLongChain(t *testing.T) {
 		seq  uint64
 	}
 	cases := [][]edit{nil} // the clean chain first
-	for _, seq := range []uint64{1, 2, 255, 256, 257, 258, 511, 512, 513, 514, 700, 701, 1024, 1025, 1299, longVerifyEntries} {
+	for _, seq := range []uint64{1, 2, 256, 257, 512, 513, 514, 1025, longVerifyEntries} {
 		for _, kind := range []string{"flip", "forge", "delete", "truncate", "swap"} {
 			cases = append(cases, []edit{{kind, seq}})
 		}
