@@ -343,6 +343,7 @@ func prepareAppends(stx storage.Tx, pending []*request, keys []storage.ChainKey)
 	if len(keys) > 1 {
 		preparer.PrepareKeys(context.Background(), keys)
 	}
+	clear(keys) // the scratch outlives the group: keep none of its strings
 	return keys
 }
 
