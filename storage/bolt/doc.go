@@ -108,6 +108,14 @@
 // DeleteRawEntry, whatever segment holds them, and the index through KeySeq
 // and SetKeySeq, which find a key in either part.
 //
+// A transaction with the log is a storage.KeyPreparer (keyprepare.go):
+// PrepareKeys looks a batch of keys up layer by layer (every memory table
+// under one hold of its lock, then the file: chain ids once per run of
+// one chain's keys, the keys' digests in BLAKE3 lanes, the filter, the
+// runs), so that their cache misses overlap, and LookupKey answers the next
+// prepared key from it together with the transaction's own appends. A key
+// the preparation could not finish is looked up as if not prepared.
+//
 // # The write-ahead log
 //
 // With Options.Log set to LogOn a commit is not a bbolt commit. A writable
