@@ -74,15 +74,7 @@ func BenchmarkReplayReadCPU(b *testing.B) {
 		done += n
 	}
 	b.StopTimer()
-	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
-	b.ReportMetric(perOp(engineCPU), "cpu-ns/replay")
-	b.ReportMetric(perOp(rawCPU), "cpu-ns/raw")
-	b.ReportMetric(perOp(engineWall), "ns/replay")
-	b.ReportMetric(perOp(rawWall), "ns/raw")
-	if rawCPU > 0 && rawWall > 0 {
-		b.ReportMetric(float64(engineCPU)/float64(rawCPU), "x-raw-cpu")
-		b.ReportMetric(float64(engineWall)/float64(rawWall), "x-raw")
-	}
+	reportReplayCPU(b, engineCPU, rawCPU, engineWall, rawWall)
 }
 
 // hiddenReader hides a backend's KeyReader (and any other optional
@@ -231,6 +223,12 @@ func BenchmarkReplayParallelCPU(b *testing.B) {
 		done += n
 	}
 	b.StopTimer()
+	reportReplayCPU(b, engineCPU, rawCPU, engineWall, rawWall)
+}
+
+// reportReplayCPU reports the replays' and the raw reads' CPU and wall
+// time per operation, and their ratios.
+func reportReplayCPU(b *testing.B, engineCPU, rawCPU, engineWall, rawWall time.Duration) {
 	perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
 	b.ReportMetric(perOp(engineCPU), "cpu-ns/replay")
 	b.ReportMetric(perOp(rawCPU), "cpu-ns/raw")

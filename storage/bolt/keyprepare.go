@@ -36,7 +36,7 @@ type keyPreparation struct {
 	keys []preparedKey
 	next int
 
-	todo     []int32  // keys the file pass looks up
+	fileKeys []int32  // keys the file pass looks up
 	ids      []uint64 // their chains' ids in the file
 	messages [][]byte
 	digests  [][blake3batch.Size]byte
@@ -177,7 +177,7 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 	if err := t.usable(false); err != nil {
 		return err
 	}
-	p.todo, p.ids = p.todo[:0], p.ids[:0]
+	p.fileKeys, p.ids = p.fileKeys[:0], p.ids[:0]
 	var id uint64
 	var idErr error
 	chain, looked := "", false // as in memtable.lookupPrepared
@@ -196,9 +196,9 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 		case idErr != nil:
 			return idErr
 		}
-		p.todo, p.ids = append(p.todo, int32(i)), append(p.ids, id)
+		p.fileKeys, p.ids = append(p.fileKeys, int32(i)), append(p.ids, id)
 	}
-	if len(p.todo) == 0 {
+	if len(p.fileKeys) == 0 {
 		return nil
 	}
 	t.digestPrepared(p)
@@ -206,7 +206,7 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 	if err != nil {
 		return err
 	}
-	for n, i := range p.todo {
+	for n, i := range p.fileKeys {
 		k, id := &p.keys[i], p.ids[n]
 		digest := (*[KeyDigestSize]byte)(p.digests[n][:KeyDigestSize])
 		if f != nil && !f.mayContain(id, digest[:]) {
@@ -221,10 +221,10 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 	return nil
 }
 
-// digestPrepared hashes the KeyDigest of every key of p.todo, in lanes.
+// digestPrepared hashes the KeyDigest of every key of p.fileKeys, in lanes.
 func (t *tx) digestPrepared(p *keyPreparation) {
 	size := 0
-	for _, i := range p.todo {
+	for _, i := range p.fileKeys {
 		size += len(storage.KeyDigestDomain) + len(p.keys[i].key)
 	}
 	if cap(p.buffer) < size {
@@ -232,14 +232,14 @@ func (t *tx) digestPrepared(p *keyPreparation) {
 	}
 	buffer := p.buffer[:0]
 	p.messages = p.messages[:0]
-	for _, i := range p.todo {
+	for _, i := range p.fileKeys {
 		start := len(buffer)
 		buffer = append(append(buffer, storage.KeyDigestDomain...), p.keys[i].key...)
 		p.messages = append(p.messages, buffer[start:len(buffer):len(buffer)])
 	}
-	if cap(p.digests) < len(p.todo) {
-		p.digests = make([][blake3batch.Size]byte, len(p.todo))
+	if cap(p.digests) < len(p.fileKeys) {
+		p.digests = make([][blake3batch.Size]byte, len(p.fileKeys))
 	}
-	p.digests = p.digests[:len(p.todo)]
+	p.digests = p.digests[:len(p.fileKeys)]
 	blake3batch.Sum256(p.digests, p.messages)
 }
