@@ -524,7 +524,7 @@ func (t *tx) lookupDigest(chainID uint64, key string, digest *[KeyDigestSize]byt
 		if !filterMayContain(r.filter, chainID, digest[:]) {
 			continue
 		}
-		seq, ok, err := t.searchRunAt(i, r, target[:])
+		seq, ok, err := t.searchRun(i, r, target[:])
 		if err != nil || ok {
 			return seq, ok, err
 		}
@@ -584,12 +584,17 @@ func (t *tx) runCursor(name keyRunName) *bbolt.Cursor {
 	return c
 }
 
-// searchRunAt is searchRun of the run at index i of the transaction's
-// runs, whose table a read transaction keeps at that index once built.
-func (t *tx) searchRunAt(i int, r *keyRun, target []byte) (uint64, bool, error) {
+// searchRun finds the record with the target prefix in the run at index i
+// of the transaction's runs: the chunk whose last record is the first at
+// or after the target, then a search in it. A read transaction finds the
+// chunk in the run's table once it has one (see runTable), which it keeps
+// at index i (its runs load once; a write transaction, whose runs change,
+// builds no table), else through its cursor.
+func (t *tx) searchRun(i int, r *keyRun, target []byte) (uint64, bool, error) {
+	want := loadPrefix(target, 0)
 	if i < len(t.index.tableAt) {
 		if table := t.index.tableAt[i]; table != nil {
-			return t.searchTable(r, table, loadPrefix(target, 0))
+			return t.searchTable(r, table, want)
 		}
 	}
 	table, err := t.runTable(r)
@@ -601,21 +606,20 @@ func (t *tx) searchRunAt(i int, r *keyRun, target []byte) (uint64, bool, error) 
 			t.index.tableAt = make([]*runTable, len(t.index.runs))
 		}
 		t.index.tableAt[i] = table
-		return t.searchTable(r, table, loadPrefix(target, 0))
+		return t.searchTable(r, table, want)
 	}
-	return t.searchRunWith(r, table, target)
-}
-
-// searchRun finds the record with the target prefix in a run: the chunk
-// whose last record is the first at or after the target, then a search in
-// it (searchChunk). A read transaction finds the chunk in the run's table
-// once it has one (see runTable), else through its cursor.
-func (t *tx) searchRun(r *keyRun, target []byte) (uint64, bool, error) {
-	table, err := t.runTable(r)
-	if err != nil {
-		return 0, false, err
+	c := t.runCursor(r.name)
+	if c == nil {
+		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
 	}
-	return t.searchRunWith(r, table, target)
+	k, v := c.Seek(target)
+	if k == nil || len(k) != keyRecordPrefix {
+		return 0, false, nil
+	}
+	if len(v)%keyRecordSize != 0 {
+		return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, r.name, len(v))
+	}
+	return chunkRecord(v, searchChunk(v, want), want)
 }
 
 // searchTable is searchRun in a run's table (table.last not nil): the
@@ -641,26 +645,6 @@ func (t *tx) searchTable(r *keyRun, table *runTable, want recordPrefix) (uint64,
 		return chunkRecord(chunk, at, want)
 	}
 	return chunkRecord(chunk, searchChunk(chunk, want), want)
-}
-
-// searchRunWith is searchRun with the run's table (or nil) in hand.
-func (t *tx) searchRunWith(r *keyRun, table *runTable, target []byte) (uint64, bool, error) {
-	want := loadPrefix(target, 0)
-	if table != nil && table.last != nil {
-		return t.searchTable(r, table, want)
-	}
-	c := t.runCursor(r.name)
-	if c == nil {
-		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
-	}
-	k, v := c.Seek(target)
-	if k == nil || len(k) != keyRecordPrefix {
-		return 0, false, nil
-	}
-	if len(v)%keyRecordSize != 0 {
-		return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, r.name, len(v))
-	}
-	return chunkRecord(v, searchChunk(v, want), want)
 }
 
 // chunkRecord returns the seq of the i-th record of chunk when it is want.
