@@ -67,13 +67,12 @@ type DB struct {
 	closing chan struct{}
 	stopped chan struct{}
 
-	mu     sync.RWMutex // held for reading by every call, for writing by Close
-	closed bool
-	// shut is closed as an atomic, set with it under mu, for the replays
-	// that take no lock: a word that replaying goroutines only read, where
-	// RLock and RUnlock write the mutex's reader count, a cache line that
-	// moved between the cores on every replay.
-	shut atomic.Bool
+	mu sync.RWMutex // held for reading by every call, for writing by Close
+	// closed is set by Close under mu. It is an atomic for the replays
+	// that take no lock (replayUnlocked): a word that replaying goroutines
+	// only read, where RLock and RUnlock write the mutex's reader count, a
+	// cache line that moved between the cores on every replay.
+	closed atomic.Bool
 }
 
 // Open opens or creates the ledger file at path with the embedded bbolt
@@ -135,12 +134,11 @@ func (db *DB) Backend() storage.Backend { return db.backend }
 // Close waits for queued appends, stops the committer and closes the store.
 func (db *DB) Close() error {
 	db.mu.Lock()
-	if db.closed {
+	if db.closed.Load() {
 		db.mu.Unlock()
 		return nil
 	}
-	db.closed = true
-	db.shut.Store(true)
+	db.closed.Store(true)
 	db.mu.Unlock()
 	close(db.closing)
 	<-db.stopped
@@ -152,7 +150,7 @@ func (db *DB) Close() error {
 // every call an allocation).
 func (db *DB) enter() error {
 	db.mu.RLock()
-	if db.closed {
+	if db.closed.Load() {
 		db.mu.RUnlock()
 		return ErrClosed
 	}
@@ -209,25 +207,17 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 // key is new (or, from a KeyReader, ruled out).
 func (db *DB) replayed(ctx context.Context, req Request) (res Result, found bool, err error) {
 	if db.replayUnlocked {
-		if db.shut.Load() {
+		if db.closed.Load() {
 			return Result{}, false, ErrClosed
 		}
-		seq, data, found, err := db.keyReader.ReadKey(ctx, req.Chain, req.IdempotencyKey)
-		if err != nil || !found {
-			return Result{}, false, storageError(err)
-		}
-		return replayRecord(req, seq, data, true)
+		return db.readKey(ctx, req)
 	}
 	if err := db.enter(); err != nil {
 		return Result{}, false, err
 	}
 	defer db.mu.RUnlock()
 	if db.keyReader != nil {
-		seq, data, found, err := db.keyReader.ReadKey(ctx, req.Chain, req.IdempotencyKey)
-		if err != nil || !found {
-			return Result{}, false, storageError(err)
-		}
-		return replayRecord(req, seq, data, true)
+		return db.readKey(ctx, req)
 	}
 	stx, err := db.backend.Begin(ctx, false)
 	if err != nil {
@@ -236,6 +226,15 @@ func (db *DB) replayed(ctx context.Context, req Request) (res Result, found bool
 	defer stx.Rollback()
 	tx := Tx{db: db, ctx: ctx, stx: stx}
 	return tx.replay(req)
+}
+
+// readKey answers req from the backend's KeyReader in one call.
+func (db *DB) readKey(ctx context.Context, req Request) (res Result, found bool, err error) {
+	seq, data, found, err := db.keyReader.ReadKey(ctx, req.Chain, req.IdempotencyKey)
+	if err != nil || !found {
+		return Result{}, false, storageError(err)
+	}
+	return replayRecord(req, seq, data, true)
 }
 
 // Update runs fn in a write transaction: every append fn makes is committed
