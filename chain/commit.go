@@ -336,8 +336,8 @@ func prepareAppends(stx storage.Tx, pending []*request, keys []storage.ChainKey)
 	}
 	keys = keys[:0]
 	for _, r := range pending {
-		if r.fn == nil && r.appendReq.IdempotencyKey != "" {
-			keys = append(keys, storage.ChainKey{Chain: r.appendReq.Chain, Key: r.appendReq.IdempotencyKey})
+		if r.fn == nil {
+			keys = appendChainKey(keys, r.appendReq)
 		}
 	}
 	if len(keys) > 1 {

@@ -101,9 +101,7 @@ func (tx *Tx) AppendBatch(reqs []Request, results []Result) ([]Result, error) {
 		if preparer != nil && len(part) > 1 {
 			keys = keys[:0]
 			for _, r := range part {
-				if r.IdempotencyKey != "" {
-					keys = append(keys, storage.ChainKey{Chain: r.Chain, Key: r.IdempotencyKey})
-				}
+				keys = appendChainKey(keys, r)
 			}
 			preparer.PrepareKeys(tx.ctx, keys)
 		}
@@ -116,6 +114,15 @@ func (tx *Tx) AppendBatch(reqs []Request, results []Result) ([]Result, error) {
 		}
 	}
 	return results, nil
+}
+
+// appendChainKey appends r's chain and idempotency key to keys, for a
+// storage.KeyPreparer, when r carries a key.
+func appendChainKey(keys []storage.ChainKey, r Request) []storage.ChainKey {
+	if r.IdempotencyKey == "" {
+		return keys
+	}
+	return append(keys, storage.ChainKey{Chain: r.Chain, Key: r.IdempotencyKey})
 }
 
 // Head returns the chain's head. For a chain with no entries it returns
