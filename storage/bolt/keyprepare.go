@@ -151,9 +151,7 @@ func (m *memtable) lookupPrepared(keys []preparedKey, asOf uint64) {
 		if c == nil {
 			continue
 		}
-		if j, ok := c.keys.find(k.hash, k.key, c.entries); ok && c.entries[j].lsn <= asOf {
-			k.seq, k.found = c.entries[j].seq, true
-		}
+		k.seq, k.found = c.lookupKeyHash(k.key, k.hash, asOf)
 	}
 }
 

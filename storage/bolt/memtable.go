@@ -371,6 +371,13 @@ func (m *memtable) lookupKeyHash(chain, key string, hash, asOf uint64) (uint64, 
 	if c == nil {
 		return 0, false
 	}
+	return c.lookupKeyHash(key, hash, asOf)
+}
+
+// lookupKeyHash returns the seq of the chain's entry with key (whose
+// keyHash is hash) that a view as of asOf sees. The caller holds the
+// table's lock.
+func (c *memChain) lookupKeyHash(key string, hash, asOf uint64) (uint64, bool) {
 	i, ok := c.keys.find(hash, key, c.entries)
 	if !ok || c.entries[i].lsn > asOf {
 		return 0, false
