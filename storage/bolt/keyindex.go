@@ -163,17 +163,11 @@ func newRunRadix(chunks [][]byte) *runRadix {
 	return x
 }
 
-// search returns the index of the first record of the i-th chunk that is
-// not less than want, as searchChunk does: in the records of want's bucket.
-// Records of lower buckets have lower digests, of higher ones higher.
-func (x *runRadix) search(i int, chunk []byte, want recordPrefix) int {
-	at, _ := x.searchNear(i, chunk, want)
-	return at
-}
-
-// searchNear is search, which also returns a byte of the records it loaded
-// ahead of need, for the caller to keep (a load whose value is dropped is
-// dropped too).
+// searchNear returns the index of the first record of the i-th chunk that
+// is not less than want, as searchChunk does: in the records of want's
+// bucket (records of lower buckets have lower digests, of higher ones
+// higher). It also returns a byte of the records it loaded ahead of need,
+// for the caller to keep (a load whose value is dropped is dropped too).
 func (x *runRadix) searchNear(i int, chunk []byte, want recordPrefix) (int, byte) {
 	starts := x.starts[i]
 	n := len(chunk) / keyRecordSize

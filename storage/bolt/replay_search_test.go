@@ -317,3 +317,9 @@ func FuzzSearchChunk(f *testing.F) {
 		}
 	})
 }
+
+// search is searchNear without the byte loaded ahead of need.
+func (x *runRadix) search(i int, chunk []byte, want recordPrefix) int {
+	at, _ := x.searchNear(i, chunk, want)
+	return at
+}
