@@ -13,3 +13,6 @@ func FilterSeq(b *Backend, chain string) (seq uint64, ok bool) {
 
 // SingleSchema exposes singleSchema.
 var SingleSchema = singleSchema
+
+// RoundTrips reports the statement batches the backend's transactions sent.
+func RoundTrips(b *Backend) int64 { return b.roundTrips.Load() }

@@ -145,6 +145,14 @@ func (fs *keyFilters) mayContain(f *keyFilter, key string) bool {
 	return fs.probes(f, key, func(i uint64) bool { return f.bits[i/64]&(1<<(i%64)) != 0 })
 }
 
+// current reports whether the filter holds the keys of entries 1..seq
+// exactly and is not full.
+func (f *keyFilter) current(seq uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seq == seq && !f.full()
+}
+
 // full reports whether the filter holds more keys than it was sized for,
 // so that its false positives rise; it is then rebuilt larger.
 func (f *keyFilter) full() bool {

@@ -82,12 +82,15 @@ type Options struct {
 // Backend is a storage.Backend on a PostgreSQL database. It is safe for
 // concurrent use; each transaction holds one pooled connection.
 type Backend struct {
-	pool    *pgxpool.Pool
-	name    string
-	schema  string
-	opts    Options
-	closed  atomic.Bool
-	filters *keyFilters
+	pool   *pgxpool.Pool
+	name   string
+	schema string
+	opts   Options
+	closed atomic.Bool
+	// roundTrips counts the statement batches transactions sent, for
+	// tests that check what a batch of look-ups costs.
+	roundTrips atomic.Int64
+	filters    *keyFilters
 	// shortLockWait sets the wait for a head locked out of order.
 	shortLockWait string
 }

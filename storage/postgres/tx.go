@@ -77,10 +77,17 @@ type tx struct {
 	maxHead string // the greatest chain name in heads
 	entries []pendingEntry
 	bySeq   map[chainSeq]int
-	byKey   map[chainKey]uint64
-	absent  map[chainKey]struct{} // keys found missing while the chain was locked
-	state   map[string]stateWrite
-	size    int // bytes buffered
+	// byKey holds every key the transaction appended, sent or not: once
+	// sent, a key is no longer in its chain's key filter's view nor absent,
+	// and must still be found.
+	byKey  map[chainKey]uint64
+	absent map[chainKey]struct{} // keys found missing while the chain was locked (or in a read-only snapshot)
+	// preparedSeqs and preparedData are the keys the last PrepareKeys
+	// found and the entries it kept (see keyprepare.go).
+	preparedSeqs map[chainKey]uint64
+	preparedData map[chainSeq][]byte
+	state        map[string]stateWrite
+	size         int // bytes buffered
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -150,6 +157,7 @@ func (t *tx) run(ctx context.Context, op string, flush bool, queue func(b *pgx.B
 		}
 		queue(b)
 		t.begun = true
+		t.b.roundTrips.Add(1)
 		err := t.conn.SendBatch(ctx, b).Close()
 		if err == nil {
 			if flush {
@@ -254,7 +262,6 @@ func (t *tx) queueFlush(b *pgx.Batch) {
 func (t *tx) flushed() {
 	t.entries = t.entries[:0]
 	clear(t.bySeq)
-	clear(t.byKey)
 	clear(t.state)
 	for _, lh := range t.heads {
 		lh.dirty = false
@@ -474,6 +481,9 @@ func (t *tx) Append(ctx context.Context, chain string, rec storage.Record, head 
 		if _, ok := t.byKey[ck]; ok {
 			return fmt.Errorf("%w: chain %q already holds the idempotency key", storage.ErrDuplicate, chain)
 		}
+		if _, ok := t.preparedSeqs[ck]; ok {
+			return fmt.Errorf("%w: chain %q already holds the idempotency key", storage.ErrDuplicate, chain)
+		}
 		if _, ok := t.absent[ck]; !ok {
 			// Not looked up in this transaction yet: ask the server
 			// (the head is locked by now, so the answer stays true).
@@ -508,6 +518,9 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 	if i, ok := t.bySeq[chainSeq{chain, seq}]; ok {
 		return t.entries[i].data, nil
 	}
+	if data, ok := t.preparedData[chainSeq{chain, seq}]; ok {
+		return data, nil
+	}
 	if seq == 0 || seq > MaxSeq || unstorable(chain) {
 		return nil, storage.ErrNotFound
 	}
@@ -539,8 +552,15 @@ func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
 	if key == "" || unstorable(chain) || unstorable(key) {
 		return 0, storage.ErrNotFound
 	}
-	if seq, ok := t.byKey[chainKey{chain, key}]; ok {
+	ck := chainKey{chain, key}
+	if seq, ok := t.byKey[ck]; ok {
 		return seq, nil
+	}
+	if seq, ok := t.preparedSeqs[ck]; ok {
+		return seq, nil
+	}
+	if _, ok := t.absent[ck]; ok {
+		return 0, storage.ErrNotFound
 	}
 	seq, found, err := t.lookupKey(ctx, chain, key)
 	if err != nil {
@@ -874,6 +894,7 @@ func (t *tx) Commit() error {
 		tag = ct.String()
 		return nil
 	})
+	t.b.roundTrips.Add(1)
 	err := t.conn.SendBatch(ctx, b).Close()
 	switch {
 	case tag == "COMMIT":
@@ -1015,6 +1036,7 @@ func (t *tx) finish() {
 		t.conn = nil
 	}
 	t.entries, t.bySeq, t.byKey, t.absent, t.state, t.heads = nil, nil, nil, nil, nil, nil
+	t.preparedSeqs, t.preparedData = nil, nil
 }
 
 // resolveGrace is how long resolve lets a transaction stay in progress

@@ -1,0 +1,338 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerworks/ledger/storage"
+)
+
+// A batch of keyed appends (chain.Tx.AppendBatch, a group commit of many
+// callers) looks every key up before it appends it. One LookupKey at a
+// time, each key the chain's filter cannot rule out is a round trip: every
+// key of a retried batch, every key of chains too new, too long or too
+// rarely written for a filter, and the first key of each chain, which also
+// locks the chain's head. PrepareKeys looks the whole batch up in one round
+// trip instead: it locks the heads of the batch's chains that the
+// transaction does not hold yet (two statements, in ascending order of the
+// names), and in the same pipeline one SELECT joins the keys, sent as two
+// arrays, with the entries table's unique index. The answers stay in the
+// transaction for the LookupKey calls that follow, and the entries found,
+// up to PreparedDataBytesMax, for the Entry calls of their replays.
+//
+// An answer "absent" is kept only for a key whose chain's head was locked
+// before the SELECT ran: no other writer can add the key until this
+// transaction ends, exactly as for a key LookupKey finds missing under the
+// lock. A chain that has no row yet is locked afterwards as LookupKey
+// would (a placeholder row); its keys are absent when it is still empty
+// then. An answer "found" is true forever: entries never change.
+
+// PreparedDataBytesMax bounds the bytes of stored entries one PrepareKeys
+// call keeps for the Entry calls that follow; the entries past it are read
+// by Entry as if nothing were prepared.
+const PreparedDataBytesMax = 8 << 20
+
+const (
+	// sqlLockHeads locks the rows of the named chains that exist, in the
+	// order of their names (the rows are sorted before they are locked),
+	// and returns them as sqlLockHead does.
+	sqlLockHeads = `SELECT chain_id, head_seq, head_hash, head_time, pg_current_xact_id()::text
+		FROM chains WHERE chain_id = ANY($1::text[]) ORDER BY chain_id FOR UPDATE`
+	// sqlPrepareKeys returns the ordinal (from 1) of each (chain, key) pair
+	// of the two arrays that an entry holds, with the entry's seq and data.
+	// COLLATE "C" makes the comparison the unique index's, so it is used.
+	sqlPrepareKeys = `SELECT k.i, e.seq, e.data
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k (chain_id, key, i)
+		JOIN entries e ON e.chain_id = k.chain_id COLLATE "C" AND e.idempotency_key = k.key COLLATE "C"`
+)
+
+var _ storage.KeyPreparer = (*tx)(nil)
+
+// PrepareKeys implements storage.KeyPreparer: the keys' answers, read in
+// one round trip, for the LookupKey and Entry calls that follow. A failure
+// of the round trip leaves nothing prepared; when it ended the server
+// transaction (a lock timeout), the calls that follow report it.
+func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
+	clear(t.preparedSeqs)
+	clear(t.preparedData)
+	if t.usable() != nil || len(keys) == 0 {
+		return
+	}
+	keys = keys[:min(len(keys), storage.PrepareKeysMax)]
+	if t.absent == nil { // a read-only transaction's, allocated on first use
+		t.absent = make(map[chainKey]struct{})
+	}
+	if t.preparedSeqs == nil {
+		t.preparedSeqs = make(map[chainKey]uint64, len(keys))
+		t.preparedData = make(map[chainSeq][]byte)
+	}
+	asked := t.keysToPrepare(keys)
+	if len(asked) == 0 {
+		return
+	}
+	reached := t.ruleOut(asked)
+	chains := make([]string, 0, len(asked))
+	names := make([]string, 0, len(asked))
+	sent := make([]int, 0, len(asked)) // the index in asked of each key sent
+	for i, k := range asked {
+		if !k.filtered {
+			chains, names, sent = append(chains, k.chain), append(names, k.key), append(sent, i)
+		}
+	}
+	// The heads to lock: the chains not held yet, sorted; those that sort
+	// below a head already held wait at most UnorderedLockWait, as in lock.
+	var unordered, ordered []string
+	if t.writable {
+		var lock []string
+		for _, k := range asked {
+			if _, ok := t.heads[k.chain]; !ok {
+				lock = append(lock, k.chain)
+			}
+		}
+		slices.Sort(lock)
+		lock = slices.Compact(lock)
+		split, _ := slices.BinarySearch(lock, t.maxHead)
+		unordered, ordered = lock[:split], lock[split:]
+	}
+	var (
+		locked []lockedRow
+		found  []foundKey
+	)
+	if len(unordered)+len(ordered)+len(sent) == 0 {
+		// Every key ruled out on chains already held: nothing to ask.
+		t.keepPrepared(ctx, asked, nil, nil, reached)
+		return
+	}
+	err := t.run(ctx, "prepare keys", false, func(b *pgx.Batch) {
+		locked, found = locked[:0], found[:0]
+		if len(unordered) > 0 {
+			b.Queue(t.b.shortLockWait)
+			b.Queue(sqlLockHeads, unordered).Query(func(rows pgx.Rows) error { return scanLockedRows(rows, &locked) })
+			b.Queue(sqlDefaultLockWait)
+		}
+		if len(ordered) > 0 {
+			b.Queue(sqlLockHeads, ordered).Query(func(rows pgx.Rows) error { return scanLockedRows(rows, &locked) })
+		}
+		if len(sent) > 0 {
+			b.Queue(sqlPrepareKeys, chains, names).Query(func(rows pgx.Rows) error { return scanFoundKeys(rows, len(sent), &found) })
+		}
+	})
+	if err != nil {
+		return
+	}
+	if err := t.holdLocked(locked); err != nil {
+		return
+	}
+	for i := range found {
+		found[i].index = sent[found[i].index]
+	}
+	t.keepPrepared(ctx, asked, found, append(unordered, ordered...), reached)
+	t.buildFilters(ctx, asked)
+}
+
+// preparedKey is a key PrepareKeys asks the server about.
+type preparedKey struct {
+	chain, key string
+	found      bool
+	// filtered is set when the chain's key filter rules the key out: it
+	// is not sent, and is absent when the filter reached the head locked.
+	filtered bool
+}
+
+// lockedRow is a head row sqlLockHeads locked.
+type lockedRow struct {
+	chain   string
+	seq, tm int64
+	hash    []byte
+	xid     string
+}
+
+// foundKey is a row of sqlPrepareKeys: the index of the key in the arrays,
+// and its entry.
+type foundKey struct {
+	index int
+	seq   uint64
+	data  []byte
+}
+
+// keysToPrepare returns the keys the server must be asked about: the
+// storable ones that neither the transaction's own appends nor an earlier
+// look-up answer already.
+func (t *tx) keysToPrepare(keys []storage.ChainKey) []preparedKey {
+	asked := make([]preparedKey, 0, len(keys))
+	for _, k := range keys {
+		if k.Key == "" || unstorable(k.Chain) || unstorable(k.Key) {
+			continue // LookupKey answers these without the server
+		}
+		ck := chainKey{k.Chain, k.Key}
+		if _, ok := t.byKey[ck]; ok {
+			continue
+		}
+		if _, ok := t.absent[ck]; ok {
+			continue
+		}
+		asked = append(asked, preparedKey{chain: k.Chain, key: k.Key})
+	}
+	return asked
+}
+
+func scanLockedRows(rows pgx.Rows, locked *[]lockedRow) error {
+	for rows.Next() {
+		var r lockedRow
+		if err := rows.Scan(&r.chain, &r.seq, &r.hash, &r.tm, &r.xid); err != nil {
+			return err
+		}
+		*locked = append(*locked, r)
+	}
+	return rows.Err()
+}
+
+func scanFoundKeys(rows pgx.Rows, n int, found *[]foundKey) error {
+	for rows.Next() {
+		var (
+			i, seq int64
+			data   []byte
+		)
+		if err := rows.Scan(&i, &seq, &data); err != nil {
+			return err
+		}
+		if i < 1 || int(i) > n || seq < 1 {
+			return errors.New("prepare keys: the server answered a key that was not asked")
+		}
+		*found = append(*found, foundKey{index: int(i) - 1, seq: uint64(seq), data: data})
+	}
+	return rows.Err()
+}
+
+// holdLocked records the heads sqlLockHeads locked.
+func (t *tx) holdLocked(locked []lockedRow) error {
+	for _, r := range locked {
+		h, _, err := makeHead(r.seq, r.hash, r.tm)
+		if err != nil {
+			t.err = fmt.Errorf("postgres: prepare keys: chain %q: %w", r.chain, err)
+			return t.err
+		}
+		t.xid = r.xid
+		t.heads[r.chain] = &lockedHead{head: h, exists: h.Seq > 0, lockedSeq: h.Seq}
+		t.maxHead = max(t.maxHead, r.chain)
+	}
+	return nil
+}
+
+// keepPrepared keeps the answers of one PrepareKeys round trip. lockedNow
+// are the chains its statements were to lock: those without a row are
+// locked now, one at a time as lock does, and their keys are absent when
+// the chain is still empty under the lock.
+func (t *tx) keepPrepared(ctx context.Context, asked []preparedKey, found []foundKey, lockedNow []string, reached map[string]uint64) {
+	dataBytes := 0
+	for _, f := range found {
+		k := &asked[f.index]
+		k.found = true
+		t.preparedSeqs[chainKey{k.chain, k.key}] = f.seq
+		if dataBytes+len(f.data) <= PreparedDataBytesMax {
+			t.preparedData[chainSeq{k.chain, f.seq}] = f.data
+			dataBytes += len(f.data)
+		}
+	}
+	if !t.writable {
+		// One snapshot answers every read of the transaction.
+		for _, k := range asked {
+			if !k.found {
+				t.absent[chainKey{k.chain, k.key}] = struct{}{}
+			}
+		}
+		return
+	}
+	// Chains still unlocked had no row when the heads were locked.
+	var stale map[string]bool
+	for _, c := range lockedNow {
+		if _, ok := t.heads[c]; ok {
+			continue
+		}
+		lh, err := t.lock(ctx, c, nil)
+		if err != nil {
+			break // the keys not yet answered are looked up as if not prepared
+		}
+		if lh.lockedSeq > 0 {
+			// Created by another transaction since the SELECT ran: its
+			// keys' absence was not seen under the lock.
+			if stale == nil {
+				stale = make(map[string]bool)
+			}
+			stale[c] = true
+		}
+	}
+	for _, k := range asked {
+		lh, locked := t.heads[k.chain]
+		switch {
+		case k.found || !locked || stale[k.chain]:
+			continue
+		case k.filtered && lh.lockedSeq != reached[k.chain]:
+			continue // the filter did not reach the head locked
+		}
+		t.absent[chainKey{k.chain, k.key}] = struct{}{}
+	}
+}
+
+// ruleOut marks the keys of asked that their chain's key filter rules out
+// (keyfilter.go), in a writable transaction, and returns the seq each
+// filter used had reached: its answers hold if the head, once locked, is
+// there. A filter that is behind a head the transaction holds is not used.
+func (t *tx) ruleOut(asked []preparedKey) map[string]uint64 {
+	if !t.writable {
+		return nil
+	}
+	fs := t.b.filters
+	byChain := make(map[string][]int)
+	for i, k := range asked {
+		byChain[k.chain] = append(byChain[k.chain], i)
+	}
+	reached := make(map[string]uint64)
+	for chain, indexes := range byChain {
+		f := fs.get(chain)
+		if f == nil {
+			continue
+		}
+		f.mu.Lock()
+		lh, held := t.heads[chain]
+		if !f.full() && (!held || lh.lockedSeq == f.seq) {
+			reached[chain] = f.seq
+			for _, i := range indexes {
+				asked[i].filtered = !fs.mayContain(f, asked[i].key)
+			}
+		}
+		f.mu.Unlock()
+	}
+	return reached
+}
+
+// buildFilters builds or catches up the key filters of the chains with at
+// least KeyFilterMinLookups keys in asked, as that many LookupKey calls
+// would, so that the next batch on the chain sends only the keys its
+// filter cannot rule out.
+func (t *tx) buildFilters(ctx context.Context, asked []preparedKey) {
+	if !t.writable || t.usable() != nil {
+		return
+	}
+	counts := make(map[string]int)
+	for _, k := range asked {
+		counts[k.chain]++
+	}
+	for chain, n := range counts {
+		lh := t.heads[chain]
+		if n < KeyFilterMinLookups || lh == nil {
+			continue
+		}
+		lh.lookups += n
+		if f := t.b.filters.get(chain); f != nil && f.current(lh.lockedSeq) {
+			continue
+		}
+		if _, err := t.filterAbsent(ctx, chain, lh, ""); err != nil {
+			return
+		}
+	}
+}
