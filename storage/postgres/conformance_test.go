@@ -9,3 +9,7 @@ import (
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, storagetest.OpenPostgres)
 }
+
+func TestConformanceKeyBatches(t *testing.T) {
+	storagetest.RunKeyBatches(t, storagetest.OpenPostgres)
+}

@@ -412,3 +412,69 @@ func TestPrepareKeysRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// ScanKeyBatches reads an index of several pages (keyed rows among
+// unkeyed ones) exactly as ScanKeys does, in batches of at most
+// storage.KeyBatchSizeMax.
+func TestScanKeyBatchesPages(t *testing.T) {
+	b := pgtest.Open(t)
+	ctx := context.Background()
+	conn, err := pgtest.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	n := 2*postgres.KeyBatchScanPageSize + 3*storage.KeyBatchSizeMax/2 // keyed and unkeyed rows
+	schema := pgx.Identifier{b.Schema()}.Sanitize()
+	for _, stmt := range []string{
+		`INSERT INTO ` + schema + `.chains VALUES ('c', $1::bigint, '\x` + fmt.Sprintf("%064x", 1) + `', 0)`,
+		`INSERT INTO ` + schema + `.entries SELECT 'c', g, CASE WHEN g % 7 = 3 THEN NULL ELSE 'k' || g END, '\x00'
+			FROM generate_series(1, $1::bigint) g`,
+	} {
+		if _, err := conn.Exec(ctx, stmt, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := b.Begin(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	want := make(map[storage.KeyRef]int)
+	for ref, err := range tx.ScanKeys(ctx, "c") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[ref]++
+	}
+	keyed := 0
+	for g := 1; g <= n; g++ {
+		if g%7 != 3 {
+			keyed++
+		}
+	}
+	if len(want) != keyed {
+		t.Fatalf("ScanKeys yields %d records, want %d", len(want), keyed)
+	}
+	got := 0
+	for refs, err := range tx.(storage.KeyBatchScanner).ScanKeyBatches(ctx, "c") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(refs) == 0 || len(refs) > storage.KeyBatchSizeMax {
+			t.Fatalf("a batch of %d records", len(refs))
+		}
+		for _, ref := range refs {
+			if want[ref]--; want[ref] < 0 {
+				t.Fatalf("record %x seq %d: yielded once too often", ref.Digest, ref.Seq)
+			}
+			if ref.Digest != storage.KeyDigest(fmt.Sprintf("k%d", ref.Seq)) {
+				t.Fatalf("seq %d: digest %x, not its key's", ref.Seq, ref.Digest)
+			}
+			got++
+		}
+	}
+	if got != keyed {
+		t.Fatalf("ScanKeyBatches yields %d records, want %d", got, keyed)
+	}
+}
