@@ -53,6 +53,16 @@
 // one query when other processes appended; a key the filter does not hold
 // needs no round trip (see keyfilter.go).
 //
+// A transaction is a storage.KeyPreparer (keyprepare.go): the keys of a
+// batch of appends (chain.Tx.AppendBatch, a group commit) are looked up in
+// one round trip that locks the heads of their chains (in name order) and
+// joins the keys, sent as two arrays, with the unique index; LookupKey
+// answers from it, and Entry from the entries found, which a replay reads.
+// A key is taken as absent only when its chain's head was locked before
+// the look-up ran. It is also a storage.KeyBatchScanner (keybatch.go): a
+// verify reads a chain's key index in pages of KeyBatchScanPageSize rows,
+// digested side by side.
+//
 // The Backend is a storage.KeyReader (replay.go): a retry's entry is read
 // with one statement outside any transaction, SELECT seq, data ... WHERE
 // chain_id = $1 AND idempotency_key = $2, which sees what was committed
