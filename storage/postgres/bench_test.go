@@ -246,20 +246,23 @@ func (env *benchEnv) sqlBatch(b *testing.B, first int64, n int, keyed bool) {
 // (each key the chain's filter cannot rule out is a round trip), measured
 // alternately on the same chains. The cases: fresh keys on one chain (the
 // filter rules most out), fresh keys spread over 100 and 1,000 existing
-// chains (too few per chain for a filter), and a retried batch on one chain
-// (every key found: each replay looks the key up and reads its entry).
+// chains (too few per chain for a filter) or over 100 chains the batch
+// creates, and a retried batch on one chain (every key found: each replay
+// looks the key up and reads its entry).
 // The two alternate which goes first. batch/append above 1 means
 // AppendBatch is faster.
 func BenchmarkAppendBatchPrepared(b *testing.B) {
 	cases := []struct {
-		name   string
-		chains int
-		replay bool
+		name      string
+		chains    int
+		replay    bool
+		newChains bool // each batch on chains of its own, created by it
 	}{
-		{"fresh/1chain", 1, false},
-		{"fresh/100chains", 100, false},
-		{"fresh/1000chains", 1000, false},
-		{"replay/1chain", 1, true},
+		{"fresh/1chain", 1, false, false},
+		{"fresh/100chains", 100, false, false},
+		{"fresh/1000chains", 1000, false, false},
+		{"fresh/100newchains", 100, false, true},
+		{"replay/1chain", 1, true, false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -271,6 +274,9 @@ func BenchmarkAppendBatchPrepared(b *testing.B) {
 				for i := range reqs {
 					reqs[i] = env.request(first + int64(i))
 					reqs[i].Chain = fmt.Sprintf("ledger-%d", i%c.chains)
+					if c.newChains {
+						reqs[i].Chain = fmt.Sprintf("ledger-%d-%d", first, i%c.chains)
+					}
 				}
 				return reqs
 			}

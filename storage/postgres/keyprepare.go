@@ -225,8 +225,8 @@ func (t *tx) holdLocked(locked []lockedRow) error {
 
 // keepPrepared keeps the answers of one PrepareKeys round trip. lockedNow
 // are the chains its statements were to lock: those without a row are
-// locked now, one at a time as lock does, and their keys are absent when
-// the chain is still empty under the lock.
+// created and locked now (createHeads), and their keys are absent when the
+// chain is still empty under the lock.
 func (t *tx) keepPrepared(ctx context.Context, asked []preparedKey, found []foundKey, lockedNow []string, reached map[string]uint64) {
 	dataBytes := 0
 	for _, f := range found {
@@ -248,22 +248,26 @@ func (t *tx) keepPrepared(ctx context.Context, asked []preparedKey, found []foun
 		return
 	}
 	// Chains still unlocked had no row when the heads were locked.
-	var stale map[string]bool
+	var missing []string
 	for _, c := range lockedNow {
-		if _, ok := t.heads[c]; ok {
-			continue
+		if _, ok := t.heads[c]; !ok {
+			missing = append(missing, c)
 		}
-		lh, err := t.lock(ctx, c, nil)
-		if err != nil {
-			break // the keys not yet answered are looked up as if not prepared
+	}
+	var stale map[string]bool
+	if len(missing) > 0 {
+		if t.createHeads(ctx, missing) != nil {
+			return // the keys of the chains not locked are looked up as if not prepared
 		}
-		if lh.lockedSeq > 0 {
-			// Created by another transaction since the SELECT ran: its
-			// keys' absence was not seen under the lock.
-			if stale == nil {
-				stale = make(map[string]bool)
+		for _, c := range missing {
+			if t.heads[c].lockedSeq > 0 {
+				// Created by another transaction since the SELECT ran:
+				// its keys' absence was not seen under the lock.
+				if stale == nil {
+					stale = make(map[string]bool)
+				}
+				stale[c] = true
 			}
-			stale[c] = true
 		}
 	}
 	for _, k := range asked {
@@ -335,4 +339,65 @@ func (t *tx) buildFilters(ctx context.Context, asked []preparedKey) {
 			return
 		}
 	}
+}
+
+// createHeads creates and locks the heads of chains (sorted by name) that
+// had no row, in one round trip, as lock does for one chain: a placeholder
+// row inserted unless a concurrent creator's is there (the insert waits
+// for that creator to end), then the row locked. The chains that sort
+// below a head the transaction holds wait at most UnorderedLockWait.
+func (t *tx) createHeads(ctx context.Context, chains []string) error {
+	type created struct {
+		inserted, found bool
+		head            storage.Head
+	}
+	results := make([]created, len(chains))
+	split, _ := slices.BinarySearch(chains, t.maxHead)
+	err := t.run(ctx, "create heads", false, func(b *pgx.Batch) {
+		clear(results)
+		for i, c := range chains {
+			r := &results[i]
+			if i == 0 && split > 0 {
+				b.Queue(t.b.shortLockWait)
+			}
+			b.Queue(sqlCreateHead, c).QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&r.inserted)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				return err
+			})
+			b.Queue(sqlLockHead, c).QueryRow(func(row pgx.Row) error {
+				var lr lockedRow
+				err := row.Scan(&lr.seq, &lr.hash, &lr.tm, &lr.xid)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				t.xid = lr.xid
+				r.head, r.found, err = makeHead(lr.seq, lr.hash, lr.tm)
+				return err
+			})
+			if i == split-1 {
+				b.Queue(sqlDefaultLockWait)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for i, c := range chains {
+		r := results[i]
+		if !r.found {
+			// The row was inserted or already there, and only this
+			// transaction could have deleted it.
+			t.err = fmt.Errorf("postgres: create head %q: %w: head row vanished", c, storage.ErrCorrupt)
+			return t.err
+		}
+		t.heads[c] = &lockedHead{head: r.head, exists: r.head.Seq > 0, created: r.inserted, lockedSeq: r.head.Seq}
+		t.maxHead = max(t.maxHead, c)
+	}
+	return nil
 }

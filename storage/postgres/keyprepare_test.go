@@ -478,3 +478,80 @@ func TestScanKeyBatchesPages(t *testing.T) {
 		t.Fatalf("ScanKeyBatches yields %d records, want %d", got, keyed)
 	}
 }
+
+// The heads of a batch's new chains are created in one round trip, and a
+// key on a chain that another transaction creates meanwhile (its head row
+// not yet committed when the batch's heads were locked) is not taken for
+// absent: the preparation waits for that creator and then leaves the key
+// to LookupKey, which finds it.
+func TestPrepareKeysNewChains(t *testing.T) {
+	bs := pgtest.OpenShared(t, 2)
+	a, other := bs[0], bs[1]
+	t.Cleanup(func() { a.Close(); other.Close() })
+	ctx := context.Background()
+
+	tx, err := a.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	for i := range 50 {
+		pairs = append(pairs, fmt.Sprintf("new%02d", i), "k")
+	}
+	before := postgres.RoundTrips(a)
+	prepare(t, tx, pairs...)
+	if n := postgres.RoundTrips(a) - before; n > 2 {
+		t.Fatalf("preparing keys of 50 new chains took %d round trips, want 2", n)
+	}
+	before = postgres.RoundTrips(a)
+	for i := range 50 {
+		c := fmt.Sprintf("new%02d", i)
+		wantKey(t, tx, c, "k", 0)
+		if err := tx.Append(ctx, c, rec(1, "k"), head(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := postgres.RoundTrips(a) - before; n != 0 {
+		t.Fatalf("appending to the prepared new chains took %d round trips, want 0", n)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	checkChain(t, a, "new07", 1)
+
+	creator, err := other.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer creator.Rollback()
+	if _, err := creator.Head(ctx, "m"); !errors.Is(err, storage.ErrNotFound) { // its placeholder row
+		t.Fatal(err)
+	}
+	if err := creator.Append(ctx, "m", rec(1, "k"), head(1)); err != nil {
+		t.Fatal(err)
+	}
+	tx, err = a.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	prepared := make(chan struct{})
+	go func() {
+		defer close(prepared)
+		prepare(t, tx, "m", "k", "m", "j")
+	}()
+	select {
+	case <-prepared:
+		t.Fatal("the preparation did not wait for the chain's creator")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := creator.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	<-prepared
+	wantKey(t, tx, "m", "k", 1)
+	wantKey(t, tx, "m", "j", 0)
+	if err := tx.Append(ctx, "m", rec(2, "k"), head(2)); !errors.Is(err, storage.ErrDuplicate) {
+		t.Fatalf("append of the key the creator stored: %v, want ErrDuplicate", err)
+	}
+}
