@@ -88,7 +88,8 @@ type pipeline struct {
 	// group ended without a hand-off (every request failed, or the store
 	// committed it durably itself).
 	idle chan struct{}
-	// keys is the committer's scratch for prepareAppends.
+	// keys is the committer's scratch for prepareAppends and for
+	// Tx.AppendBatch in the group's functions, one after the other.
 	keys []storage.ChainKey
 }
 
@@ -281,7 +282,7 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		poisoned, again := -1, false
 		tx := &Tx{}
 		for i, r := range pending {
-			*tx = Tx{db: db, ctx: r.ctx, stx: stx} // one Tx per request, one allocation per group
+			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys} // one Tx per request, one allocation per group
 			r.err, r.panicValue = r.call(tx)
 			if r.err != nil && r.panicValue == nil && retry(r.err) {
 				again = true // the store rolled the whole transaction back

@@ -19,6 +19,9 @@ type Tx struct {
 	// storageFailure is the first error of the store other than not-found
 	// (see Tx.failed); the group commit then rolls back, as for dirty.
 	storageFailure error
+	// keys is the committer's scratch for the keys AppendBatch prepares
+	// (nil outside the committer: AppendBatch then makes its own).
+	keys *[]storage.ChainKey
 }
 
 // Context returns the context of the call that started the transaction.
@@ -95,6 +98,13 @@ func (tx *Tx) AppendBatch(reqs []Request, results []Result) ([]Result, error) {
 	}
 	preparer, _ := tx.stx.(storage.KeyPreparer)
 	var keys []storage.ChainKey
+	if tx.keys != nil && preparer != nil {
+		keys = *tx.keys
+		defer func() {
+			clear(keys) // the scratch outlives the group: keep none of its strings
+			*tx.keys = keys[:0]
+		}()
+	}
 	for len(reqs) > 0 {
 		part := reqs[:min(len(reqs), storage.PrepareKeysMax)]
 		reqs = reqs[len(part):]

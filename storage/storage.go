@@ -133,7 +133,8 @@ type KeyPreparer interface {
 	// own appends, which they check as always; a call for any other key
 	// is answered as if nothing were prepared. A call replaces what the
 	// previous one prepared. It looks up at most PrepareKeysMax keys; the
-	// rest are not prepared.
+	// rest are not prepared. It keeps no reference to keys: the caller
+	// reuses the slice.
 	PrepareKeys(ctx context.Context, keys []ChainKey)
 }
 
