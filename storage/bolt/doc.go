@@ -137,11 +137,6 @@
 // transactions and forks see it only once a group sync (internal/wal
 // Sync) has made it durable, and its wait returns then. The chain
 // package's committer runs the next group while the previous one syncs.
-// A record of 64 KiB or more with nothing unsynced before it (an Update
-// of many appends) starts its group sync itself, on another goroutine,
-// before it is applied to the memory table, so that the write and the
-// fdatasync overlap the apply; smaller records leave the sync to their
-// wait, where a group commit gathers several under one fdatasync.
 // A sync that fails fails that commit and every later one (they may build
 // on it) with storage.ErrIO and stops the handle; reopening recovers the
 // durable prefix. Commit is CommitAsync followed by its wait.
