@@ -38,30 +38,6 @@ func secondCommitHeld(t *testing.T, opts bolt.Options) (b *bolt.Backend, path st
 // chain "c" and commits it asynchronously.
 func commitAsync(t *testing.T, b *bolt.Backend, seq uint64) func() error {
 	t.Helper()
-	return commitAsyncSized(t, b, seq, 0)
-}
-
-// recordSizes are the two kinds of commit record the async tests run
-// with: a small one, whose sync its wait starts, and one large enough that
-// the commit starts its sync itself, before it applies the record.
-var recordSizes = []struct {
-	name       string
-	stateBytes int
-}{{"small", 0}, {"large", bolt.EarlySyncBytesMin}}
-
-// optionsForRecords is asyncOptions with log segments that hold several
-// records of stateBytes: a commit that needs a new segment waits for the
-// sync in flight, which these tests hold.
-func optionsForRecords(stateBytes int) bolt.Options {
-	opts := asyncOptions
-	opts.LogSegmentSizeBytes = max(opts.LogSegmentSizeBytes, 8*int64(stateBytes))
-	return opts
-}
-
-// commitAsyncSized is commitAsync with a state value of stateBytes bytes
-// (at least the key's own).
-func commitAsyncSized(t *testing.T, b *bolt.Backend, seq uint64, stateBytes int) func() error {
-	t.Helper()
 	tx, err := b.Begin(ctx, true)
 	if err != nil {
 		t.Fatalf("begin for seq %d: %v", seq, err)
@@ -72,28 +48,18 @@ func commitAsyncSized(t *testing.T, b *bolt.Backend, seq uint64, stateBytes int)
 			t.Fatalf("writer's head before seq %d: %+v, %v; want seq %d (the writer sees commits not yet durable)", seq, h, err, seq-1)
 		}
 	}
-	wait, err := appendAndCommit(tx, seq, stateBytes)
-	if err != nil {
-		t.Fatalf("seq %d: %v", seq, err)
-	}
-	return wait
-}
-
-// appendAndCommit appends entry seq to chain "c" in tx, puts its state key
-// with a value of stateBytes bytes (at least the key's own) and commits tx
-// asynchronously; on an error tx is rolled back.
-func appendAndCommit(tx storage.Tx, seq uint64, stateBytes int) (func() error, error) {
 	key := fmt.Sprintf("k%d", seq)
 	if err := tx.Append(ctx, "c", storage.Record{Seq: seq, IdempotencyKey: key, Data: []byte(key)}, testHead(seq)); err != nil {
-		tx.Rollback()
-		return nil, fmt.Errorf("append: %w", err)
+		t.Fatalf("append seq %d: %v", seq, err)
 	}
-	value := append([]byte(key), make([]byte, max(0, stateBytes-len(key)))...)
-	if err := tx.StatePut(ctx, []byte(key), value); err != nil {
-		tx.Rollback()
-		return nil, fmt.Errorf("state put: %w", err)
+	if err := tx.StatePut(ctx, []byte(key), []byte(key)); err != nil {
+		t.Fatalf("state put %d: %v", seq, err)
 	}
-	return tx.(storage.AsyncCommitter).CommitAsync()
+	wait, err := tx.(storage.AsyncCommitter).CommitAsync()
+	if err != nil {
+		t.Fatalf("commit seq %d: %v", seq, err)
+	}
+	return wait
 }
 
 // readerSees reports the head seq a reader sees of chain "c" (0: none),
@@ -139,13 +105,7 @@ func readerSees(t *testing.T, b *bolt.Backend) uint64 {
 // while sees neither until the syncs are let through, and both once their
 // waits return.
 func TestAsyncCommitReadersSeeOnlyDurable(t *testing.T) {
-	for _, size := range recordSizes {
-		t.Run(size.name, func(t *testing.T) { testReadersSeeOnlyDurable(t, size.stateBytes) })
-	}
-}
-
-func testReadersSeeOnlyDurable(t *testing.T, stateBytes int) {
-	b, err := bolt.Open(filepath.Join(t.TempDir(), "ledger.db"), optionsForRecords(stateBytes))
+	b, err := bolt.Open(filepath.Join(t.TempDir(), "ledger.db"), asyncOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,17 +122,8 @@ func testReadersSeeOnlyDurable(t *testing.T, stateBytes int) {
 		<-gate
 		return nil
 	})
-	wait2 := commitAsyncSized(t, b, 2, stateBytes)
-	wait3 := commitAsyncSized(t, b, 3, stateBytes)
-	if stateBytes >= bolt.EarlySyncBytesMin {
-		// Nothing waits yet: only the commit itself can have started a sync.
-		for deadline := time.Now().Add(10 * time.Second); syncs.Load() == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				close(gate)
-				t.Fatal("a large commit with nothing unsynced before it did not start its sync")
-			}
-		}
-	}
+	wait2 := commitAsync(t, b, 2)
+	wait3 := commitAsync(t, b, 3)
 
 	stop := make(chan struct{})
 	var polls atomic.Int64
@@ -231,14 +182,8 @@ func testReadersSeeOnlyDurable(t *testing.T, stateBytes int) {
 // waits fail with storage.ErrIO, no reader ever sees them, the backend
 // refuses more writes, and a reopen recovers exactly the durable prefix.
 func TestAsyncCommitSyncFailure(t *testing.T) {
-	for _, size := range recordSizes {
-		t.Run(size.name, func(t *testing.T) { testSyncFailure(t, size.stateBytes) })
-	}
-}
-
-func testSyncFailure(t *testing.T, stateBytes int) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	b, err := bolt.Open(path, optionsForRecords(stateBytes))
+	b, err := bolt.Open(path, asyncOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,18 +194,10 @@ func testSyncFailure(t *testing.T, stateBytes int) {
 	}
 	injected := errors.New("injected fdatasync failure")
 	bolt.SetSyncHook(b, func() error { return injected })
-	wait3 := commitAsyncSized(t, b, 3, stateBytes)
-	wait4, err := commitAsyncOrFailure(b, 4, stateBytes)
+	wait3 := commitAsync(t, b, 3)
+	wait4 := commitAsync(t, b, 4)
 	if seen := readerSees(t, b); seen != 2 {
 		t.Fatalf("reader sees seq %d before the failed sync, want 2", seen)
-	}
-	if err != nil {
-		// Seq 3 started its own sync, which failed before seq 4 committed:
-		// the log refused seq 4, and its wait is the backend's failure.
-		if !errors.Is(err, storage.ErrIO) || !errors.Is(err, injected) {
-			t.Fatalf("commit of seq 4 after seq 3's failed sync: %v, want storage.ErrIO with the injected failure", err)
-		}
-		wait4 = wait3
 	}
 	for i, wait := range []func() error{wait3, wait4, wait3} {
 		if err := wait(); !errors.Is(err, storage.ErrIO) || !errors.Is(err, injected) {
@@ -329,15 +266,4 @@ func TestAsyncCommitCheckpointWaitsForDurable(t *testing.T) {
 		t.Fatalf("reader sees seq %d after the checkpoint, want 2", seen)
 	}
 	closeAndCheck(t, b, path)
-}
-
-// commitAsyncOrFailure is commitAsyncSized for a commit that may meet a
-// backend stopped by a failed sync: it returns the failure of Begin, the
-// append or CommitAsync instead of failing the test.
-func commitAsyncOrFailure(b *bolt.Backend, seq uint64, stateBytes int) (func() error, error) {
-	tx, err := b.Begin(ctx, true)
-	if err != nil {
-		return nil, err
-	}
-	return appendAndCommit(tx, seq, stateBytes)
 }

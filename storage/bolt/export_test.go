@@ -27,11 +27,3 @@ func FailCheckpoints(b *Backend, err error) {
 	}
 	b.checkpointFault.Store(&err)
 }
-
-// SetEarlySync turns the early sync of a commit with nothing unsynced
-// before it on or off (it is on by default); benchmarks compare the two.
-func SetEarlySync(b *Backend, on bool) { b.earlySyncOff = !on }
-
-// EarlySyncBytesMin is the record size from which a commit with nothing
-// unsynced before it starts its own sync.
-const EarlySyncBytesMin = earlySyncBytesMin

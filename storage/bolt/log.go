@@ -111,14 +111,6 @@ type logState struct {
 	// checkpointFault, when set (by tests), is the error every checkpoint
 	// returns instead of writing the file.
 	checkpointFault atomic.Pointer[error]
-
-	// earlySyncs counts the syncs a commit started before applying its
-	// operations (see commitNoSync); they start under the writer slot, so
-	// Close waits for them once it holds the slot.
-	earlySyncs sync.WaitGroup
-	// earlySyncOff, set by benchmarks that measure what early syncs buy,
-	// makes every commit leave its sync to its wait.
-	earlySyncOff bool
 }
 
 // LogDirectory returns the log directory of the ledger file at path.
@@ -624,39 +616,9 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 		return 0, err
 	}
 	b.lastLSN = lsn
-	if len(record) >= earlySyncBytesMin && b.log.DurableLSN() == lsn-1 && !b.earlySyncOff {
-		b.syncEarly(lsn)
-	}
 	b.active.apply(lsn, record, operations)
 	b.publish(func(v *memView) { v.asOf = lsn })
 	return lsn, nil
-}
-
-// earlySyncBytesMin is the size from which a commit record with nothing
-// unsynced before it starts its own sync (syncEarly). Below it, applying
-// the record takes a few tens of microseconds, too little to gain from
-// overlapping the sync, while a group commit (chain's acknowledger) may be
-// about to gather more commits under that sync: 64 appenders' groups of
-// one append each make records of about 25 KiB, and syncing each alone
-// measured 0.72–0.81 of the rate with the syncs left to the waits.
-const earlySyncBytesMin = 64 << 10
-
-// syncEarly starts the log's sync of lsn on another goroutine, so that the
-// write and fdatasync of a record run while its operations are applied to
-// the memory table (for an Update of 1,000 appends, 0.3 ms of each). It is
-// called only for a large record with nothing unsynced before it: when
-// earlier records wait for their sync, a group commit is gathering several
-// commits under one fdatasync, which an early sync of this one alone would
-// split. The sync publishes nothing to readers: the commit's wait
-// (syncThrough) does, after the operations are applied, and returns at
-// once when this sync has made the record durable, or with its failure,
-// which poisons the log.
-func (b *Backend) syncEarly(lsn uint64) {
-	b.earlySyncs.Add(1)
-	go func() {
-		defer b.earlySyncs.Done()
-		_, _ = b.log.Sync(lsn)
-	}()
 }
 
 // syncThrough makes the log durable through lsn (a group sync: one
@@ -685,7 +647,6 @@ func (b *Backend) syncThrough(lsn uint64) error {
 func (b *Backend) closeLog() error {
 	b.writer <- struct{}{}
 	defer b.releaseWriter()
-	b.earlySyncs.Wait()
 	_ = b.waitCheckpoint(context.Background())
 	err := b.failed()
 	if err == nil && !b.active.empty() {
@@ -749,7 +710,6 @@ func (b *Backend) abandon() {
 	}
 	if b.log != nil {
 		b.writer <- struct{}{}
-		b.earlySyncs.Wait()
 		_ = b.waitCheckpoint(context.Background())
 		b.log.Close()
 	}

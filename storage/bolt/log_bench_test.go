@@ -3,9 +3,7 @@ package bolt_test
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/ledgerworks/ledger/bench/workload"
 	"github.com/ledgerworks/ledger/chain"
@@ -125,65 +123,4 @@ func BenchmarkLogUpdateBatches(b *testing.B) {
 	b.ReportMetric(base.Total.PerSecond(), "raw-entries/s")
 	b.ReportMetric(got.Total.PerSecond()/base.Total.PerSecond(), "ratio")
 	b.ReportMetric(without.Total.PerSecond()/base.Total.PerSecond(), "off-ratio")
-}
-
-// BenchmarkLogEarlySync runs a workload on two ledgers in turns: one
-// whose commits start their sync before applying their operations to the
-// memory table when nothing before them waits for a sync (the default),
-// one whose commits leave it to their wait. "ratio" is the first's rate
-// over the second's. Updates is P1, ten Updates of 1,000 appends a turn;
-// appenders is P2, 64 appenders writing 20,000 entries a turn.
-func BenchmarkLogEarlySync(b *testing.B) {
-	b.Run("updates", func(b *testing.B) {
-		const turn = 10 * workload.BatchSize
-		benchmarkEarlySync(b, turn, max(b.N, 200*workload.BatchSize)/turn, func(ctx context.Context, db *chain.DB, t int) (workload.Rate, error) {
-			got, err := workload.UpdateBatches(ctx, db, "bench/p1", uint64(t), turn, workload.BatchSize)
-			return got.Total, err
-		})
-	})
-	b.Run("appenders", func(b *testing.B) {
-		const turn = 20_000
-		benchmarkEarlySync(b, turn, max(b.N, 200_000)/turn, func(ctx context.Context, db *chain.DB, t int) (workload.Rate, error) {
-			return workload.ConcurrentAppends(ctx, db, "bench/p2", uint64(t), 64, turn, false, 0)
-		})
-	})
-}
-
-func benchmarkEarlySync(b *testing.B, turn, turns int, run func(ctx context.Context, db *chain.DB, t int) (workload.Rate, error)) {
-	ctx := context.Background()
-	var dbs [2]*chain.DB
-	for i, on := range []bool{true, false} {
-		backend, err := bolt.Open(filepath.Join(b.TempDir(), "early.db"), bolt.Options{Log: bolt.LogOn})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bolt.SetEarlySync(backend, on)
-		if dbs[i], err = chain.OpenBackend(backend, chain.Options{}); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { dbs[i].Close() })
-	}
-	var elapsed [2]time.Duration
-	paired := make([]float64, 0, turns) // the late turn's time over the early one's
-	b.ResetTimer()
-	for t := range turns {
-		var took [2]time.Duration
-		for i, db := range dbs {
-			got, err := run(ctx, db, t)
-			if err != nil {
-				b.Fatal(err)
-			}
-			took[i] = got.Duration
-			elapsed[i] += got.Duration
-		}
-		paired = append(paired, took[1].Seconds()/took[0].Seconds())
-	}
-	b.StopTimer()
-	entries := float64(turns * turn)
-	early, late := entries/elapsed[0].Seconds(), entries/elapsed[1].Seconds()
-	slices.Sort(paired)
-	b.ReportMetric(early, "entries/s")
-	b.ReportMetric(late, "late-entries/s")
-	b.ReportMetric(early/late, "ratio")
-	b.ReportMetric(paired[len(paired)/2], "median-turn-ratio")
 }
