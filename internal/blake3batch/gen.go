@@ -236,14 +236,7 @@ func compress16() {
 	}
 	transpose16()
 	v := func(i int) string { return z(16 + i) }
-	for i := range 8 {
-		emit("VMOVDQU32 %d(R8), %s", laneStride*i, v(i))
-	}
-	for i := range 4 {
-		emit("VPBROADCASTD iv<>+%d(SB), %s", 4*i, v(8+i))
-	}
-	emit("VPXORD %s, %s, %s", v(12), v(12), v(12))
-	emit("VPXORD %s, %s, %s", v(13), v(13), v(13))
+	state16()
 	emit("VMOVDQU32 (CX), %s", v(14))
 	emit("VMOVDQU32 (DX), %s", v(15))
 	rounds16()
@@ -253,6 +246,22 @@ func compress16() {
 	}
 	emit("VZEROUPPER")
 	emit("RET")
+}
+
+// state16 loads the 16 lanes' state rows Z16..Z29 of a compression: the
+// chaining values from the word-major array at R8 into Z16..Z23, the IV's
+// first four words into Z24..Z27, and zero counters into Z28 and Z29. The
+// caller fills Z30 (block lengths) and Z31 (flags).
+func state16() {
+	v := func(i int) string { return z(16 + i) }
+	for i := range 8 {
+		emit("VMOVDQU32 %d(R8), %s", laneStride*i, v(i))
+	}
+	for i := range 4 {
+		emit("VPBROADCASTD iv<>+%d(SB), %s", 4*i, v(8+i))
+	}
+	emit("VPXORD %s, %s, %s", v(12), v(12), v(12))
+	emit("VPXORD %s, %s, %s", v(13), v(13), v(13))
 }
 
 // transpose16 transposes the 16x16 matrix of 32-bit words whose rows are
@@ -344,14 +353,7 @@ func elementsFunction() {
 		emit("VPXORD %s, %s, %s", z(w), z(w), z(w))
 	}
 	v := func(i int) string { return z(16 + i) }
-	for i := range 8 {
-		emit("VMOVDQU32 %d(R8), %s", laneStride*i, v(i))
-	}
-	for i := range 4 {
-		emit("VPBROADCASTD iv<>+%d(SB), %s", 4*i, v(8+i))
-	}
-	emit("VPXORD %s, %s, %s", v(12), v(12), v(12))
-	emit("VPXORD %s, %s, %s", v(13), v(13), v(13))
+	state16()
 	emit("MOVL $%d, DX", elementLength)
 	emit("VPBROADCASTD DX, %s", v(14))
 	emit("MOVL $%d, DX", elementFlags)
