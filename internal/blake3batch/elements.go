@@ -161,16 +161,23 @@ func (e *Elements) hashPending() {
 	// Whole messages, hashed by Sum256Blocks (eight lanes with AVX2, one
 	// at a time without), each hash added as a 256-bit number.
 	sum256Blocks(e.hashes[:n], e.blocks[:n*blockSize], e.lengths[:n], &e.keyWords, flagKeyedHash, &e.key)
-	s0, s1, s2, s3 := e.sum[0], e.sum[1], e.sum[2], e.sum[3]
-	for i := range n {
-		h := &e.hashes[i]
+	AddHashes(&e.sum, e.hashes[:n])
+}
+
+// AddHashes adds each hash, read as a 256-bit little-endian number, to
+// sum, mod 2^256 (sum's limbs little-endian too). The sum stays in
+// registers across the hashes rather than being stored back after each.
+func AddHashes(sum *[4]uint64, hashes [][Size]byte) {
+	s0, s1, s2, s3 := sum[0], sum[1], sum[2], sum[3]
+	for i := range hashes {
+		h := &hashes[i]
 		var carry uint64
 		s0, carry = bits.Add64(s0, binary.LittleEndian.Uint64(h[0:]), 0)
 		s1, carry = bits.Add64(s1, binary.LittleEndian.Uint64(h[8:]), carry)
 		s2, carry = bits.Add64(s2, binary.LittleEndian.Uint64(h[16:]), carry)
 		s3, _ = bits.Add64(s3, binary.LittleEndian.Uint64(h[24:]), carry)
 	}
-	e.sum = [4]uint64{s0, s1, s2, s3}
+	*sum = [4]uint64{s0, s1, s2, s3}
 }
 
 // fold adds the lanes' sums into sum: word w's sums times 2^(32w), mod
