@@ -354,32 +354,13 @@ func (t *tx) createHeads(ctx context.Context, chains []string) error {
 	results := make([]created, len(chains))
 	split, _ := slices.BinarySearch(chains, t.maxHead)
 	err := t.run(ctx, "create heads", false, func(b *pgx.Batch) {
-		clear(results)
 		for i, c := range chains {
 			r := &results[i]
 			if i == 0 && split > 0 {
 				b.Queue(t.b.shortLockWait)
 			}
-			b.Queue(sqlCreateHead, c).QueryRow(func(row pgx.Row) error {
-				err := row.Scan(&r.inserted)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil
-				}
-				return err
-			})
-			b.Queue(sqlLockHead, c).QueryRow(func(row pgx.Row) error {
-				var lr lockedRow
-				err := row.Scan(&lr.seq, &lr.hash, &lr.tm, &lr.xid)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				t.xid = lr.xid
-				r.head, r.found, err = makeHead(lr.seq, lr.hash, lr.tm)
-				return err
-			})
+			queueCreateHead(b, c, &r.inserted)
+			t.queueLockHead(b, c, &r.head, &r.found)
 			if i == split-1 {
 				b.Queue(sqlDefaultLockWait)
 			}

@@ -335,26 +335,6 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 		created, found bool
 		h              storage.Head
 	)
-	lockRow := func(b *pgx.Batch) {
-		found = false
-		b.Queue(sqlLockHead, chain).QueryRow(func(row pgx.Row) error {
-			var (
-				seq, tm int64
-				hash    []byte
-				xid     string
-			)
-			err := row.Scan(&seq, &hash, &tm, &xid)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			t.xid = xid
-			h, found, err = makeHead(seq, hash, tm)
-			return err
-		})
-	}
 	attempt := func(create bool) error {
 		return t.run(ctx, "lock head", false, func(b *pgx.Batch) {
 			created = false
@@ -362,15 +342,9 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 				b.Queue(t.b.shortLockWait)
 			}
 			if create {
-				b.Queue(sqlCreateHead, chain).QueryRow(func(row pgx.Row) error {
-					err := row.Scan(&created)
-					if errors.Is(err, pgx.ErrNoRows) {
-						return nil
-					}
-					return err
-				})
+				queueCreateHead(b, chain, &created)
 			}
-			lockRow(b)
+			t.queueLockHead(b, chain, &h, &found)
 			if unordered {
 				b.Queue(sqlDefaultLockWait)
 			}
@@ -400,6 +374,35 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 	t.heads[chain] = lh
 	t.maxHead = max(t.maxHead, chain)
 	return lh, nil
+}
+
+// queueLockHead queues the lock of chain's head row. Once the batch has
+// run, *found reports whether the row exists, *head holds it and t.xid the
+// transaction's id; a damaged row fails the batch.
+func (t *tx) queueLockHead(b *pgx.Batch, chain string, head *storage.Head, found *bool) {
+	*found = false
+	b.Queue(sqlLockHead, chain).QueryRow(func(row pgx.Row) error {
+		var r lockedRow
+		err := row.Scan(&r.seq, &r.hash, &r.tm, &r.xid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t.xid = r.xid
+		*head, *found, err = makeHead(r.seq, r.hash, r.tm)
+		return err
+	})
+}
+
+// queueCreateHead queues the insert of chain's placeholder head row, which
+// waits for a concurrent creator to end; once the batch has run, *created
+// reports whether this transaction inserted it (false when a row was
+// there).
+func queueCreateHead(b *pgx.Batch, chain string, created *bool) {
+	*created = false
+	queueOptionalRow(b, new(bool), []any{created}, sqlCreateHead, chain)
 }
 
 // queueOptionalRow queues a query that returns at most one row: the row is
