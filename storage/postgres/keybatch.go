@@ -26,32 +26,12 @@ var _ storage.KeyBatchScanner = (*tx)(nil)
 // digests are computed side by side (storage.KeyDigester).
 func (t *tx) ScanKeyBatches(ctx context.Context, chain string) iter.Seq2[[]storage.KeyRef, error] {
 	return func(yield func([]storage.KeyRef, error) bool) {
-		if unstorable(chain) {
-			return
-		}
 		var (
-			after    uint64
-			seqs     = make([]uint64, 0, KeyBatchScanPageSize)
-			keys     = make([]string, 0, KeyBatchScanPageSize)
 			refs     = make([]storage.KeyRef, storage.KeyBatchSizeMax)
 			digests  = make([][storage.KeyDigestSize]byte, storage.KeyBatchSizeMax)
 			digester storage.KeyDigester
 		)
-		for {
-			if err := t.usable(); err != nil {
-				yield(nil, err)
-				return
-			}
-			err := t.run(ctx, "scan keys", t.pending(), func(b *pgx.Batch) {
-				seqs, keys = seqs[:0], keys[:0]
-				b.Queue(sqlScanKeys, chain, int64(after), KeyBatchScanPageSize).Query(func(rows pgx.Rows) error {
-					return scanKeyRows(rows, &seqs, &keys)
-				})
-			})
-			if err != nil {
-				yield(nil, err)
-				return
-			}
+		err := t.scanKeyPages(ctx, chain, KeyBatchScanPageSize, func(seqs []uint64, keys []string) bool {
 			for start := 0; start < len(keys); start += storage.KeyBatchSizeMax {
 				end := min(start+storage.KeyBatchSizeMax, len(keys))
 				batch := refs[:end-start]
@@ -60,14 +40,46 @@ func (t *tx) ScanKeyBatches(ctx context.Context, chain string) iter.Seq2[[]stora
 					batch[i] = storage.KeyRef{Digest: digests[i], Seq: seqs[start+i]}
 				}
 				if !yield(batch, nil) {
-					return
+					return false
 				}
 			}
-			if len(keys) < KeyBatchScanPageSize {
-				return
-			}
-			after = seqs[len(seqs)-1]
+			return true
+		})
+		if err != nil {
+			yield(nil, err)
 		}
+	}
+}
+
+// scanKeyPages pages through the chain's keyed rows by seq, pageSize at a
+// time, and hands each page's seqs and keys to page until it returns
+// false; the slices are reused for the next page. It returns the first
+// error. The transaction's buffered appends are sent first, so a writable
+// transaction sees its own.
+func (t *tx) scanKeyPages(ctx context.Context, chain string, pageSize int, page func(seqs []uint64, keys []string) bool) error {
+	if unstorable(chain) {
+		return nil
+	}
+	var after uint64
+	seqs := make([]uint64, 0, pageSize)
+	keys := make([]string, 0, pageSize)
+	for {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		err := t.run(ctx, "scan keys", t.pending(), func(b *pgx.Batch) {
+			seqs, keys = seqs[:0], keys[:0]
+			b.Queue(sqlScanKeys, chain, int64(after), pageSize).Query(func(rows pgx.Rows) error {
+				return scanKeyRows(rows, &seqs, &keys)
+			})
+		})
+		if err != nil {
+			return err
+		}
+		if !page(seqs, keys) || len(keys) < pageSize {
+			return nil
+		}
+		after = seqs[len(seqs)-1]
 	}
 }
 

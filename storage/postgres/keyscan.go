@@ -4,8 +4,6 @@ import (
 	"context"
 	"iter"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -29,49 +27,16 @@ const sqlScanKeys = `SELECT seq, idempotency_key FROM entries
 // Entries, so a writable transaction sees its own.
 func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
 	return func(yield func(storage.KeyRef, error) bool) {
-		if unstorable(chain) {
-			return
-		}
-		type keyedRow struct {
-			seq uint64
-			key string
-		}
-		var after uint64
-		page := make([]keyedRow, 0, KeyScanPageSize)
-		for {
-			if err := t.usable(); err != nil {
-				yield(storage.KeyRef{}, err)
-				return
-			}
-			err := t.run(ctx, "scan keys", t.pending(), func(b *pgx.Batch) {
-				page = page[:0]
-				b.Queue(sqlScanKeys, chain, int64(after), KeyScanPageSize).Query(func(rows pgx.Rows) error {
-					for rows.Next() {
-						var (
-							seq int64
-							key string
-						)
-						if err := rows.Scan(&seq, &key); err != nil {
-							return err
-						}
-						page = append(page, keyedRow{seq: uint64(seq), key: key})
-					}
-					return rows.Err()
-				})
-			})
-			if err != nil {
-				yield(storage.KeyRef{}, err)
-				return
-			}
-			for _, r := range page {
-				if !yield(storage.KeyRef{Digest: storage.KeyDigest(r.key), Seq: r.seq}, nil) {
-					return
+		err := t.scanKeyPages(ctx, chain, KeyScanPageSize, func(seqs []uint64, keys []string) bool {
+			for i, key := range keys {
+				if !yield(storage.KeyRef{Digest: storage.KeyDigest(key), Seq: seqs[i]}, nil) {
+					return false
 				}
 			}
-			if len(page) < KeyScanPageSize {
-				return
-			}
-			after = page[len(page)-1].seq
+			return true
+		})
+		if err != nil {
+			yield(storage.KeyRef{}, err)
 		}
 	}
 }
