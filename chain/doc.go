@@ -48,7 +48,8 @@
 // not call the DB's own methods.
 //
 // Entry times come from Options.Clock but never decrease within a chain: an
-// entry's time is the later of the clock and its predecessor's time.
+// entry's time is the later of the clock and its predecessor's time. The new
+// entries of a large Tx.AppendBatch share one reading of the clock (see there).
 //
 // Verify detects any change to a stored entry. Removing the newest entries of
 // a chain together with its stored head, or rewriting a chain wholesale, can

@@ -369,6 +369,10 @@ func (m *ledgerMachine) readBack(t *rapid.T) {
 }
 
 func TestLedgerAgainstModel(t *testing.T) {
+	// Batches of two requests or more are hashed ahead (see AppendBatch),
+	// beside the one-at-a-time appends the machine draws as well.
+	atLeastTwoProcs(t)
+	defer chain.LowerHashAheadPartMin(2)()
 	for _, f := range storagetest.Factories(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			backend := f.Open(t)
