@@ -57,7 +57,9 @@ type hashAhead struct {
 	slots  []aheadSlot
 	hashed atomic.Int64
 	state  atomic.Int32
-	stop   atomic.Bool
+	// begun is set once the chains' heads and the time are known.
+	begun atomic.Bool
+	stop  atomic.Bool
 	// diverged is set by the committer when a slot assumed another entry.
 	diverged bool
 	buf      []byte // the hashing's scratch
@@ -93,11 +95,11 @@ type aheadScratch struct {
 
 var aheadScratches = sync.Pool{New: func() any { return new(aheadScratch) }}
 
-// startHashAhead reads the clock once for the part's new entries and starts
-// hashing them ahead, or returns nil when that would not pay off: a small
-// part, one core, too many chains, or a head that cannot be read (the
-// appends then report the error).
-func (tx *Tx) startHashAhead(part []Request) *hashAhead {
+// newHashAhead starts a helper for part, which waits for beginHashAhead,
+// or returns nil when hashing ahead would not pay off: a small part, one
+// core, too many chains. The helper takes a moment to wake (another core),
+// which the caller spends looking the part's keys up.
+func (tx *Tx) newHashAhead(part []Request) *hashAhead {
 	if len(part) < hashAheadPartMin || runtime.GOMAXPROCS(0) < 2 {
 		return nil
 	}
@@ -111,21 +113,32 @@ func (tx *Tx) startHashAhead(part []Request) *hashAhead {
 		}
 		h.chainOf = append(h.chainOf, uint8(c))
 	}
-	for i := range h.chainCount {
-		c := &h.chains[i]
-		head, err := tx.head(c.name)
-		if err != nil {
-			h.release()
-			return nil
-		}
-		c.seq, c.hash, c.time = head.Seq, head.Hash, head.TimeUnixNano
-	}
 	if cap(h.scratch.slots) < len(part) {
 		h.scratch.slots = make([]aheadSlot, len(part))
 	}
 	h.slots = h.scratch.slots[:len(part)]
-	h.now = tx.db.clock().UnixNano()
 	go h.run()
+	return h
+}
+
+// beginHashAhead reads the heads of h's chains and the clock, once for
+// the part's new entries, and lets the helper hash. It returns nil, with h
+// finished, when a head cannot be read (the appends then report the error).
+func (tx *Tx) beginHashAhead(h *hashAhead) *hashAhead {
+	if h == nil {
+		return nil
+	}
+	for i := range h.chainCount {
+		c := &h.chains[i]
+		head, err := tx.head(c.name)
+		if err != nil {
+			h.finish()
+			return nil
+		}
+		c.seq, c.hash, c.time = head.Seq, head.Hash, head.TimeUnixNano
+	}
+	h.now = tx.db.clock().UnixNano()
+	h.begun.Store(true)
 	return h
 }
 
@@ -149,7 +162,7 @@ func (h *hashAhead) chainIndex(chain string) int {
 // hashed or the committer stops it. It waits for the committer to put
 // down an entry it hashes itself.
 func (h *hashAhead) run() {
-	for !h.state.CompareAndSwap(aheadIdle, aheadHelper) {
+	for !h.begun.Load() || !h.state.CompareAndSwap(aheadIdle, aheadHelper) {
 		if h.state.Load() == aheadStopped {
 			return // the part ended before the helper started
 		}

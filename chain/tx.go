@@ -131,31 +131,33 @@ func (tx *Tx) AppendBatch(reqs []Request, results []Result) ([]Result, error) {
 	for len(reqs) > 0 {
 		part := reqs[:min(len(reqs), storage.PrepareKeysMax)]
 		reqs = reqs[len(part):]
-		if preparer != nil && len(part) > 1 {
-			keys = keys[:0]
-			for _, r := range part {
-				keys = appendChainKey(keys, r)
-			}
-			preparer.PrepareKeys(tx.ctx, keys)
-		}
 		var err error
-		if results, err = tx.appendPart(part, results); err != nil {
+		if keys, results, err = tx.appendPart(part, preparer, keys, results); err != nil {
 			return results, err
 		}
 	}
 	return results, nil
 }
 
-// appendPart appends one part of an AppendBatch, its hashes computed ahead
-// when that pays off (see hashAhead): until the first request that does
+// appendPart appends one part of an AppendBatch: its keys looked up
+// together (keys is the scratch for them) and its hashes computed ahead
+// when that pays off (see hashAhead), until the first request that does
 // not become the new entry assumed.
-func (tx *Tx) appendPart(part []Request, results []Result) ([]Result, error) {
-	ahead := tx.startHashAhead(part)
-	defer ahead.finish()
+func (tx *Tx) appendPart(part []Request, preparer storage.KeyPreparer, keys []storage.ChainKey, results []Result) ([]storage.ChainKey, []Result, error) {
+	ahead := tx.newHashAhead(part) // its helper wakes while the keys are looked up
+	defer func() { ahead.finish() }()
+	if preparer != nil && len(part) > 1 {
+		keys = keys[:0]
+		for _, r := range part {
+			keys = appendChainKey(keys, r)
+		}
+		preparer.PrepareKeys(tx.ctx, keys)
+	}
+	ahead = tx.beginHashAhead(ahead)
 	for i, r := range part {
 		res, err := tx.appendAhead(r, ahead, i)
 		if err != nil {
-			return results, err
+			return keys, results, err
 		}
 		if ahead != nil && (res.Replayed || ahead.diverged) {
 			ahead.finish()
@@ -163,7 +165,7 @@ func (tx *Tx) appendPart(part []Request, results []Result) ([]Result, error) {
 		}
 		results = append(results, res)
 	}
-	return results, nil
+	return keys, results, nil
 }
 
 // appendChainKey appends r's chain and idempotency key to keys, for a
