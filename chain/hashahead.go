@@ -2,6 +2,8 @@ package chain
 
 import (
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -18,9 +20,12 @@ import (
 // does not become a new entry (a replay, a conflict, an error) or does not
 // match, the helper stops and the committer hashes the rest itself.
 //
-// The helper takes a moment to start (waking another core); until it
-// runs, the committer hashes the entries it needs itself, through the same
-// slots, so a batch never waits for the helper.
+// The helper takes a moment to start (waking another core), and may be
+// slower than the committer when that core has other work: so the right
+// to hash the next entry passes between the two for every entry, and the
+// committer hashes the entries it needs itself whenever the helper has
+// not, through the same slots. A batch never waits for the helper for
+// longer than one hash.
 
 // hashAheadEntriesMin is the smallest part of an AppendBatch hashed ahead:
 // starting the helper costs about as much as a hundred hashes, and it
@@ -35,13 +40,21 @@ var hashAheadPartMin = hashAheadEntriesMin
 // committer reads each one's head before the helper starts.
 const hashAheadChainsMax = 4
 
-// Who hashes the next entry of a hashAhead. The committer and the helper
-// pass the right to hash (the chain's running state) through idle.
+// Who hashes the next entry of a hashAhead: the right to hash (the
+// chains' running state) passes between the committer and the helper
+// through idle, one entry at a time.
 const (
 	aheadIdle      int32 = iota // no one hashes; whoever takes it may
-	aheadCommitter              // the committer hashes one entry itself
-	aheadHelper                 // the helper hashes until told to stop
-	aheadStopped                // the helper is done and never touches the state again
+	aheadCommitter              // the committer hashes one entry
+	aheadHelper                 // the helper hashes one entry
+)
+
+// Whether the helper runs: the committer cancels a helper that has not
+// started, and waits for one that has to leave.
+const (
+	helperWaking    int32 = iota // the goroutine has not run yet
+	helperRunning                // it runs until stop, then sets exited
+	helperCancelled              // it will touch nothing but this word
 )
 
 // hashAhead is one part's hashing ahead.
@@ -57,9 +70,10 @@ type hashAhead struct {
 	slots  []aheadSlot
 	hashed atomic.Int64
 	state  atomic.Int32
-	// begun is set once the chains' heads and the time are known.
-	begun atomic.Bool
-	stop  atomic.Bool
+	helper atomic.Int32
+	// stop tells a running helper to leave; it sets exited when it has.
+	stop   atomic.Bool
+	exited atomic.Bool
 	// diverged is set by the committer when a slot assumed another entry.
 	diverged bool
 	buf      []byte // the hashing's scratch
@@ -95,11 +109,13 @@ type aheadScratch struct {
 
 var aheadScratches = sync.Pool{New: func() any { return new(aheadScratch) }}
 
-// newHashAhead starts a helper for part, which waits for beginHashAhead,
-// or returns nil when hashing ahead would not pay off: a small part, one
-// core, too many chains. The helper takes a moment to wake (another core),
-// which the caller spends looking the part's keys up.
-func (tx *Tx) newHashAhead(part []Request) *hashAhead {
+// startHashAhead reads the heads of part's chains (in name order, the
+// order in which a server backend's storage.KeyPreparer locks them) and
+// the clock, once for the part's new entries, and starts the helper; or it
+// returns nil when hashing ahead would not pay off: a small part, one
+// core, too many chains, or a head that cannot be read (the appends then
+// report the error).
+func (tx *Tx) startHashAhead(part []Request) *hashAhead {
 	if len(part) < hashAheadPartMin || runtime.GOMAXPROCS(0) < 2 {
 		return nil
 	}
@@ -113,32 +129,25 @@ func (tx *Tx) newHashAhead(part []Request) *hashAhead {
 		}
 		h.chainOf = append(h.chainOf, uint8(c))
 	}
-	if cap(h.scratch.slots) < len(part) {
-		h.scratch.slots = make([]aheadSlot, len(part))
-	}
-	h.slots = h.scratch.slots[:len(part)]
-	go h.run()
-	return h
-}
-
-// beginHashAhead reads the heads of h's chains and the clock, once for
-// the part's new entries, and lets the helper hash. It returns nil, with h
-// finished, when a head cannot be read (the appends then report the error).
-func (tx *Tx) beginHashAhead(h *hashAhead) *hashAhead {
-	if h == nil {
-		return nil
-	}
+	var byName [hashAheadChainsMax]*aheadChain
 	for i := range h.chainCount {
-		c := &h.chains[i]
+		byName[i] = &h.chains[i]
+	}
+	slices.SortFunc(byName[:h.chainCount], func(a, b *aheadChain) int { return strings.Compare(a.name, b.name) })
+	for _, c := range byName[:h.chainCount] {
 		head, err := tx.head(c.name)
 		if err != nil {
-			h.finish()
+			h.release()
 			return nil
 		}
 		c.seq, c.hash, c.time = head.Seq, head.Hash, head.TimeUnixNano
 	}
+	if cap(h.scratch.slots) < len(part) {
+		h.scratch.slots = make([]aheadSlot, len(part))
+	}
+	h.slots = h.scratch.slots[:len(part)]
 	h.now = tx.db.clock().UnixNano()
-	h.begun.Store(true)
+	go h.run()
 	return h
 }
 
@@ -158,24 +167,24 @@ func (h *hashAhead) chainIndex(chain string) int {
 	return h.chainCount - 1
 }
 
-// run is the helper: it hashes the part's entries in order until all are
-// hashed or the committer stops it. It waits for the committer to put
-// down an entry it hashes itself.
+// run is the helper: it hashes the part's entries in order, taking turns
+// with the committer, until all are hashed or the committer stops it.
 func (h *hashAhead) run() {
-	for !h.begun.Load() || !h.state.CompareAndSwap(aheadIdle, aheadHelper) {
-		if h.state.Load() == aheadStopped {
-			return // the part ended before the helper started
-		}
-		runtime.Gosched()
+	if !h.helper.CompareAndSwap(helperWaking, helperRunning) {
+		return // the part ended before the helper woke
 	}
-	for n := int64(len(h.reqs)); !h.stop.Load(); {
-		i := h.hashed.Load()
-		if i == n || len(h.reqs[i].Payload) > h.payloadSizeMax {
-			break // the request fails validation; the committer stops there
+	defer h.exited.Store(true)
+	n := int64(len(h.reqs))
+	for !h.stop.Load() {
+		next := h.hashed.Load()
+		if next == n || len(h.reqs[next].Payload) > h.payloadSizeMax {
+			return // all hashed, or a request that fails validation: the committer stops there
 		}
-		h.hashNext(i)
+		if h.state.Load() == aheadIdle && h.state.CompareAndSwap(aheadIdle, aheadHelper) {
+			h.hashNextBefore(int(n - 1))
+			h.state.Store(aheadIdle)
+		}
 	}
-	h.state.Store(aheadStopped)
 }
 
 // hashNext computes slot i from the chain's running state, by whoever holds
@@ -212,18 +221,11 @@ func (h *hashAhead) hashOf(i int, e *Entry) (hash Hash, ok bool) {
 		return Hash{}, false
 	}
 	for spins := 0; h.hashed.Load() <= int64(i); spins++ {
-		switch h.state.Load() {
-		case aheadIdle:
-			if h.state.CompareAndSwap(aheadIdle, aheadCommitter) {
-				h.hashNextBefore(i)
-				h.state.Store(aheadIdle)
-			}
-		case aheadStopped: // the helper is done, maybe early: the committer owns the state
+		if h.state.Load() == aheadIdle && h.state.CompareAndSwap(aheadIdle, aheadCommitter) {
 			h.hashNextBefore(i)
-		default:
-			if spins > aheadSpinsMax {
-				runtime.Gosched()
-			}
+			h.state.Store(aheadIdle)
+		} else if spins > aheadSpinsMax {
+			runtime.Gosched() // the helper's hash, under a microsecond, is late: its core was taken
 		}
 	}
 	s := &h.slots[i]
@@ -244,9 +246,9 @@ func (h *hashAhead) finish() {
 	if h == nil || h.reqs == nil {
 		return
 	}
-	if !h.state.CompareAndSwap(aheadIdle, aheadStopped) {
+	if !h.helper.CompareAndSwap(helperWaking, helperCancelled) {
 		h.stop.Store(true)
-		for h.state.Load() != aheadStopped {
+		for !h.exited.Load() {
 			runtime.Gosched()
 		}
 	}
@@ -260,8 +262,8 @@ func (h *hashAhead) release() {
 	if cap(s.buf) > 64<<10 { // a huge payload's buffer is not kept
 		s.buf = nil
 	}
-	// A helper that never started may still load the state (stopped), so
-	// only the other fields are cleared.
+	// A helper that never woke may still load its word (cancelled), so
+	// only the slices are cleared.
 	h.reqs, h.chainOf, h.slots, h.buf, h.scratch = nil, nil, nil, nil, nil
 	aheadScratches.Put(s)
 }

@@ -39,7 +39,7 @@ func hashAheadPart(t *testing.T, n int) (*DB, []Request) {
 func TestHashAheadSlots(t *testing.T) {
 	db, part := hashAheadPart(t, hashAheadEntriesMin+44)
 	err := db.Update(context.Background(), func(tx *Tx) error {
-		h := tx.beginHashAhead(tx.newHashAhead(part))
+		h := tx.startHashAhead(part)
 		if h == nil {
 			return fmt.Errorf("a part of %d requests on 3 chains is not hashed ahead", len(part))
 		}
@@ -85,7 +85,7 @@ func TestHashAheadFinishes(t *testing.T) {
 	db, part := hashAheadPart(t, hashAheadEntriesMin)
 	for round := range 200 {
 		err := db.Update(context.Background(), func(tx *Tx) error {
-			h := tx.beginHashAhead(tx.newHashAhead(part))
+			h := tx.startHashAhead(part)
 			if h == nil {
 				return fmt.Errorf("round %d: not hashed ahead", round)
 			}

@@ -144,7 +144,7 @@ func (tx *Tx) AppendBatch(reqs []Request, results []Result) ([]Result, error) {
 // when that pays off (see hashAhead), until the first request that does
 // not become the new entry assumed.
 func (tx *Tx) appendPart(part []Request, preparer storage.KeyPreparer, keys []storage.ChainKey, results []Result) ([]storage.ChainKey, []Result, error) {
-	ahead := tx.newHashAhead(part) // its helper wakes while the keys are looked up
+	ahead := tx.startHashAhead(part) // it hashes while the keys are looked up
 	defer func() { ahead.finish() }()
 	if preparer != nil && len(part) > 1 {
 		keys = keys[:0]
@@ -153,7 +153,6 @@ func (tx *Tx) appendPart(part []Request, preparer storage.KeyPreparer, keys []st
 		}
 		preparer.PrepareKeys(tx.ctx, keys)
 	}
-	ahead = tx.beginHashAhead(ahead)
 	for i, r := range part {
 		res, err := tx.appendAhead(r, ahead, i)
 		if err != nil {
