@@ -54,8 +54,10 @@ func (r *request) release() {
 	requests.Put(r)
 }
 
-// call runs the request's function, or its append, in tx.
-func (r *request) call(tx *Tx) (err error, panicValue any) {
+// call runs the request's function, or its append, in tx; an append takes
+// its hash from slot i of ahead when that slot holds it (see
+// hashGroupInLanes).
+func (r *request) call(tx *Tx, ahead *hashAhead, i int) (err error, panicValue any) {
 	if r.fn != nil {
 		return run(r.fn, tx)
 	}
@@ -65,7 +67,7 @@ func (r *request) call(tx *Tx) (err error, panicValue any) {
 			err = fmt.Errorf("chain: append panicked: %v", p)
 		}
 	}()
-	r.appendRes, err = tx.Append(r.appendReq)
+	r.appendRes, err = tx.appendAhead(r.appendReq, ahead, i)
 	return err, nil
 }
 
@@ -91,6 +93,8 @@ type pipeline struct {
 	// keys is the committer's scratch for prepareAppends and for
 	// Tx.AppendBatch in the group's functions, one after the other.
 	keys []storage.ChainKey
+	// lanes is the committer's scratch for hashGroupInLanes.
+	lanes laneScratch
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -279,11 +283,12 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			return
 		}
 		p.keys = prepareAppends(stx, pending, p.keys)
+		ahead := db.hashGroupInLanes(stx, pending, &p.lanes)
 		poisoned, again := -1, false
 		tx := &Tx{}
 		for i, r := range pending {
 			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys} // one Tx per request, one allocation per group
-			r.err, r.panicValue = r.call(tx)
+			r.err, r.panicValue = r.call(tx, ahead, i)
 			if r.err != nil && r.panicValue == nil && retry(r.err) {
 				again = true // the store rolled the whole transaction back
 				break
@@ -296,6 +301,7 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 				break
 			}
 		}
+		ahead.finish()
 		if again {
 			stx.Rollback()
 			continue

@@ -159,7 +159,10 @@ func (db *DB) enter() error {
 
 // Append appends one entry, or returns the entry an earlier request with the
 // same idempotency key recorded. A replay reads only: it takes no write lock
-// and waits for no fsync. Concurrent appends share group commits.
+// and waits for no fsync. Concurrent appends share group commits. When a
+// group holds appends on at least four chains, its appends take one time
+// from the clock, and each chain's first one has its hash computed side by
+// side with the others' (hashGroupInLanes).
 //
 // A key the backend's KeyProber rules out goes straight to the committer:
 // most appends carry a new key, and the read transaction that would look it

@@ -49,7 +49,10 @@
 //
 // Entry times come from Options.Clock but never decrease within a chain: an
 // entry's time is the later of the clock and its predecessor's time. The new
-// entries of a large Tx.AppendBatch share one reading of the clock (see there).
+// entries of a large Tx.AppendBatch share one reading of the clock (see
+// there), as do the DB.Append calls that one group commit runs together
+// when at least four of them are on chains of their own: their hashes are
+// then computed side by side before the group runs.
 //
 // Verify detects any change to a stored entry. Removing the newest entries of
 // a chain together with its stored head, or rewriting a chain wholesale, can

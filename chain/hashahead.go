@@ -243,7 +243,7 @@ const aheadSpinsMax = 64
 // finish stops the helper and waits until it no longer touches the part;
 // h must not be used afterwards. It may be called more than once.
 func (h *hashAhead) finish() {
-	if h == nil || h.reqs == nil {
+	if h == nil || h.scratch == nil {
 		return
 	}
 	if !h.helper.CompareAndSwap(helperWaking, helperCancelled) {
