@@ -175,7 +175,7 @@ func (h *hashAhead) run() {
 	}
 	defer h.exited.Store(true)
 	n := int64(len(h.reqs))
-	for !h.stop.Load() {
+	for spins := 0; !h.stop.Load(); spins++ {
 		next := h.hashed.Load()
 		if next == n || len(h.reqs[next].Payload) > h.payloadSizeMax {
 			return // all hashed, or a request that fails validation: the committer stops there
@@ -183,6 +183,9 @@ func (h *hashAhead) run() {
 		if h.state.Load() == aheadIdle && h.state.CompareAndSwap(aheadIdle, aheadHelper) {
 			h.hashNextBefore(int(n - 1))
 			h.state.Store(aheadIdle)
+			spins = 0
+		} else if spins > aheadSpinsMax {
+			runtime.Gosched() // the committer's hash is late: its core was taken
 		}
 	}
 }
@@ -236,8 +239,8 @@ func (h *hashAhead) hashOf(i int, e *Entry) (hash Hash, ok bool) {
 	return s.hash, true
 }
 
-// aheadSpinsMax bounds the busy loops of a committer waiting for the
-// helper's next hash (under a microsecond) before it yields.
+// aheadSpinsMax bounds the busy loops of the committer or the helper
+// waiting for the other's hash (under a microsecond) before it yields.
 const aheadSpinsMax = 64
 
 // finish stops the helper and waits until it no longer touches the part;
