@@ -43,6 +43,18 @@ type logTx struct {
 	}
 	// prepared is what PrepareKeys looked up last (keyprepare.go).
 	prepared keyPreparation
+	// viewHeads holds the heads a writable transaction read below its own
+	// writes (in its view's memory tables, then the file), found or not.
+	// Neither layer changes while the transaction lives, and the engine
+	// reads a chain's head up to three times before the chain's first
+	// append (chain's hashGroupInLanes, the append, and Append's check).
+	viewHeads map[string]viewHead
+}
+
+// viewHead is a head that logTx.viewHeads holds.
+type viewHead struct {
+	head  storage.Head
+	found bool
 }
 
 // pendingChain is what a writable logTx appended to one chain.
@@ -60,6 +72,7 @@ type logScratch struct {
 	chains     map[string]*pendingChain
 	spare      []*pendingChain
 	prepared   keyPreparation
+	viewHeads  map[string]viewHead
 }
 
 // Bounds of what logScratch keeps: a huge transaction's memory is left to
@@ -74,8 +87,8 @@ const (
 // The caller holds the writer slot.
 func (t *logTx) takeScratch() {
 	s := &t.b.logScratch
-	t.operations, t.chains, t.prepared = s.operations[:0], s.chains, s.prepared
-	s.operations, s.chains, s.prepared = nil, nil, keyPreparation{}
+	t.operations, t.chains, t.prepared, t.viewHeads = s.operations[:0], s.chains, s.prepared, s.viewHeads
+	s.operations, s.chains, s.prepared, s.viewHeads = nil, nil, keyPreparation{}, nil
 }
 
 // returnScratch hands the transaction's memory back for the next writer,
@@ -100,7 +113,11 @@ func (t *logTx) returnScratch() {
 	if len(t.chains) == 0 && t.chains != nil {
 		s.chains = t.chains
 	}
-	t.operations, t.chains = nil, nil
+	if len(t.viewHeads) <= scratchChainsMax {
+		clear(t.viewHeads) // keep no chain id past the transaction
+		s.viewHeads = t.viewHeads
+	}
+	t.operations, t.chains, t.viewHeads = nil, nil, nil
 	t.releasePreparation()
 }
 
@@ -156,6 +173,28 @@ func (t *logTx) head(ctx context.Context, chain string) (storage.Head, error) {
 	if p := t.chains[chain]; p != nil {
 		return p.entries[len(p.entries)-1].head, nil
 	}
+	if !t.writable {
+		return t.headBelow(ctx, chain)
+	}
+	if h, ok := t.viewHeads[chain]; ok {
+		if !h.found {
+			return storage.Head{}, storage.ErrNotFound
+		}
+		return h.head, nil
+	}
+	h, err := t.headBelow(ctx, chain)
+	if notFound := errors.Is(err, storage.ErrNotFound); err == nil || notFound {
+		if t.viewHeads == nil {
+			t.viewHeads = make(map[string]viewHead)
+		}
+		t.viewHeads[chain] = viewHead{head: h, found: !notFound}
+	}
+	return h, err
+}
+
+// headBelow is the chain's head below the transaction's own writes: in the
+// view's memory tables, newest first, then in the file.
+func (t *logTx) headBelow(ctx context.Context, chain string) (storage.Head, error) {
 	for _, m := range t.view.tables {
 		if h, ok := m.head(chain, t.view.asOf); ok {
 			return h, nil
