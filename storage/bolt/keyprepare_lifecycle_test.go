@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -63,18 +64,7 @@ func TestPreparationEndsWithItsTransaction(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				switch end {
-				case "commit", "commit-nothing":
-					err = tx.Commit()
-				case "commit-async":
-					var wait func() error
-					if wait, err = tx.(storage.AsyncCommitter).CommitAsync(); err == nil {
-						err = wait()
-					}
-				case "rollback":
-					err = tx.Rollback()
-				}
-				if err != nil {
+				if err := endWriter(tx, strings.TrimSuffix(end, "-nothing")); err != nil {
 					t.Fatal(err)
 				}
 

@@ -70,18 +70,7 @@ func TestWriterHeadsEndWithTheTransaction(t *testing.T) {
 			if err := tx.Append(ctx, "new", storage.Record{Seq: 1, Data: []byte("again")}, testHead(1)); !errors.Is(err, storage.ErrDuplicate) {
 				t.Fatalf("seq 1 of %q twice in one writer: %v, want ErrDuplicate", "new", err)
 			}
-			switch end {
-			case "commit":
-				err = tx.Commit()
-			case "commit-async":
-				var wait func() error
-				if wait, err = tx.(storage.AsyncCommitter).CommitAsync(); err == nil {
-					err = wait()
-				}
-			case "rollback":
-				err = tx.Rollback()
-			}
-			if err != nil {
+			if err := endWriter(tx, end); err != nil {
 				t.Fatal(err)
 			}
 
@@ -99,4 +88,22 @@ func TestWriterHeadsEndWithTheTransaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// endWriter ends a writer in one of the ways a writer ends: "commit",
+// "commit-async" (waiting for the commit to be durable) or "rollback".
+func endWriter(tx storage.Tx, end string) error {
+	switch end {
+	case "commit":
+		return tx.Commit()
+	case "commit-async":
+		wait, err := tx.(storage.AsyncCommitter).CommitAsync()
+		if err != nil {
+			return err
+		}
+		return wait()
+	case "rollback":
+		return tx.Rollback()
+	}
+	panic("endWriter: no such end: " + end)
 }
