@@ -214,11 +214,12 @@ func (h *hashAhead) hashNextBefore(i int) {
 	}
 }
 
-// hashOf returns the hash of e, the entry request i of the part becomes,
-// from its slot when the slot assumed e's seq, prev_hash and time. When it
-// did not (the part diverged), or h is nil, ok is false and the caller
-// hashes; h is then diverged, and the caller stops it. Until the helper
-// runs, the committer hashes the slots itself.
+// hashOf returns the hash of e, the entry request i becomes, from its slot
+// when the slot assumed e's seq, prev_hash and time. When it did not, or h
+// is nil, ok is false and the caller hashes; h is then marked diverged (an
+// AppendBatch part stops its helper; a group's slots that were never
+// hashed simply do not match). The committer hashes the slots the helper
+// has not reached itself.
 func (h *hashAhead) hashOf(i int, e *Entry) (hash Hash, ok bool) {
 	if h == nil {
 		return Hash{}, false

@@ -38,11 +38,12 @@ func (tx *Tx) Append(req Request) (Result, error) {
 	return tx.appendAhead(req, nil, 0)
 }
 
-// appendAhead is Append of request i of a part whose hashes ahead hashes
-// (see hashAhead), or of a lone request when ahead is nil. With ahead, the
-// entry's time is the part's and its hash is taken from ahead when ahead
-// assumed the same entry; when it did not, ahead is stopped (the caller
-// sees ahead.diverged) and the entry is hashed here.
+// appendAhead is Append of request i of a part or group whose hashes ahead
+// holds (see hashAhead and hashGroupInLanes), or of a lone request when
+// ahead is nil. With ahead, the entry's time is ahead's and its hash is
+// taken from ahead's slot when the slot assumed the same entry; when it did
+// not, the entry is hashed here and ahead is marked diverged (AppendBatch
+// then stops its helper).
 func (tx *Tx) appendAhead(req Request, ahead *hashAhead, i int) (Result, error) {
 	if !tx.stx.Writable() {
 		return Result{}, ErrReadOnly
