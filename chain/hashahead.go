@@ -196,10 +196,7 @@ func (h *hashAhead) hashNext(i int64) {
 	r := &h.reqs[i]
 	c := &h.chains[h.chainOf[i]]
 	s := &h.slots[i]
-	s.seq, s.prev, s.time = c.seq+1, c.hash, h.now
-	if c.seq > 0 { // as in Append: an empty chain's head time does not floor the clock
-		s.time = max(s.time, c.time)
-	}
+	s.seq, s.prev, s.time = c.seq+1, c.hash, entryTime(h.now, c.seq, c.time)
 	s.hash, h.buf = entryHash(h.buf, r.Chain, s.seq, &s.prev, s.time, r.IdempotencyKey, r.Type, r.Payload)
 	c.seq, c.hash, c.time = s.seq, s.hash, s.time
 	h.hashed.Store(i + 1)

@@ -50,7 +50,6 @@ func (db *DB) hashGroupInLanes(stx storage.Tx, group []*request, s *laneScratch)
 	if s.seen == nil {
 		s.seen = make(map[string]struct{})
 	}
-	clear(s.seen)
 	s.first = s.first[:0]
 	for i, r := range group {
 		if r.fn != nil || len(r.appendReq.Payload) > blake3batch.ChunkSize {
@@ -83,10 +82,7 @@ func (db *DB) hashGroupInLanes(stx storage.Tx, group []*request, s *laneScratch)
 			return nil
 		}
 		slot := &h.slots[i]
-		slot.seq, slot.prev, slot.time = head.Seq+1, head.Hash, h.now
-		if head.Seq > 0 { // as in Append: an empty chain's head time does not floor the clock
-			slot.time = max(slot.time, head.TimeUnixNano)
-		}
+		slot.seq, slot.prev, slot.time = head.Seq+1, head.Hash, entryTime(h.now, head.Seq, head.TimeUnixNano)
 		s.input = appendHashInput(s.input, r.Chain, slot.seq, &slot.prev, slot.time, r.IdempotencyKey, r.Type, r.Payload)
 		s.ends = append(s.ends, len(s.input))
 	}

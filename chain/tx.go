@@ -67,9 +67,7 @@ func (tx *Tx) appendAhead(req Request, ahead *hashAhead, i int) (Result, error) 
 	} else {
 		now = tx.db.clock().UnixNano()
 	}
-	if head.Seq > 0 { // an empty chain's head time is 0, which must not floor a clock before 1970
-		now = max(now, head.TimeUnixNano)
-	}
+	now = entryTime(now, head.Seq, head.TimeUnixNano)
 	e := Entry{
 		Chain:          req.Chain,
 		Seq:            head.Seq + 1,
@@ -99,6 +97,16 @@ func (tx *Tx) appendAhead(req Request, ahead *hashAhead, i int) (Result, error) 
 		return Result{}, tx.failed(err)
 	}
 	return Result{Entry: e}, nil
+}
+
+// entryTime is the time of the entry after a chain's head, given the
+// clock's reading: never earlier than the head's. An empty chain's head
+// time is 0, which must not floor a clock before 1970.
+func entryTime(clock int64, headSeq uint64, headTime int64) int64 {
+	if headSeq == 0 {
+		return clock
+	}
+	return max(clock, headTime)
 }
 
 // AppendBatch appends reqs in order, as that many calls of Append would,
