@@ -902,63 +902,6 @@ func (t *tx) putRecentKey(k pendingKey, seq uint64) error {
 	return nil
 }
 
-// recordKey is a run record as big-endian words: comparing three words
-// orders records as comparing their first keyRecordPrefix bytes does, at a
-// fraction of the cost of bytes.Compare.
-type recordKey struct {
-	chainID, digestHigh, digestLow, seq uint64
-}
-
-func loadRecord(rec []byte) recordKey {
-	return recordKey{
-		chainID:    binary.BigEndian.Uint64(rec[0:8]),
-		digestHigh: binary.BigEndian.Uint64(rec[8:16]),
-		digestLow:  binary.BigEndian.Uint64(rec[16:24]),
-		seq:        binary.BigEndian.Uint64(rec[24:32]),
-	}
-}
-
-func (r recordKey) put(rec []byte) {
-	binary.BigEndian.PutUint64(rec[0:8], r.chainID)
-	binary.BigEndian.PutUint64(rec[8:16], r.digestHigh)
-	binary.BigEndian.PutUint64(rec[16:24], r.digestLow)
-	binary.BigEndian.PutUint64(rec[24:32], r.seq)
-}
-
-// compareRecords orders records by their prefix (chain id, digest).
-func compareRecords(a, b recordKey) int {
-	switch {
-	case a.chainID != b.chainID:
-		return cmpUint64(a.chainID, b.chainID)
-	case a.digestHigh != b.digestHigh:
-		return cmpUint64(a.digestHigh, b.digestHigh)
-	}
-	return cmpUint64(a.digestLow, b.digestLow)
-}
-
-func cmpUint64(a, b uint64) int {
-	if a < b {
-		return -1
-	}
-	if a > b {
-		return 1
-	}
-	return 0
-}
-
-// sortRecords sorts records in place by their prefix.
-func sortRecords(records []byte) {
-	n := len(records) / keyRecordSize
-	keys := make([]recordKey, n)
-	for i := range keys {
-		keys[i] = loadRecord(records[i*keyRecordSize:])
-	}
-	slices.SortFunc(keys, compareRecords)
-	for i, k := range keys {
-		k.put(records[i*keyRecordSize:])
-	}
-}
-
 func (t *tx) recentCount() (uint64, error) {
 	v := t.meta().Get(metaRecentKeys)
 	if v == nil {
