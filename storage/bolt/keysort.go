@@ -55,19 +55,28 @@ func cmpUint64(a, b uint64) int {
 // a smaller one, or one of more chains than bucketSortChainsMax, by
 // comparisons.
 func sortRecords(records []byte) {
-	n := len(records) / keyRecordSize
-	sorted, ok := []recordKey(nil), false
-	if n >= bucketSortMin {
-		sorted, ok = bucketSort(records)
-	}
-	if !ok {
-		sorted = make([]recordKey, n)
-		for i := range sorted {
-			sorted[i] = loadRecord(records[i*keyRecordSize:])
+	if len(records)/keyRecordSize >= bucketSortMin {
+		if sorted, ok := bucketSort(records); ok {
+			putRecords(records, sorted)
+			return
 		}
-		slices.SortFunc(sorted, compareRecords)
 	}
-	for i, k := range sorted {
+	sortRecordsByComparison(records)
+}
+
+// sortRecordsByComparison is sortRecords by a comparison sort alone.
+func sortRecordsByComparison(records []byte) {
+	keys := make([]recordKey, len(records)/keyRecordSize)
+	for i := range keys {
+		keys[i] = loadRecord(records[i*keyRecordSize:])
+	}
+	slices.SortFunc(keys, compareRecords)
+	putRecords(records, keys)
+}
+
+// putRecords writes keys over records, in order.
+func putRecords(records []byte, keys []recordKey) {
+	for i, k := range keys {
 		k.put(records[i*keyRecordSize:])
 	}
 }

@@ -113,16 +113,3 @@ func BenchmarkSortRecords(b *testing.B) {
 		})
 	}
 }
-
-// sortRecordsByComparison is sortRecords by comparisons alone, the
-// baseline of BenchmarkSortRecords.
-func sortRecordsByComparison(records []byte) {
-	keys := make([]recordKey, len(records)/keyRecordSize)
-	for i := range keys {
-		keys[i] = loadRecord(records[i*keyRecordSize:])
-	}
-	slices.SortFunc(keys, compareRecords)
-	for i, k := range keys {
-		k.put(records[i*keyRecordSize:])
-	}
-}
