@@ -36,18 +36,9 @@ func TestPreparationEndsWithItsTransaction(t *testing.T) {
 				defer b.Close()
 				// "old" is committed before the preparation, "new" only
 				// by the writer that prepares it (unless it rolls back).
-				tx, err := b.Begin(ctx, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := tx.Append(ctx, "a", storage.Record{Seq: 1, IdempotencyKey: "old", Data: []byte("old")}, testHead(1)); err != nil {
-					t.Fatal(err)
-				}
-				if err := tx.Commit(); err != nil {
-					t.Fatal(err)
-				}
+				commitRecord(t, b, "a", storage.Record{Seq: 1, IdempotencyKey: "old", Data: []byte("old")})
 
-				tx, err = b.Begin(ctx, true)
+				tx, err := b.Begin(ctx, true)
 				if err != nil {
 					t.Fatal(err)
 				}

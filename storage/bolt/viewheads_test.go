@@ -36,19 +36,9 @@ func TestWriterHeadsEndWithTheTransaction(t *testing.T) {
 				}
 				return h.Seq
 			}
-			tx, err := b.Begin(ctx, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback() // after a failure, so that Close does not wait for the writer
-			if err := tx.Append(ctx, "a", storage.Record{Seq: 1, Data: []byte("a1")}, testHead(1)); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			commitRecord(t, b, "a", storage.Record{Seq: 1, Data: []byte("a1")})
 
-			tx, err = b.Begin(ctx, true)
+			tx, err := b.Begin(ctx, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,6 +77,25 @@ func TestWriterHeadsEndWithTheTransaction(t *testing.T) {
 				t.Fatalf("heads in the next writer: a %d, new %d; want %d, %d", a, n, wantA, wantNew)
 			}
 		})
+	}
+}
+
+// commitRecord commits a writer that appends rec to chain, whose head it
+// becomes; a failure rolls the writer back, so that Close does not wait
+// for it.
+func commitRecord(t *testing.T, b *bolt.Backend, chain string, rec storage.Record) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := b.Begin(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := tx.Append(ctx, chain, rec, testHead(rec.Seq)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
 
