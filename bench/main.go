@@ -42,6 +42,7 @@ type config struct {
 	replays           int
 	appenders         int
 	readers           int
+	replayBatch       int
 	skipNaiveBaseline bool
 	keep              bool
 	verifyChild       string
@@ -61,6 +62,7 @@ func main() {
 	flag.IntVar(&cfg.replays, "replays", 1_000_000, "replays timed for P4")
 	flag.IntVar(&cfg.appenders, "appenders", 64, "concurrent appenders of P2")
 	flag.IntVar(&cfg.readers, "readers", 2, "concurrent replaying callers of P4")
+	flag.IntVar(&cfg.replayBatch, "replay-batch", 100, "retries per DB.AppendBatch call in P4's batched reference row (1: skip the row)")
 	flag.BoolVar(&cfg.skipNaiveBaseline, "skip-naive", false, "skip the naive indexed-layout reference of P1")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the ledger files")
 	flag.StringVar(&cfg.verifyChild, "verify-child", "", "internal: verify this file and print entries, seconds and peak RSS")
@@ -104,6 +106,9 @@ func (c *config) check() error {
 	}
 	if c.appenders < 1 || c.appenders > goroutinesMax || c.readers < 1 || c.readers > goroutinesMax {
 		return fmt.Errorf("-appenders and -readers must be within 1..%d", goroutinesMax)
+	}
+	if c.replayBatch < 1 || c.replayBatch > workload.ReplayBatchMax {
+		return fmt.Errorf("-replay-batch %d outside 1..%d", c.replayBatch, workload.ReplayBatchMax)
 	}
 	return nil
 }

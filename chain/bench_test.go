@@ -119,7 +119,7 @@ func BenchmarkReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	got, err := workload.Replays(ctx, db, "bench", 4, replayEntries, 2, b.N, 0)
+	got, err := workload.Replays(ctx, db, "bench", 4, replayEntries, 2, b.N, 1, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -205,6 +205,51 @@ func (db *DB) Append(ctx context.Context, req Request) (Result, error) {
 	return res, err
 }
 
+// AppendBatch appends reqs in one transaction, as Update with
+// Tx.AppendBatch would, and appends their results to results: every new
+// entry is committed, durably, or none is.
+//
+// A retried batch is answered without the writer: when every request
+// carries an idempotency key that the ledger already maps to the same
+// request, their entries are read as Append reads one retry (on a backend
+// that is a storage.KeyBatchReader, all of them in one call), and returned
+// as Replayed. When a request before the first new key conflicts with its
+// key's entry, the batch fails with its *ConflictError, as it would in a
+// transaction. Otherwise the batch runs in a transaction, which decides.
+//
+// On an error nothing is written and results comes back as it was given.
+// An invalid request fails the batch before anything is read.
+func (db *DB) AppendBatch(ctx context.Context, reqs []Request, results []Result) ([]Result, error) {
+	for _, req := range reqs {
+		if err := ValidateRequest(req, db.opts.PayloadSizeMax); err != nil {
+			return results, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return results, err
+	}
+	out, found, err := db.replayedBatch(ctx, reqs, results)
+	if err != nil || found {
+		return out, err
+	}
+	err = db.Update(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.AppendBatch(reqs, results) // from results' length again if fn runs again
+		return err
+	})
+	if err != nil {
+		return results, err
+	}
+	replays := 0
+	for _, res := range out[len(results):] {
+		if res.Replayed {
+			replays++
+		}
+	}
+	db.countReplays(replays)
+	return out, nil
+}
+
 // replayed looks req's key up, with the backend's KeyReader or in a read
 // transaction as View would, and returns its entry; found is false when the
 // key is new (or, from a KeyReader, ruled out).

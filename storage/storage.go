@@ -263,3 +263,29 @@ type KeyReader interface {
 	// concurrent use.
 	ReadKey(ctx context.Context, chain, key string) (seq uint64, data []byte, found bool, err error)
 }
+
+// ReadKeysMax bounds the keys of one KeyBatchReader.ReadKeys call.
+const ReadKeysMax = PrepareKeysMax
+
+// KeyRead is what ReadKey returns for one key of a ReadKeys call.
+type KeyRead struct {
+	Seq   uint64
+	Data  []byte
+	Found bool
+}
+
+// KeyBatchReader is implemented by a KeyReader that answers many retries
+// in one call (a retried batch): one read view for all of them, the keys
+// digested together, and the memory each key's lookup waits for requested
+// for all of them before any lookup waits, so that the waits overlap.
+type KeyBatchReader interface {
+	KeyReader
+	// ReadKeys sets reads[i] to what ReadKey(ctx, keys[i].Chain,
+	// keys[i].Key) would return, for every i: each Found is a hint as
+	// ReadKey's found is, and each Data is the caller's. The Data of
+	// one call may share one allocation. Every key must be non-empty,
+	// len(keys) at most ReadKeysMax and reads at least as long as keys,
+	// or it panics. An error leaves reads undefined. It is safe for
+	// concurrent use.
+	ReadKeys(ctx context.Context, keys []ChainKey, reads []KeyRead) error
+}

@@ -136,8 +136,13 @@ func ConcurrentAppends(ctx context.Context, db *chain.DB, chainPrefix string, st
 
 // Replays retries total existing requests (entries 0..existing-1 of the
 // stream, in a scattered order) from goroutines callers, or as many as the
-// budget allows, and checks that each is answered as a replay (P4).
-func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, existing, goroutines, total int, budget time.Duration) (Rate, error) {
+// budget allows, and checks that each is answered as a replay (P4). A
+// batch of 1 retries each with Append; a larger one retries that many at
+// a time with DB.AppendBatch, as a client retries a batch it sent.
+func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, existing, goroutines, total, batch int, budget time.Duration) (Rate, error) {
+	if batch < 1 || batch > ReplayBatchMax {
+		return Rate{}, fmt.Errorf("replay batch of %d: want 1 to %d", batch, ReplayBatchMax)
+	}
 	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -150,20 +155,15 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 			defer wg.Done()
 			var replayed int64
 			defer func() { done.Add(replayed) }()
-			payload := make([]byte, PayloadSize)
+			r := newReplayer(db, chainID, stream, existing, batch)
 			for from, to := claim(&next, total); from < to && !stop.Load(); from, to = claim(&next, total) {
-				for n := from; n < to && !stop.Load(); n++ {
-					i := splitmix64(uint64(n)) % uint64(existing)
-					req := chain.Request{Chain: chainID, IdempotencyKey: Key(stream, i), Type: EntryType, Payload: payloadInto(payload, i)}
-					res, err := db.Append(ctx, req)
-					if err == nil && (!res.Replayed || res.Entry.Seq == 0) {
-						err = fmt.Errorf("entry %d was not replayed", i)
-					}
+				for n := from; n < to && !stop.Load(); n += int64(batch) {
+					count, err := r.replay(ctx, n, min(n+int64(batch), to))
 					if err != nil {
 						errs <- err
 						return
 					}
-					replayed++
+					replayed += count
 				}
 			}
 		}()
@@ -175,6 +175,57 @@ func Replays(ctx context.Context, db *chain.DB, chainID string, stream uint64, e
 		return Rate{}, err
 	}
 	return Rate{done.Load(), elapsed}, nil
+}
+
+// ReplayBatchMax is the largest batch of Replays: a claim's worth.
+const ReplayBatchMax = claimSize
+
+// replayer is one caller of Replays, with its requests' memory.
+type replayer struct {
+	db       *chain.DB
+	chainID  string
+	stream   uint64
+	existing int
+	payloads [][]byte
+	requests []chain.Request
+	results  []chain.Result
+}
+
+func newReplayer(db *chain.DB, chainID string, stream uint64, existing, batch int) *replayer {
+	r := &replayer{db: db, chainID: chainID, stream: stream, existing: existing,
+		payloads: make([][]byte, batch), requests: make([]chain.Request, 0, batch), results: make([]chain.Result, 0, batch)}
+	for i := range r.payloads {
+		r.payloads[i] = make([]byte, PayloadSize)
+	}
+	return r
+}
+
+// replay retries the requests of indexes [from, to) and returns how many
+// were replayed.
+func (r *replayer) replay(ctx context.Context, from, to int64) (int64, error) {
+	r.requests = r.requests[:0]
+	for n := from; n < to; n++ {
+		i := splitmix64(uint64(n)) % uint64(r.existing)
+		r.requests = append(r.requests, chain.Request{Chain: r.chainID, IdempotencyKey: Key(r.stream, i), Type: EntryType,
+			Payload: payloadInto(r.payloads[n-from], i)})
+	}
+	var err error
+	if len(r.payloads) == 1 {
+		var res chain.Result
+		res, err = r.db.Append(ctx, r.requests[0])
+		r.results = append(r.results[:0], res)
+	} else {
+		r.results, err = r.db.AppendBatch(ctx, r.requests, r.results[:0])
+	}
+	if err != nil {
+		return 0, err
+	}
+	for i, res := range r.results {
+		if !res.Replayed || res.Entry.Seq == 0 {
+			return 0, fmt.Errorf("entry %d was not replayed", splitmix64(uint64(from)+uint64(i))%uint64(r.existing))
+		}
+	}
+	return int64(len(r.results)), nil
 }
 
 // claimSize is how many operations a caller of Replays or RawGets takes

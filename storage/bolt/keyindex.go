@@ -3,6 +3,7 @@ package bolt
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/ledgerworks/ledger/internal/prefetch"
 	"math"
 	"math/bits"
 	"slices"
@@ -184,17 +185,24 @@ func (x *runRadix) searchNear(i int, chunk []byte, want recordPrefix) (int, byte
 	case want.digestHigh > last.digestHigh:
 		return n, 0
 	}
-	buckets := len(starts) - 1
-	b := radixBucket(want.digestHigh, first.digestHigh, last.digestHigh, buckets)
-	lo, hi := int(starts[b]), int(starts[b+1])
+	lo, hi, guess := bucketGuess(starts, first, last, want)
 	if hi-lo <= 1 {
 		return searchChunkRange(chunk, lo, hi, want), 0
 	}
-	// The first record read is where want's digest falls in its bucket's
-	// share of the digest range: about two records from the answer when
-	// digests are uniform, where an interpolation across the bucket reads
-	// its two ends first and then a third record, each a cache miss
-	// waiting for the one before.
+	return searchFrom(chunk, lo, hi, guess, want), touchNear(chunk, lo, hi, guess)
+}
+
+// bucketGuess returns the records lo..hi of want's bucket in a chunk whose
+// first and last records are first and last (want's digest between
+// theirs, the chunk's map starts), and the record of the bucket to read
+// first: where want's digest falls in the bucket's share of the digest
+// range, about two records from the answer when digests are uniform,
+// where an interpolation across the bucket reads its two ends first and
+// then a third record, each a cache miss waiting for the one before.
+func bucketGuess(starts []uint16, first, last, want recordPrefix) (lo, hi, guess int) {
+	buckets := len(starts) - 1
+	b := radixBucket(want.digestHigh, first.digestHigh, last.digestHigh, buckets)
+	lo, hi = int(starts[b]), int(starts[b+1])
 	low := first.digestHigh
 	if b > 0 {
 		low = radixBound(b, first.digestHigh, last.digestHigh, buckets)
@@ -203,17 +211,42 @@ func (x *runRadix) searchNear(i int, chunk []byte, want recordPrefix) (int, byte
 	if b+1 < buckets {
 		high = radixBound(b+1, first.digestHigh, last.digestHigh, buckets)
 	}
-	guess := lo
-	if want.digestHigh > low && high > low {
+	guess = lo
+	if hi-lo > 1 && want.digestHigh > low && high > low {
 		guess = lo + radixBucket(min(want.digestHigh, high), low, high, hi-lo)
 	}
-	// The lines of the records searchNearRecords before and after guess
-	// load together with guess's own: the answer is that near when
-	// digests are uniform, and a step onto a line not yet loaded would
-	// be a second miss waiting for the first (records are 32 bytes, two
-	// to a line).
-	near := chunk[max(guess-searchNearRecords, lo)*keyRecordSize+8] ^ chunk[min(guess+searchNearRecords, hi-1)*keyRecordSize+8]
-	return searchFrom(chunk, lo, hi, guess, want), near
+	return lo, hi, guess
+}
+
+// touchNear loads the lines of the records searchNearRecords before and
+// after guess (lo <= guess < hi) and returns a byte of them: the answer is
+// that near when digests are uniform, and a step onto a line not yet
+// loaded would be a second miss waiting for the first (records are 32
+// bytes, two to a line).
+func touchNear(chunk []byte, lo, hi, guess int) byte {
+	return chunk[max(guess-searchNearRecords, lo)*keyRecordSize+8] ^ chunk[min(guess+searchNearRecords, hi-1)*keyRecordSize+8]
+}
+
+// prefetch asks for the lines searchNear reads first for want in the i-th
+// chunk (see internal/prefetch), without waiting for them; it asks for
+// none when the search would read nothing but the chunk's ends.
+func (x *runRadix) prefetch(i int, chunk []byte, want recordPrefix) {
+	starts := x.starts[i]
+	n := len(chunk) / keyRecordSize
+	if starts == nil || n == 0 {
+		return
+	}
+	first, last := loadPrefix(chunk, 0), loadPrefix(chunk, n-1)
+	if want.chainID != first.chainID || want.digestHigh < first.digestHigh || want.digestHigh > last.digestHigh {
+		return
+	}
+	lo, hi, guess := bucketGuess(starts, first, last, want)
+	if hi-lo <= 1 {
+		return
+	}
+	prefetch.Line(&chunk[max(guess-searchNearRecords, lo)*keyRecordSize])
+	prefetch.Line(&chunk[guess*keyRecordSize])
+	prefetch.Line(&chunk[min(guess+searchNearRecords, hi-1)*keyRecordSize])
 }
 
 // searchNearRecords is how many records on either side of its first read
@@ -620,6 +653,23 @@ func (t *tx) searchRun(i int, r *keyRun, target []byte) (uint64, bool, error) {
 // chunk by a binary search of the chunks' last records, in memory, then
 // the run's radix map or searchChunk in the chunk.
 func (t *tx) searchTable(r *keyRun, table *runTable, want recordPrefix) (uint64, bool, error) {
+	low := table.chunkOf(want)
+	if low == len(table.chunks) {
+		return 0, false, nil
+	}
+	chunk := table.chunks[low]
+	if x := table.radix(r, low); x != nil {
+		at, near := x.searchNear(low, chunk, want)
+		t.segmentIndex.touched ^= near
+		return chunkRecord(chunk, at, want)
+	}
+	return chunkRecord(chunk, searchChunk(chunk, want), want)
+}
+
+// chunkOf returns the index of the chunk whose last record is the first at
+// or after want (len(table.chunks) when none is), by a binary search of the
+// chunks' last records, in memory.
+func (table *runTable) chunkOf(want recordPrefix) int {
 	low, high := 0, len(table.last)
 	for low < high {
 		middle := int(uint(low+high) >> 1)
@@ -629,16 +679,36 @@ func (t *tx) searchTable(r *keyRun, table *runTable, want recordPrefix) (uint64,
 			high = middle
 		}
 	}
-	if low == len(table.chunks) {
-		return 0, false, nil
+	return low
+}
+
+// radix returns the run's radix map when it maps the table's chunks (the
+// i-th with as many records), else nil.
+func (table *runTable) radix(r *keyRun, i int) *runRadix {
+	if x := r.radix.Load(); x != nil && len(x.records) == len(table.chunks) && x.records[i] == len(table.chunks[i])/keyRecordSize {
+		return x
 	}
-	chunk := table.chunks[low]
-	if x := r.radix.Load(); x != nil && len(x.records) == len(table.chunks) && x.records[low] == len(chunk)/keyRecordSize {
-		at, near := x.searchNear(low, chunk, want)
-		t.segmentIndex.touched ^= near
-		return chunkRecord(chunk, at, want)
+	return nil
+}
+
+// prefetchRecord asks for the lines of the chunk records that a lookup of
+// the digest would read first in each run whose filter may hold it, where
+// the read transaction has the run's table and radix map: a batch of
+// lookups asks for every key's records before the first lookup, so that
+// their misses overlap. The run filters' lines are expected loaded already
+// (touchRunFilters).
+func (t *tx) prefetchRecord(chainID uint64, digest *[KeyDigestSize]byte) {
+	want := recordPrefix{chainID: chainID, digestHigh: binary.BigEndian.Uint64(digest[0:8]), digestLow: binary.BigEndian.Uint64(digest[8:16])}
+	for i, table := range t.index.tableAt {
+		if table == nil || table.last == nil || !filterMayContain(t.index.runs[i].filter, chainID, digest[:]) {
+			continue
+		}
+		if low := table.chunkOf(want); low < len(table.chunks) {
+			if x := table.radix(t.index.runs[i], low); x != nil {
+				x.prefetch(low, table.chunks[low], want)
+			}
+		}
 	}
-	return chunkRecord(chunk, searchChunk(chunk, want), want)
 }
 
 // chunkRecord returns the seq of the i-th record of chunk when it is want.

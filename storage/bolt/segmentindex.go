@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"encoding/binary"
+	"github.com/ledgerworks/ledger/internal/prefetch"
 	"math/bits"
 
 	"github.com/ledgerworks/ledger/storage"
@@ -127,6 +128,32 @@ func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
 		return nil, false
 	}
 	return value[dataStart+int(start) : dataStart+int(end) : dataStart+int(end)], true
+}
+
+// prefetch asks for the lines of the segment's header, offset and likely
+// entry that mappedEntry would read for (chain id, seq), when the map of
+// that chain is built (see internal/prefetch): a batch of reads asks for
+// every entry before it reads the first, so that their misses overlap.
+func (x *segmentIndex) prefetch(id, seq uint64) {
+	if !x.built || x.chainID != id {
+		return
+	}
+	i := x.search(seq)
+	if i == 0 || i == len(x.lasts) || seq <= x.lasts[i-1] {
+		return
+	}
+	n, place, value := x.lasts[i]-x.lasts[i-1], int(seq-x.lasts[i-1]-1), x.values[i]
+	if n > segmentEntriesMax {
+		return
+	}
+	dataStart := segmentCountSize + segmentOffsetSize*int(n)
+	if len(value) <= dataStart {
+		return
+	}
+	guess := dataStart + place*((len(value)-dataStart)/int(n))
+	prefetch.Line(&value[0])
+	prefetch.Line(&value[segmentCountSize+segmentOffsetSize*place])
+	prefetch.Line(&value[min(guess, len(value)-1)])
 }
 
 // search returns the index of the first segment whose last seq is at or
