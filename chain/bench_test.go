@@ -105,7 +105,13 @@ const replayEntries = 100_000
 
 // BenchmarkReplay is P4: retries of existing requests from 2 goroutines;
 // the baseline reads the same records in raw read transactions.
-func BenchmarkReplay(b *testing.B) {
+func BenchmarkReplay(b *testing.B) { benchmarkReplays(b, 1) }
+
+// BenchmarkReplayBatch is P4's reference row: retried batches of 100
+// requests (DB.AppendBatch) from 2 goroutines, beside the same baseline.
+func BenchmarkReplayBatch(b *testing.B) { benchmarkReplays(b, 100) }
+
+func benchmarkReplays(b *testing.B, batch int) {
 	db, raw := openBench(b)
 	ctx := context.Background()
 	if _, err := workload.UpdateBatches(ctx, db, "bench", 4, replayEntries, workload.BatchSize); err != nil {
@@ -119,7 +125,7 @@ func BenchmarkReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	got, err := workload.Replays(ctx, db, "bench", 4, replayEntries, 2, b.N, 1, 0)
+	got, err := workload.Replays(ctx, db, "bench", 4, replayEntries, 2, b.N, batch, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -184,21 +184,7 @@ func (m *ledgerMachine) append(t *rapid.T) {
 // update appends to several chains in one Update: all or nothing.
 func (m *ledgerMachine) update(t *rapid.T) {
 	reqs := m.drawRequests(t, 5)
-	// A dry run on a copy predicts the first conflict, which fails the whole
-	// Update.
-	dry := m.model.clone()
-	var conflict *chain.ConflictError
-	for _, req := range reqs {
-		replay, c := dry.expect(req)
-		if c != nil {
-			conflict = c
-			break
-		}
-		if replay == nil {
-			dry.add(chain.Entry{Chain: req.Chain, Seq: uint64(len(dry.entries[req.Chain]) + 1),
-				IdempotencyKey: req.IdempotencyKey, Type: req.Type, Payload: req.Payload})
-		}
-	}
+	conflict := m.model.firstConflict(reqs)
 	batch := rapid.Bool().Draw(t, "batch")
 	var results []chain.Result
 	err := m.db.Update(m.ctx, func(tx *chain.Tx) error {
@@ -223,6 +209,76 @@ func (m *ledgerMachine) update(t *rapid.T) {
 	for i, req := range reqs {
 		m.model.checkResult(t, req, results[i], nil)
 	}
+}
+
+// firstConflict returns the first conflict that reqs meet when appended in
+// order in one transaction, which fails the whole of it, or nil: a dry run
+// on a copy of the model.
+func (m *ledgerModel) firstConflict(reqs []chain.Request) *chain.ConflictError {
+	dry := m.clone()
+	for _, req := range reqs {
+		replay, c := dry.expect(req)
+		if c != nil {
+			return c
+		}
+		if replay == nil {
+			dry.add(chain.Entry{Chain: req.Chain, Seq: uint64(len(dry.entries[req.Chain]) + 1),
+				IdempotencyKey: req.IdempotencyKey, Type: req.Type, Payload: req.Payload})
+		}
+	}
+	return nil
+}
+
+// appendBatch appends with DB.AppendBatch: one transaction, or the
+// entries read without the writer when every request is a retry. A batch
+// of the keys already stored, with their own requests, comes often from
+// a retried batch: drawn half of the time.
+func (m *ledgerMachine) appendBatch(t *rapid.T) {
+	reqs := m.drawRequests(t, 6)
+	if stored := m.model.storedRequests(); len(stored) > 0 && rapid.Bool().Draw(t, "retry") {
+		reqs = reqs[:0]
+		for range rapid.IntRange(1, 6).Draw(t, "retries") {
+			reqs = append(reqs, rapid.SampledFrom(stored).Draw(t, "retried"))
+		}
+	}
+	conflict := m.model.firstConflict(reqs)
+	given := []chain.Result{{Entry: chain.Entry{Chain: "given"}}}
+	results, err := m.db.AppendBatch(m.ctx, reqs, given)
+	if len(results) == 0 || results[0].Entry.Chain != "given" {
+		t.Fatalf("append batch %+v: the given results were not kept: %+v", reqs, results)
+	}
+	results = results[1:]
+	if conflict != nil {
+		var got *chain.ConflictError
+		if !errors.As(err, &got) || got.Chain != conflict.Chain || got.IdempotencyKey != conflict.IdempotencyKey ||
+			got.ExistingSeq != conflict.ExistingSeq {
+			t.Fatalf("append batch %+v: %v, want conflict %+v", reqs, err, conflict)
+		}
+		if len(results) != 0 {
+			t.Fatalf("append batch %+v failed with %d results", reqs, len(results))
+		}
+		return
+	}
+	if err != nil || len(results) != len(reqs) {
+		t.Fatalf("append batch %+v: %d results, %v", reqs, len(results), err)
+	}
+	for i, req := range reqs {
+		m.model.checkResult(t, req, results[i], nil)
+	}
+}
+
+// storedRequests returns the requests of the model's entries that carry
+// a key.
+func (m *ledgerModel) storedRequests() []chain.Request {
+	var reqs []chain.Request
+	for _, ch := range slices.Sorted(maps.Keys(m.entries)) {
+		for _, e := range m.entries[ch] {
+			if e.IdempotencyKey != "" {
+				reqs = append(reqs, chain.Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type, Payload: e.Payload})
+			}
+		}
+	}
+	return reqs
 }
 
 // failingUpdate appends and then fails: nothing may remain.
@@ -399,6 +455,7 @@ func TestLedgerAgainstModel(t *testing.T) {
 				rt.Repeat(map[string]func(*rapid.T){
 					"append":          m.append,
 					"update":          m.update,
+					"appendBatch":     m.appendBatch,
 					"failingUpdate":   m.failingUpdate,
 					"panickingUpdate": m.panickingUpdate,
 					"invalidAppend":   m.invalidAppend,
