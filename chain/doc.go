@@ -30,7 +30,11 @@
 // caller's failure does not fail the others. Tx.AppendBatch appends many
 // requests with the results of as many Append calls, looking their keys up
 // together first where the backend can (storage.KeyPreparer): the form for
-// imports and other large transactions. Domain packages that must answer
+// imports and other large transactions. DB.AppendBatch runs it in a
+// transaction of its own, and answers a retry of the whole batch (every
+// request with its key already stored for the same request) from the
+// stored entries without the committer, all of them in one read where the
+// backend can (storage.KeyBatchReader). Domain packages that must answer
 // a retry before checking their own rules call Tx.Replay first.
 //
 // Verify streams every chain: each hash against the entry's fields, each

@@ -99,8 +99,12 @@
 // it loads together with the lines of the run filters a lookup would
 // probe next, then a
 // pooled read transaction's runs and entry, and the durable memory tables)
-// and copies the entry; its "absent" is a hint like the probe's "no". A
-// digest stands for a key, so the chain package checks that the entry it finds holds the key
+// and copies the entry; its "absent" is a hint like the probe's "no".
+// It is a storage.KeyBatchReader too (replaybatch.go): ReadKeys answers a
+// retried batch as ReadKey would each key, with the keys digested in
+// lanes, one read view, and each pass's cache misses (the run records,
+// then the entries) asked for ahead (internal/prefetch) so that they
+// overlap. A digest stands for a key, so the chain package checks that the entry it finds holds the key
 // it asked for: a collision of 128-bit digests could refuse a key, never
 // answer for another. Files of the first layout (ledger/bolt/v1, keys
 // bucket only) are upgraded when opened for writing. Tests that damage a file
