@@ -345,3 +345,57 @@ func BenchmarkAppendBatchPrepared(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendBatchRetried retries a batch of 1,000 stored requests on
+// 10 chains: with chain.DB.AppendBatch, which reads them in one statement
+// without a transaction (ReadKeys), beside Update with Tx.AppendBatch, which
+// prepares them in a write transaction, alternated in the same run.
+func BenchmarkAppendBatchRetried(b *testing.B) {
+	env := newBenchEnv(b)
+	ctx := context.Background()
+	reqs := make([]chain.Request, 1000)
+	for i := range reqs {
+		reqs[i] = env.request(int64(i))
+		reqs[i].Chain = fmt.Sprintf("ledger-%d", i%10)
+	}
+	if _, err := env.db.AppendBatch(ctx, reqs, nil); err != nil {
+		b.Fatal(err)
+	}
+	results := make([]chain.Result, 0, len(reqs))
+	check := func(results []chain.Result, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range results {
+			if !r.Replayed {
+				b.Fatalf("key %s appended again", r.Entry.IdempotencyKey)
+			}
+		}
+	}
+	var read, updated time.Duration
+	for i := 0; b.Loop(); i++ {
+		for j := range 2 {
+			start := time.Now()
+			if (i+j)%2 == 0 {
+				var err error
+				results, err = env.db.AppendBatch(ctx, reqs, results[:0])
+				check(results, err)
+				read += time.Since(start)
+				continue
+			}
+			err := env.db.Update(ctx, func(tx *chain.Tx) error {
+				var err error
+				results, err = tx.AppendBatch(reqs, results[:0])
+				return err
+			})
+			check(results, err)
+			updated += time.Since(start)
+		}
+	}
+	rr := float64(b.N*len(reqs)) / read.Seconds()
+	ur := float64(b.N*len(reqs)) / updated.Seconds()
+	b.ReportMetric(float64(read.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(rr, "read-replays/s")
+	b.ReportMetric(ur, "update-replays/s")
+	b.ReportMetric(rr/ur, "read/update")
+}

@@ -14,5 +14,6 @@ func FilterSeq(b *Backend, chain string) (seq uint64, ok bool) {
 // SingleSchema exposes singleSchema.
 var SingleSchema = singleSchema
 
-// RoundTrips reports the statement batches the backend's transactions sent.
+// RoundTrips reports the statement batches the backend's transactions sent
+// and the statements of its ReadKey and ReadKeys calls.
 func RoundTrips(b *Backend) int64 { return b.roundTrips.Load() }

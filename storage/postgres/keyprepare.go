@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -201,7 +200,7 @@ func scanFoundKeys(rows pgx.Rows, n int, found *[]foundKey) error {
 			return err
 		}
 		if i < 1 || int(i) > n || seq < 1 {
-			return errors.New("prepare keys: the server answered a key that was not asked")
+			return fmt.Errorf("%w: the server answered key %d of %d, seq %d", storage.ErrCorrupt, i, n, seq)
 		}
 		*found = append(*found, foundKey{index: int(i) - 1, seq: uint64(seq), data: data})
 	}

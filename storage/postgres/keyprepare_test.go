@@ -413,6 +413,47 @@ func TestPrepareKeysRoundTrips(t *testing.T) {
 	}
 }
 
+// A retried batch (chain.DB.AppendBatch) is read in one round trip
+// (ReadKeys), without a transaction; the same batch with a new request
+// among the retries reads once, then runs its transaction.
+func TestAppendBatchRetryRoundTrips(t *testing.T) {
+	b := pgtest.Open(t)
+	db, err := chain.OpenBackend(b, chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	reqs := make([]chain.Request, 1000)
+	for i := range reqs {
+		key := fmt.Sprintf("k%d", i)
+		reqs[i] = chain.Request{Chain: fmt.Sprintf("c%d", i%10), IdempotencyKey: key, Type: "t/v1", Payload: []byte(key)}
+	}
+	if _, err := db.AppendBatch(ctx, reqs, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := postgres.RoundTrips(b)
+	results, err := db.AppendBatch(ctx, reqs, nil)
+	if n := postgres.RoundTrips(b) - before; err != nil || n != 1 {
+		t.Fatalf("retried batch of 1,000: %v, %d round trips; want 1", err, n)
+	}
+	for i, r := range results {
+		if !r.Replayed || r.Entry.IdempotencyKey != reqs[i].IdempotencyKey || r.Entry.Seq != uint64(i/10+1) {
+			t.Fatalf("result %d: %+v, want a replay of seq %d", i, r, i/10+1)
+		}
+	}
+	fresh := append(reqs[:len(reqs):len(reqs)], chain.Request{Chain: "c0", IdempotencyKey: "new", Type: "t/v1", Payload: []byte("new")})
+	before = postgres.RoundTrips(b)
+	results, err = db.AppendBatch(ctx, fresh, nil)
+	n := postgres.RoundTrips(b) - before
+	if err != nil || len(results) != len(fresh) || results[len(reqs)].Replayed || !results[0].Replayed {
+		t.Fatalf("retried batch with a new request: %d results, %v", len(results), err)
+	}
+	if n < 2 || n > 1+2+10 { // the read, then prepare and commit, and key filters caught up per chain
+		t.Fatalf("retried batch with a new request: %d round trips", n)
+	}
+}
+
 // ScanKeyBatches reads an index of several pages (keyed rows among
 // unkeyed ones) exactly as ScanKeys does, in batches of at most
 // storage.KeyBatchSizeMax.

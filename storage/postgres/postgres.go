@@ -87,8 +87,9 @@ type Backend struct {
 	schema string
 	opts   Options
 	closed atomic.Bool
-	// roundTrips counts the statement batches transactions sent, for
-	// tests that check what a batch of look-ups costs.
+	// roundTrips counts the statement batches transactions sent and the
+	// statements ReadKey and ReadKeys sent, for tests that check what a
+	// batch of look-ups costs.
 	roundTrips atomic.Int64
 	filters    *keyFilters
 	// shortLockWait sets the wait for a head locked out of order.

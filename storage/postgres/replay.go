@@ -34,6 +34,7 @@ func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, d
 		return 0, nil, false, nil // Append refuses such names: none is stored
 	}
 	var stored int64
+	b.roundTrips.Add(1)
 	err = b.pool.QueryRow(ctx, sqlReadKey, chain, key).Scan(&stored, &data)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -50,4 +51,63 @@ func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, d
 		return 0, nil, false, fmt.Errorf("postgres: chain %q key %q: %w: seq %d", chain, key, storage.ErrCorrupt, stored)
 	}
 	return uint64(stored), data, true, nil
+}
+
+var _ storage.KeyBatchReader = (*Backend)(nil)
+
+// ReadKeys implements storage.KeyBatchReader with one statement, where
+// ReadKey takes one a key: the keys sent as two arrays and joined with the
+// entries table's unique index (sqlPrepareKeys, without the locks a write
+// transaction's PrepareKeys takes). Run on its own, it sees the
+// transactions committed before it began.
+func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads []storage.KeyRead) error {
+	if len(keys) > storage.ReadKeysMax {
+		panic(fmt.Sprintf("postgres: ReadKeys of %d keys, more than storage.ReadKeysMax", len(keys)))
+	}
+	if len(reads) < len(keys) {
+		panic("postgres: ReadKeys with fewer reads than keys")
+	}
+	for _, k := range keys {
+		if k.Key == "" {
+			panic("postgres: ReadKeys of an empty idempotency key")
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.closed.Load() {
+		return storage.ErrClosed
+	}
+	clear(reads[:len(keys)])
+	chains := make([]string, 0, len(keys))
+	names := make([]string, 0, len(keys))
+	sent := make([]int, 0, len(keys)) // the index in keys of each key sent
+	for i, k := range keys {
+		if !unstorable(k.Chain) && !unstorable(k.Key) { // Append refuses the others: none is stored
+			chains, names, sent = append(chains, k.Chain), append(names, k.Key), append(sent, i)
+		}
+	}
+	if len(sent) == 0 {
+		return nil
+	}
+	b.roundTrips.Add(1)
+	var found []foundKey
+	rows, err := b.pool.Query(ctx, sqlPrepareKeys, chains, names)
+	if err == nil {
+		err = scanFoundKeys(rows, len(sent), &found)
+		rows.Close()
+	}
+	if err != nil {
+		if b.closed.Load() {
+			return storage.ErrClosed
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return fmt.Errorf("postgres: read keys: %w", classify(err, false))
+	}
+	for _, f := range found {
+		reads[sent[f.index]] = storage.KeyRead{Seq: f.seq, Data: f.data, Found: true}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -25,6 +26,8 @@ var keyReaderTests = []struct {
 	{"ReadKeyCopies", testReadKeyCopies},
 	{"ReadKeyEndedContext", testReadKeyEndedContext},
 	{"ReadKeyUnderConcurrentCommits", testReadKeyConcurrentCommits},
+	{"ReadKeysMixed", testReadKeysMixed},
+	{"ReadKeysEndedContext", testReadKeysEndedContext},
 }
 
 func keyReader(t *testing.T, b storage.Backend) storage.KeyReader {
@@ -85,6 +88,9 @@ func checkReadKey(t testing.TB, r storage.KeyReader, records []keyedRecord) {
 	}
 }
 
+// tryReadKeys checks ReadKey of every record and, when r is a
+// storage.KeyBatchReader, ReadKeys of them all, storage.ReadKeysMax at a
+// time.
 func tryReadKeys(r storage.KeyReader, records []keyedRecord) error {
 	for _, rec := range records {
 		seq, data, found, err := r.ReadKey(ctx, rec.chain, rec.key)
@@ -92,16 +98,120 @@ func tryReadKeys(r storage.KeyReader, records []keyedRecord) error {
 			return fmt.Errorf("ReadKey(%q, %q) = %d, %q, %v, %v; want %d, %q, true", rec.chain, rec.key, seq, data, found, err, rec.seq, rec.data)
 		}
 	}
+	batch, ok := r.(storage.KeyBatchReader)
+	if !ok {
+		return nil
+	}
+	for part := range slices.Chunk(records, storage.ReadKeysMax) {
+		keys := make([]storage.ChainKey, len(part))
+		for i, rec := range part {
+			keys[i] = storage.ChainKey{Chain: rec.chain, Key: rec.key}
+		}
+		reads := make([]storage.KeyRead, len(part))
+		if err := batch.ReadKeys(ctx, keys, reads); err != nil {
+			return fmt.Errorf("ReadKeys of %d keys: %w", len(keys), err)
+		}
+		for i, rec := range part {
+			if got := reads[i]; !got.Found || got.Seq != rec.seq || !bytes.Equal(got.Data, rec.data) {
+				return fmt.Errorf("ReadKeys: key %d of %d (%q, %q) = %d, %q, %v; want %d, %q, true",
+					i, len(keys), rec.chain, rec.key, got.Seq, got.Data, got.Found, rec.seq, rec.data)
+			}
+		}
+	}
 	return nil
 }
 
-// checkNotFound fails unless r finds none of the keys.
+// checkNotFound fails unless r finds none of the keys, one at a time and,
+// when r is a storage.KeyBatchReader, all together.
 func checkNotFound(t testing.TB, r storage.KeyReader, keys []probeKey) {
 	t.Helper()
 	for _, k := range keys {
 		if seq, data, found, err := r.ReadKey(ctx, k.chain, k.key); err != nil || found {
 			t.Fatalf("ReadKey(%q, %q) of a key never committed = %d, %q, %v, %v; want not found", k.chain, k.key, seq, data, found, err)
 		}
+	}
+	batch, ok := r.(storage.KeyBatchReader)
+	if !ok {
+		return
+	}
+	chainKeys := make([]storage.ChainKey, len(keys))
+	for i, k := range keys {
+		chainKeys[i] = storage.ChainKey{Chain: k.chain, Key: k.key}
+	}
+	reads := make([]storage.KeyRead, len(keys))
+	if err := batch.ReadKeys(ctx, chainKeys, reads); err != nil {
+		t.Fatalf("ReadKeys of keys never committed: %v", err)
+	}
+	for i, got := range reads {
+		if got.Found || got.Data != nil {
+			t.Fatalf("ReadKeys: key %d (%q, %q), never committed = %+v; want not found", i, keys[i].chain, keys[i].key, got)
+		}
+	}
+}
+
+func keyBatchReader(t *testing.T, b storage.Backend) storage.KeyBatchReader {
+	t.Helper()
+	r, ok := b.(storage.KeyBatchReader)
+	if !ok {
+		t.Skipf("%T is not a storage.KeyBatchReader", b)
+	}
+	return r
+}
+
+// testReadKeysMixed reads, in one call, keys found and not found, one key
+// twice, a key of one chain asked of another, a chain that does not exist
+// and a key that is not UTF-8: each read is what ReadKey says of its key, reads past the keys
+// are left as they were, and the bytes are the caller's.
+func testReadKeysMixed(t *testing.T, b storage.Backend) {
+	r := keyBatchReader(t, b)
+	records := commitKeyed(t, b, map[string]uint64{}, []probeKey{{"mix/a", "k1"}, {"mix/a", "k2"}, {"mix/b", "k1"}})
+	// "\xff" is not UTF-8, which a server backend cannot store: it is
+	// never found, and the keys after it are still read as theirs.
+	keys := []storage.ChainKey{
+		{Chain: "mix/a", Key: "\xff"}, {Chain: "mix/a", Key: "k2"}, {Chain: "mix/a", Key: "never"}, {Chain: "mix/b", Key: "k1"},
+		{Chain: "mix/b", Key: "k2"}, {Chain: "mix/none", Key: "k1"}, {Chain: "mix/a", Key: "k2"}, {Chain: "mix/a", Key: "k1"},
+	}
+	want := []*keyedRecord{nil, &records[1], nil, &records[2], nil, nil, &records[1], &records[0]}
+	untouched := storage.KeyRead{Seq: 7, Data: []byte("untouched"), Found: true}
+	reads := make([]storage.KeyRead, len(keys)+1)
+	reads[len(keys)] = untouched
+	for i := range keys {
+		reads[i] = storage.KeyRead{Seq: 99, Data: []byte("stale"), Found: true}
+	}
+	if err := r.ReadKeys(ctx, keys, reads); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		got := reads[i]
+		if w == nil {
+			if got.Found || got.Data != nil || got.Seq != 0 {
+				t.Fatalf("ReadKeys: key %d %+v = %+v; want not found", i, keys[i], got)
+			}
+			continue
+		}
+		if !got.Found || got.Seq != w.seq || !bytes.Equal(got.Data, w.data) {
+			t.Fatalf("ReadKeys: key %d %+v = %d, %q, %v; want %d, %q", i, keys[i], got.Seq, got.Data, got.Found, w.seq, w.data)
+		}
+	}
+	if got := reads[len(keys)]; got.Seq != untouched.Seq || string(got.Data) != "untouched" || !got.Found {
+		t.Fatalf("ReadKeys set the read past its keys to %+v", got)
+	}
+	for _, got := range reads[:len(keys)] {
+		for i := range got.Data {
+			got.Data[i] ^= 0xFF // the caller owns the bytes
+		}
+	}
+	checkReadKey(t, r, records)
+}
+
+func testReadKeysEndedContext(t *testing.T, b storage.Backend) {
+	r := keyBatchReader(t, b)
+	commitKeyed(t, b, map[string]uint64{}, []probeKey{{"ctx", "k"}})
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	reads := make([]storage.KeyRead, 1)
+	if err := r.ReadKeys(ended, []storage.ChainKey{{Chain: "ctx", Key: "k"}}, reads); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ReadKeys with an ended context: %v; want context.Canceled", err)
 	}
 }
 
