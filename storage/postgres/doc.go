@@ -67,6 +67,8 @@
 // with one statement outside any transaction, SELECT seq, data ... WHERE
 // chain_id = $1 AND idempotency_key = $2, which sees what was committed
 // before it began, instead of a read transaction's three round trips. It is
+// a storage.KeyBatchReader too: ReadKeys reads a retried batch's keys in
+// one statement, the join PrepareKeys sends without its head locks. It is
 // not a storage.KeyProber: ruling a key out would need its own round trip.
 //
 // # Errors and retries
