@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"iter"
 
 	"github.com/zeebo/blake3"
@@ -272,6 +273,23 @@ type KeyRead struct {
 	Seq   uint64
 	Data  []byte
 	Found bool
+}
+
+// CheckReadKeys panics unless keys and reads are arguments ReadKeys
+// takes: every key non-empty, at most ReadKeysMax keys, and reads at least
+// as long as keys. A KeyBatchReader calls it first.
+func CheckReadKeys(keys []ChainKey, reads []KeyRead) {
+	if len(keys) > ReadKeysMax {
+		panic(fmt.Sprintf("storage: ReadKeys of %d keys, more than ReadKeysMax", len(keys)))
+	}
+	if len(reads) < len(keys) {
+		panic("storage: ReadKeys with fewer reads than keys")
+	}
+	for _, k := range keys {
+		if k.Key == "" {
+			panic("storage: ReadKeys of an empty idempotency key")
+		}
+	}
 }
 
 // KeyBatchReader is implemented by a KeyReader that answers many retries

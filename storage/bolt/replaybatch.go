@@ -34,17 +34,7 @@ var keyReadsPool = sync.Pool{New: func() any { return new(keyReads) }}
 // one read view for the keys the file may hold, and one allocation for
 // the entries' copies.
 func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads []storage.KeyRead) error {
-	if len(keys) > storage.ReadKeysMax {
-		panic(fmt.Sprintf("bolt: ReadKeys of %d keys, more than storage.ReadKeysMax", len(keys)))
-	}
-	if len(reads) < len(keys) {
-		panic("bolt: ReadKeys with fewer reads than keys")
-	}
-	for _, k := range keys {
-		if k.Key == "" {
-			panic("bolt: ReadKeys of an empty idempotency key")
-		}
-	}
+	storage.CheckReadKeys(keys, reads)
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -61,17 +61,7 @@ var _ storage.KeyBatchReader = (*Backend)(nil)
 // transaction's PrepareKeys takes). Run on its own, it sees the
 // transactions committed before it began.
 func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads []storage.KeyRead) error {
-	if len(keys) > storage.ReadKeysMax {
-		panic(fmt.Sprintf("postgres: ReadKeys of %d keys, more than storage.ReadKeysMax", len(keys)))
-	}
-	if len(reads) < len(keys) {
-		panic("postgres: ReadKeys with fewer reads than keys")
-	}
-	for _, k := range keys {
-		if k.Key == "" {
-			panic("postgres: ReadKeys of an empty idempotency key")
-		}
-	}
+	storage.CheckReadKeys(keys, reads)
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ var keyReaderTests = []struct {
 	{"ReadKeyEndedContext", testReadKeyEndedContext},
 	{"ReadKeyUnderConcurrentCommits", testReadKeyConcurrentCommits},
 	{"ReadKeysMixed", testReadKeysMixed},
-	{"ReadKeysEndedContext", testReadKeysEndedContext},
 }
 
 func keyReader(t *testing.T, b storage.Backend) storage.KeyReader {
@@ -204,17 +203,6 @@ func testReadKeysMixed(t *testing.T, b storage.Backend) {
 	checkReadKey(t, r, records)
 }
 
-func testReadKeysEndedContext(t *testing.T, b storage.Backend) {
-	r := keyBatchReader(t, b)
-	commitKeyed(t, b, map[string]uint64{}, []probeKey{{"ctx", "k"}})
-	ended, cancel := context.WithCancel(ctx)
-	cancel()
-	reads := make([]storage.KeyRead, 1)
-	if err := r.ReadKeys(ended, []storage.ChainKey{{Chain: "ctx", Key: "k"}}, reads); !errors.Is(err, context.Canceled) {
-		t.Fatalf("ReadKeys with an ended context: %v; want context.Canceled", err)
-	}
-}
-
 func testReadKeyCommitted(t *testing.T, b storage.Backend) {
 	r := keyReader(t, b)
 	heads := map[string]uint64{}
@@ -290,6 +278,12 @@ func testReadKeyEndedContext(t *testing.T, b storage.Backend) {
 	cancel()
 	if _, _, found, err := r.ReadKey(ended, "ctx", "k"); !errors.Is(err, context.Canceled) || found {
 		t.Fatalf("ReadKey with an ended context = %v, %v; want context.Canceled", found, err)
+	}
+	if batch, ok := r.(storage.KeyBatchReader); ok {
+		reads := make([]storage.KeyRead, 1)
+		if err := batch.ReadKeys(ended, []storage.ChainKey{{Chain: "ctx", Key: "k"}}, reads); !errors.Is(err, context.Canceled) {
+			t.Fatalf("ReadKeys with an ended context: %v; want context.Canceled", err)
+		}
 	}
 }
 
