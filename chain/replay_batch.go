@@ -8,11 +8,11 @@ import (
 
 // replayedBatch answers a retried batch without the writer (see
 // DB.AppendBatch): found is true, and results extended by the replays, when
-// every request's key maps to its own request's entry; found is true with
-// the *ConflictError of the first request that conflicts, when every
-// request before it was a replay. Any other case (a request without a
-// key, a key not found, no KeyReader) is found false, for a transaction
-// to decide.
+// every request's key maps to its own request's entry. An error ends it:
+// the *ConflictError of the first request that conflicts when every
+// request before it was a replay, a damaged index's, the store's. Any
+// other case (a request without a key, a key not found, no KeyReader) is
+// found false, for a transaction to decide.
 func (db *DB) replayedBatch(ctx context.Context, reqs []Request, results []Result) (out []Result, found bool, err error) {
 	if db.keyReader == nil || len(reqs) == 0 {
 		return results, false, nil

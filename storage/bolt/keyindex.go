@@ -3,7 +3,6 @@ package bolt
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/ledgerworks/ledger/internal/prefetch"
 	"math"
 	"math/bits"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/ledgerworks/ledger/internal/prefetch"
 	"github.com/ledgerworks/ledger/storage"
 )
 

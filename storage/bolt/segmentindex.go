@@ -2,9 +2,9 @@ package bolt
 
 import (
 	"encoding/binary"
-	"github.com/ledgerworks/ledger/internal/prefetch"
 	"math/bits"
 
+	"github.com/ledgerworks/ledger/internal/prefetch"
 	"github.com/ledgerworks/ledger/storage"
 )
 
