@@ -182,6 +182,7 @@ func init() {
 	registerDemoStep(10, "raw entries: the ERP's audit trail", demoAppendRaw)
 	registerDemoStep(11, "retries replay the original entries", demoRetryRaw)
 	registerDemoStep(12, "a reused key with a different request is a conflict", demoConflictRaw)
+	registerDemoStep(13, "a batch retried whole is answered from its entries", demoRetryBatch)
 	registerDemoStep(90, "verification", demoVerify)
 }
 
@@ -236,6 +237,47 @@ func demoRetryRaw(ctx context.Context, d *demoEnv) error {
 			res.Entry.IdempotencyKey, res.Entry.Seq, res.Entry.Hash)
 		d.Replayed(1)
 	}
+	return nil
+}
+
+// demoImportLines are the lines of an import the ERP sends as one batch,
+// then sends again after a timeout.
+var demoImportLines = []struct{ key, payload string }{
+	{"import-4711-line-1", `{"event":"import.line","import":4711,"line":1,"item":"SKU-1","qty":"12"}`},
+	{"import-4711-line-2", `{"event":"import.line","import":4711,"line":2,"item":"SKU-2","qty":"5"}`},
+	{"import-4711-line-3", `{"event":"import.line","import":4711,"line":3,"item":"SKU-7","qty":"40"}`},
+}
+
+// demoRetryBatch appends an import's lines in one DB.AppendBatch, then
+// retries the whole batch: every line comes back replayed, read without
+// the writer.
+func demoRetryBatch(ctx context.Context, d *demoEnv) error {
+	name, err := demoAuditChain(d)
+	if err != nil {
+		return err
+	}
+	reqs := make([]chain.Request, len(demoImportLines))
+	for i, line := range demoImportLines {
+		reqs[i] = chain.Request{Chain: name, IdempotencyKey: line.key, Type: demoAuditType, Payload: []byte(line.payload)}
+	}
+	first, err := d.DB.AppendBatch(ctx, reqs, nil)
+	if err != nil {
+		return err
+	}
+	d.Printf("import 4711: %d lines appended in one transaction, seqs %d to %d\n",
+		len(first), first[0].Entry.Seq, first[len(first)-1].Entry.Seq)
+	retry, err := d.DB.AppendBatch(ctx, reqs, nil)
+	if err != nil {
+		return err
+	}
+	for i, res := range retry {
+		if !res.Replayed || res.Entry.Hash != first[i].Entry.Hash {
+			return fmt.Errorf("batch retry of key %s appended seq %d instead of replaying", res.Entry.IdempotencyKey, res.Entry.Seq)
+		}
+		d.Printf("batch retry of key %s: replayed=true, seq %d (read without the writer, nothing written)\n",
+			res.Entry.IdempotencyKey, res.Entry.Seq)
+	}
+	d.Replayed(len(retry))
 	return nil
 }
 

@@ -56,7 +56,7 @@ func TestDemoCreatesAFreshLedgerAndVerifiesIt(t *testing.T) {
 		t.Fatalf("verify of the demo ledger: %+v", verify)
 	}
 	head := runRaw(t, "--db", path, "head", "acme/audit/erp-events")
-	if head.code != 0 || !strings.HasPrefix(head.stdout, "acme/audit/erp-events:3:") {
+	if head.code != 0 || !strings.HasPrefix(head.stdout, "acme/audit/erp-events:6:") {
 		t.Fatalf("head: %+v", head)
 	}
 }
