@@ -275,10 +275,11 @@ type KeyRead struct {
 	Found bool
 }
 
-// CheckReadKeys panics unless keys and reads are arguments ReadKeys
-// takes: every key non-empty, at most ReadKeysMax keys, and reads at least
-// as long as keys. A KeyBatchReader calls it first.
-func CheckReadKeys(keys []ChainKey, reads []KeyRead) {
+// BeginReadKeys begins a KeyBatchReader's ReadKeys call: it panics
+// unless keys and reads are arguments ReadKeys takes (every key non-empty,
+// at most ReadKeysMax keys, reads at least as long as keys), returns the
+// context's error when it has ended, and clears the reads of the keys.
+func BeginReadKeys(ctx context.Context, keys []ChainKey, reads []KeyRead) error {
 	if len(keys) > ReadKeysMax {
 		panic(fmt.Sprintf("storage: ReadKeys of %d keys, more than ReadKeysMax", len(keys)))
 	}
@@ -290,6 +291,11 @@ func CheckReadKeys(keys []ChainKey, reads []KeyRead) {
 			panic("storage: ReadKeys of an empty idempotency key")
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	clear(reads[:len(keys)])
+	return nil
 }
 
 // KeyBatchReader is implemented by a KeyReader that answers many retries

@@ -34,14 +34,12 @@ var keyReadsPool = sync.Pool{New: func() any { return new(keyReads) }}
 // one read view for the keys the file may hold, and one allocation for
 // the entries' copies.
 func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads []storage.KeyRead) error {
-	storage.CheckReadKeys(keys, reads)
-	if err := ctx.Err(); err != nil {
+	if err := storage.BeginReadKeys(ctx, keys, reads); err != nil {
 		return err
 	}
 	if b.closed.Load() {
 		return storage.ErrClosed
 	}
-	clear(reads[:len(keys)])
 	s := keyReadsPool.Get().(*keyReads)
 	defer func() {
 		clear(s.keys) // the pool outlives the call: keep none of its strings

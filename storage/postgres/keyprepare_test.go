@@ -362,13 +362,20 @@ func TestPrepareKeysConcurrentBatches(t *testing.T) {
 // An AppendBatch of 1,000 keyed requests over ten chains costs a bounded
 // number of round trips, not one per key: a batch of new keys, then the
 // same batch retried (every key found, every entry read for its replay).
-func TestPrepareKeysRoundTrips(t *testing.T) {
-	b := pgtest.Open(t)
+// openEngine opens the engine on b; it is closed when the test ends.
+func openEngine(t *testing.T, b *postgres.Backend) *chain.DB {
+	t.Helper()
 	db, err := chain.OpenBackend(b, chain.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestPrepareKeysRoundTrips(t *testing.T) {
+	b := pgtest.Open(t)
+	db := openEngine(t, b)
 	ctx := context.Background()
 	batch := func(first int) []chain.Request {
 		reqs := make([]chain.Request, 1000)
@@ -418,11 +425,7 @@ func TestPrepareKeysRoundTrips(t *testing.T) {
 // among the retries reads once, then runs its transaction.
 func TestAppendBatchRetryRoundTrips(t *testing.T) {
 	b := pgtest.Open(t)
-	db, err := chain.OpenBackend(b, chain.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openEngine(t, b)
 	ctx := context.Background()
 	reqs := make([]chain.Request, 1000)
 	for i := range reqs {

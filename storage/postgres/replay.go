@@ -61,14 +61,12 @@ var _ storage.KeyBatchReader = (*Backend)(nil)
 // transaction's PrepareKeys takes). Run on its own, it sees the
 // transactions committed before it began.
 func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads []storage.KeyRead) error {
-	storage.CheckReadKeys(keys, reads)
-	if err := ctx.Err(); err != nil {
+	if err := storage.BeginReadKeys(ctx, keys, reads); err != nil {
 		return err
 	}
 	if b.closed.Load() {
 		return storage.ErrClosed
 	}
-	clear(reads[:len(keys)])
 	chains := make([]string, 0, len(keys))
 	names := make([]string, 0, len(keys))
 	sent := make([]int, 0, len(keys)) // the index in keys of each key sent
