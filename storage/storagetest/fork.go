@@ -34,10 +34,7 @@ func RunFork(t *testing.T, open func(t testing.TB) storage.Backend) {
 // forkOf forks tx, skipping the test when the backend cannot fork.
 func forkOf(t *testing.T, tx storage.Tx) storage.Tx {
 	t.Helper()
-	f, ok := tx.(storage.Forker)
-	if !ok {
-		t.Skipf("%T is not a storage.Forker", tx)
-	}
+	f := implementation[storage.Forker](t, tx)
 	fork, err := f.Fork(ctx)
 	if err != nil {
 		t.Fatalf("fork: %v", err)
@@ -170,10 +167,7 @@ func testForkAfterACommit(t *testing.T, b storage.Backend) {
 				t.Fatal(err)
 			}
 		}()
-		f, ok := tx.(storage.Forker)
-		if !ok {
-			t.Skipf("%T is not a storage.Forker", tx)
-		}
+		f := implementation[storage.Forker](t, tx)
 		fork, err := f.Fork(ctx)
 		if err != nil {
 			if !errors.Is(err, storage.ErrRetry) {
@@ -211,10 +205,7 @@ func testForkOfAWriteTx(t *testing.T, b storage.Backend) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	f, ok := tx.(storage.Forker)
-	if !ok {
-		t.Skipf("%T is not a storage.Forker", tx)
-	}
+	f := implementation[storage.Forker](t, tx)
 	if err := tx.Append(ctx, "a", record(1, "k"), head(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -298,10 +289,7 @@ func testForkEnds(t *testing.T, b storage.Backend) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	f, ok := tx.(storage.Forker)
-	if !ok {
-		t.Skipf("%T is not a storage.Forker", tx)
-	}
+	f := implementation[storage.Forker](t, tx)
 	if fork, err := f.Fork(ctx); !errors.Is(err, storage.ErrTxDone) {
 		if fork != nil {
 			fork.Rollback()

@@ -32,17 +32,6 @@ func RunKeyBatches(t *testing.T, open func(t testing.TB) storage.Backend) {
 	}
 }
 
-// keyBatchScanner is tx as a KeyBatchScanner, skipping the test when it is
-// not one.
-func keyBatchScanner(t *testing.T, tx storage.Tx) storage.KeyBatchScanner {
-	t.Helper()
-	s, ok := tx.(storage.KeyBatchScanner)
-	if !ok {
-		t.Skipf("%T is not a storage.KeyBatchScanner", tx)
-	}
-	return s
-}
-
 // refCounts counts each record a scan yields.
 type refCounts map[storage.KeyRef]int
 
@@ -52,7 +41,7 @@ type refCounts map[storage.KeyRef]int
 func batchedRefs(t *testing.T, tx storage.Tx, chain string) (refCounts, int) {
 	t.Helper()
 	got, batches := refCounts{}, 0
-	for refs, err := range keyBatchScanner(t, tx).ScanKeyBatches(ctx, chain) {
+	for refs, err := range implementation[storage.KeyBatchScanner](t, tx).ScanKeyBatches(ctx, chain) {
 		if err != nil {
 			t.Fatalf("ScanKeyBatches(%q): %v", chain, err)
 		}
@@ -202,7 +191,7 @@ func testKeyBatchesStopEarly(t *testing.T, b storage.Backend) {
 		_, batches := batchedRefs(t, tx, "a")
 		for stopAt := range batches {
 			seen := 0
-			for _, err := range keyBatchScanner(t, tx).ScanKeyBatches(ctx, "a") {
+			for _, err := range implementation[storage.KeyBatchScanner](t, tx).ScanKeyBatches(ctx, "a") {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -229,7 +218,7 @@ func testKeyBatchesEndedTx(t *testing.T, b storage.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := keyBatchScanner(t, tx)
+	s := implementation[storage.KeyBatchScanner](t, tx)
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}

@@ -29,15 +29,6 @@ var keyReaderTests = []struct {
 	{"ReadKeysMixed", testReadKeysMixed},
 }
 
-func keyReader(t *testing.T, b storage.Backend) storage.KeyReader {
-	t.Helper()
-	r, ok := b.(storage.KeyReader)
-	if !ok {
-		t.Skipf("%T is not a storage.KeyReader", b)
-	}
-	return r
-}
-
 // keyedRecord is one acknowledged keyed entry of a chain.
 type keyedRecord struct {
 	chain, key string
@@ -148,21 +139,12 @@ func checkNotFound(t testing.TB, r storage.KeyReader, keys []probeKey) {
 	}
 }
 
-func keyBatchReader(t *testing.T, b storage.Backend) storage.KeyBatchReader {
-	t.Helper()
-	r, ok := b.(storage.KeyBatchReader)
-	if !ok {
-		t.Skipf("%T is not a storage.KeyBatchReader", b)
-	}
-	return r
-}
-
 // testReadKeysMixed reads, in one call, keys found and not found, one key
 // twice, a key of one chain asked of another, a chain that does not exist
 // and a key that is not UTF-8: each read is what ReadKey says of its key, reads past the keys
 // are left as they were, and the bytes are the caller's.
 func testReadKeysMixed(t *testing.T, b storage.Backend) {
-	r := keyBatchReader(t, b)
+	r := implementation[storage.KeyBatchReader](t, b)
 	records := commitKeyed(t, b, map[string]uint64{}, []probeKey{{"mix/a", "k1"}, {"mix/a", "k2"}, {"mix/b", "k1"}})
 	// "\xff" is not UTF-8, which a server backend cannot store: it is
 	// never found, and the keys after it are still read as theirs.
@@ -204,7 +186,7 @@ func testReadKeysMixed(t *testing.T, b storage.Backend) {
 }
 
 func testReadKeyCommitted(t *testing.T, b storage.Backend) {
-	r := keyReader(t, b)
+	r := implementation[storage.KeyReader](t, b)
 	heads := map[string]uint64{}
 	var committed []keyedRecord
 	// Batches of several sizes, as in the probe's test: storage/bolt
@@ -229,7 +211,7 @@ func testReadKeyCommitted(t *testing.T, b storage.Backend) {
 }
 
 func testReadKeyUncommitted(t *testing.T, b storage.Backend) {
-	r := keyReader(t, b)
+	r := implementation[storage.KeyReader](t, b)
 	heads := map[string]uint64{}
 	committed := commitKeyed(t, b, heads, []probeKey{{"u", "a"}})
 	// An open write transaction's appends are not read, nor are they once
@@ -259,7 +241,7 @@ func testReadKeyUncommitted(t *testing.T, b storage.Backend) {
 }
 
 func testReadKeyCopies(t *testing.T, b storage.Backend) {
-	r := keyReader(t, b)
+	r := implementation[storage.KeyReader](t, b)
 	records := commitKeyed(t, b, map[string]uint64{}, []probeKey{{"copy", "k"}})
 	_, data, found, err := r.ReadKey(ctx, "copy", "k")
 	if err != nil || !found {
@@ -272,7 +254,7 @@ func testReadKeyCopies(t *testing.T, b storage.Backend) {
 }
 
 func testReadKeyEndedContext(t *testing.T, b storage.Backend) {
-	r := keyReader(t, b)
+	r := implementation[storage.KeyReader](t, b)
 	commitKeyed(t, b, map[string]uint64{}, []probeKey{{"ctx", "k"}})
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
@@ -291,7 +273,7 @@ func testReadKeyEndedContext(t *testing.T, b storage.Backend) {
 // run on another goroutine: a key whose commit returned before the read
 // began is always found, with its own entry.
 func testReadKeyConcurrentCommits(t *testing.T, b storage.Backend) {
-	r := keyReader(t, b)
+	r := implementation[storage.KeyReader](t, b)
 	var mu sync.Mutex
 	var acknowledged []keyedRecord
 	done := make(chan error, 1)

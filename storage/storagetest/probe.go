@@ -27,10 +27,7 @@ func RunKeyProber(t *testing.T, open func(t testing.TB) storage.Backend) {
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
 			b := open(t)
-			p, ok := b.(storage.KeyProber)
-			if !ok {
-				t.Skipf("%T is not a storage.KeyProber", b)
-			}
+			p := implementation[storage.KeyProber](t, b)
 			test.fn(t, b, p)
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/ledgerworks/ledger/storage"
@@ -441,4 +442,15 @@ func testStats(t *testing.T, b storage.Backend) {
 	if err != nil || s.SizeBytes <= 0 {
 		t.Errorf("Stats = %+v, %v", s, err)
 	}
+}
+
+// implementation returns v as the optional interface T, and skips the
+// test when v does not implement it.
+func implementation[T any](t testing.TB, v any) T {
+	t.Helper()
+	r, ok := v.(T)
+	if !ok {
+		t.Skipf("%T is not a %v", v, reflect.TypeFor[T]())
+	}
+	return r
 }
