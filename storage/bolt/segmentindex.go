@@ -103,17 +103,12 @@ func (t *tx) indexedEntry(id, seq uint64) (data []byte, ok bool, err error) {
 // not read as the map says (then segmentEntry reads it, and reports the
 // damage as a descent would).
 func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
-	first, last, value := x.lasts[i-1]+1, x.lasts[i], x.values[i]
-	if seq < first || first > last || last-first >= segmentEntriesMax {
+	p, ok := x.entryPlace(i, seq)
+	if !ok {
 		return nil, false
 	}
-	n, place := int(last-first)+1, int(seq-first)
-	dataStart := segmentCountSize + segmentOffsetSize*n
-	if len(value) < dataStart {
-		return nil, false
-	}
+	value, n, place, dataStart := p.value, p.count, p.place, p.dataStart
 	size := len(value) - dataStart
-	guess := dataStart + place*(size/n)
 	// Loads that do not depend on one another: the processor has them
 	// all in flight at once.
 	stored := binary.BigEndian.Uint32(value)
@@ -123,11 +118,39 @@ func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
 	if place > 0 {
 		start = binary.BigEndian.Uint32(value[segmentCountSize+segmentOffsetSize*(place-1):])
 	}
-	x.touched ^= value[min(guess, len(value)-1)]
+	x.touched ^= value[p.likely()]
 	if int(stored) != n || int(lastEnd) != size || start > end || int(end) > size {
 		return nil, false
 	}
 	return value[dataStart+int(start) : dataStart+int(end) : dataStart+int(end)], true
+}
+
+// entryPlace is where the entry seq lies in segment i > 0, as the map
+// tells it without reading the segment: the segment's stored bytes, its
+// count of entries, seq's place among them, and where the entries' bytes
+// begin. ok is false when the map's seqs do not allow seq there or the
+// segment is too short for its count.
+func (x *segmentIndex) entryPlace(i int, seq uint64) (p segmentPlace, ok bool) {
+	first, last, value := x.lasts[i-1]+1, x.lasts[i], x.values[i]
+	if seq < first || first > last || last-first >= segmentEntriesMax {
+		return segmentPlace{}, false
+	}
+	n := int(last-first) + 1
+	p = segmentPlace{value: value, count: n, place: int(seq - first), dataStart: segmentCountSize + segmentOffsetSize*n}
+	return p, len(value) >= p.dataStart
+}
+
+// segmentPlace is what entryPlace returns.
+type segmentPlace struct {
+	value                   []byte
+	count, place, dataStart int
+}
+
+// likely returns the index of the byte of the value where the entry's
+// bytes likely begin: its place times the segment's mean entry size.
+func (p segmentPlace) likely() int {
+	guess := p.dataStart + p.place*((len(p.value)-p.dataStart)/p.count)
+	return min(guess, len(p.value)-1)
 }
 
 // prefetch asks for the lines of the segment's header, offset and likely
@@ -139,21 +162,16 @@ func (x *segmentIndex) prefetch(id, seq uint64) {
 		return
 	}
 	i := x.search(seq)
-	if i == 0 || i == len(x.lasts) || seq <= x.lasts[i-1] {
+	if i == 0 || i == len(x.lasts) {
 		return
 	}
-	n, place, value := x.lasts[i]-x.lasts[i-1], int(seq-x.lasts[i-1]-1), x.values[i]
-	if n > segmentEntriesMax {
+	p, ok := x.entryPlace(i, seq)
+	if !ok {
 		return
 	}
-	dataStart := segmentCountSize + segmentOffsetSize*int(n)
-	if len(value) <= dataStart {
-		return
-	}
-	guess := dataStart + place*((len(value)-dataStart)/int(n))
-	prefetch.Line(&value[0])
-	prefetch.Line(&value[segmentCountSize+segmentOffsetSize*place])
-	prefetch.Line(&value[min(guess, len(value)-1)])
+	prefetch.Line(&p.value[0])
+	prefetch.Line(&p.value[segmentCountSize+segmentOffsetSize*p.place])
+	prefetch.Line(&p.value[p.likely()])
 }
 
 // search returns the index of the first segment whose last seq is at or
