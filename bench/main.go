@@ -243,7 +243,7 @@ var logMode = bolt.LogDefault
 
 // openLedger is chain.Open with the -log mode.
 func openLedger(path string, opts chain.Options) (*chain.DB, error) {
-	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode})
+	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode, EntryKey: chain.RecordKey})
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,23 @@ func appendLengthPrefixed(b, field []byte) []byte {
 	return append(b, field...)
 }
 
+// RecordKey returns the idempotency key held in a stored entry, aliasing
+// data, without decoding the rest; ok is false when data does not begin as
+// a record does or its key is empty. A storage backend that keeps entries
+// as opaque bytes uses it to confirm that an entry is a key's (see
+// bolt.Options.EntryKey); the key is compared, not validated.
+func RecordKey(data []byte) (key []byte, ok bool) {
+	if len(data) < recordFixedSize || data[0] != recordVersion {
+		return nil, false
+	}
+	rest := data[recordFieldsOffset:]
+	n := binary.BigEndian.Uint32(rest)
+	if n == 0 || uint64(n) > IdempotencyKeyLengthMax || uint64(n) > uint64(len(rest)-4) {
+		return nil, false
+	}
+	return rest[4 : 4+n], true
+}
+
 // DecodeRecord decodes stored bytes into the entry at (chain, seq). It checks
 // the shape and the limits, not the hash: that is Verify's job. The entry
 // does not alias data.

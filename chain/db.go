@@ -78,7 +78,7 @@ type DB struct {
 // Open opens or creates the ledger file at path with the embedded bbolt
 // backend.
 func Open(path string, opts Options) (*DB, error) {
-	backend, err := bolt.Open(path, bolt.Options{LockTimeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
+	backend, err := bolt.Open(path, bolt.Options{LockTimeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, EntryKey: RecordKey})
 	if err != nil {
 		return nil, storageError(err)
 	}
@@ -115,6 +115,9 @@ func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
 	}
 	if db.clock == nil {
 		db.clock = time.Now
+	}
+	if u, ok := backend.(storage.EntryKeyUser); ok {
+		u.UseEntryKey(RecordKey)
 	}
 	db.prober, _ = backend.(storage.KeyProber)
 	db.keyReader, _ = backend.(storage.KeyReader)

@@ -191,6 +191,15 @@ type KeyProber interface {
 	MayHoldKey(chain, key string) bool
 }
 
+// EntryKeyUser is implemented by a backend that can use the key an entry's
+// stored bytes hold, which only the engine's record format knows, to read
+// a retry faster (storage/bolt: its seq map's candidates are confirmed by
+// it). The engine calls UseEntryKey once, before any other call; what a
+// KeyReader answers is the same with it and without it.
+type EntryKeyUser interface {
+	UseEntryKey(entryKey func(entry []byte) (key []byte, ok bool))
+}
+
 // KeyReaderBesideClose is implemented by a KeyReader whose ReadKey may
 // run beside the backend's Close and after it: once closed it answers an
 // error wrapping ErrClosed, and a call that began before reads nothing

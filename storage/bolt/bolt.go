@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -84,6 +85,18 @@ type Options struct {
 	// LogSegmentSizeBytes is the size of a log segment;
 	// LogSegmentSizeDefault when zero.
 	LogSegmentSizeBytes int64
+	// EntryKey returns the idempotency key held in an entry's stored bytes
+	// (ok false when it finds none); the backend stores entries as opaque
+	// bytes, and chain.Open passes its record format's. With it, a
+	// writable handle keeps a seq map beside its key filter, and a replay
+	// (ReadKey) reads the entry the map names and confirms it by this key,
+	// instead of searching the key runs: see seqMap. Without it, or on a
+	// read-only handle, there is no map.
+	EntryKey func(entry []byte) (key []byte, ok bool)
+	// SeqMapBytesMax bounds the seq map's memory, 10 to 30 bytes per key
+	// of the file; SeqMapBytesMaxDefault when zero, none when negative. A
+	// file whose keys outgrow it is read through the key runs alone.
+	SeqMapBytesMax int64
 }
 
 // Backend is a ledger stored in one bbolt file.
@@ -103,6 +116,10 @@ type Backend struct {
 	// overlay is set when transactions read through memory tables: the log
 	// is on, or a read-only handle replayed a log a crash left behind.
 	overlay bool
+	// entryKey is Options.EntryKey, or what UseEntryKey set.
+	entryKey func(entry []byte) (key []byte, ok bool)
+	// seqMapBytesMax is Options.SeqMapBytesMax.
+	seqMapBytesMax int64
 	logState
 }
 
@@ -116,7 +133,10 @@ type writeScratch struct {
 // transaction, so that one huge import does not pin its memory.
 const scratchKeysMax = 1 << 16
 
-var _ storage.Backend = (*Backend)(nil)
+var (
+	_ storage.Backend      = (*Backend)(nil)
+	_ storage.EntryKeyUser = (*Backend)(nil)
+)
 
 // Open opens or creates the ledger file at path.
 func Open(path string, opts Options) (*Backend, error) {
@@ -155,7 +175,8 @@ func Open(path string, opts Options) (*Backend, error) {
 		// with the log only checkpoints grow it, so it grows exactly.
 		db.AllocSize = 0
 	}
-	b := &Backend{db: db, path: path, cache: newRunCache()}
+	b := &Backend{db: db, path: path, cache: newRunCache(), seqMapBytesMax: opts.SeqMapBytesMax}
+	b.setEntryKey(opts.EntryKey)
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
@@ -169,6 +190,35 @@ func Open(path string, opts Options) (*Backend, error) {
 		b.readers.start(b.db)
 	}
 	return b, nil
+}
+
+// setEntryKey sets the function that confirms a seq map's candidates, and
+// with it, on a writable handle, the bound of the maps built from then on.
+func (b *Backend) setEntryKey(entryKey func(entry []byte) (key []byte, ok bool)) {
+	b.entryKey = entryKey
+	if entryKey != nil && !b.db.IsReadOnly() {
+		b.cache.mu.Lock()
+		b.cache.seqMapBytesMax = cmp.Or(b.seqMapBytesMax, SeqMapBytesMaxDefault)
+		b.cache.mu.Unlock()
+	}
+}
+
+// UseEntryKey gives a handle opened without Options.EntryKey the function
+// that reads the key an entry holds, and builds the key filter again, now
+// with a seq map (see seqMap). chain.OpenBackend calls it, so that a
+// backend opened by hand gets the map that chain.Open's has. It must be
+// called before any other call of the handle; a handle that has an
+// EntryKey already keeps it.
+func (b *Backend) UseEntryKey(entryKey func(entry []byte) (key []byte, ok bool)) {
+	if b.entryKey != nil || entryKey == nil {
+		return
+	}
+	b.setEntryKey(entryKey)
+	if b.db.IsReadOnly() || b.cache.seqMapBytesMax < 0 {
+		return
+	}
+	b.cache.dropFilter()
+	b.prepareProbe(false)
 }
 
 // BboltOptions returns the bbolt options Open uses for opts (without the

@@ -28,6 +28,9 @@ import (
 // committer adds to it.
 type keyFilter struct {
 	words []uint64
+	// seqs maps the same keys to their seqs (see seqMap); nil when the
+	// handle keeps no seq map.
+	seqs *seqMap
 	// capacity is the key count the filter was sized for; beyond it the
 	// false positive rate climbs and the next write transaction rebuilds it.
 	capacity uint64
@@ -50,21 +53,30 @@ const (
 	keyFilterGrowth = 3
 )
 
-func newKeyFilter(keys uint64) *keyFilter {
+// newKeyFilter returns a filter for keys keys and more, with a seq map
+// when seqMapBytesMax allows one of its capacity (negative: never).
+func newKeyFilter(keys uint64, seqMapBytesMax int64) *keyFilter {
 	capacity := max(keys*keyFilterGrowth, keyFilterCapacityMin)
-	return &keyFilter{words: newFilter(capacity), capacity: capacity}
+	return &keyFilter{words: newFilter(capacity), seqs: newSeqMap(capacity, seqMapBytesMax), capacity: capacity}
 }
 
 // addUnpublished sets a key's bits in a filter no other goroutine sees yet,
 // with plain stores: building one from 10,000,000 keys takes about half as
-// long as with atomic ones.
-func (f *keyFilter) addUnpublished(chainID uint64, digest []byte) {
+// long as with atomic ones. The seq map, if any, takes the key's seq.
+func (f *keyFilter) addUnpublished(chainID uint64, digest []byte, seq uint64) {
 	filterAdd(f.words, chainID, digest)
+	if f.seqs != nil {
+		f.seqs.add(chainID, digest, seq)
+	}
 }
 
-// add sets a key's bits in a published filter. Only one goroutine adds at a
-// time (runCache.keysCommitted, under the cache's lock).
-func (f *keyFilter) add(chainID uint64, digest []byte) {
+// add sets a key's bits in a published filter, and its seq in the seq map.
+// Only one goroutine adds at a time (runCache.keysCommitted, under the
+// cache's lock).
+func (f *keyFilter) add(chainID uint64, digest []byte, seq uint64) {
+	if f.seqs != nil {
+		f.seqs.add(chainID, digest, seq)
+	}
 	h1, h2 := filterHashes(chainID, digest)
 	block, _ := bits.Mul64(h1, uint64(len(f.words)/filterBlockWords))
 	var mask [filterBlockWords]uint64
@@ -152,15 +164,15 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyFilter, error) {
 	for _, r := range t.index.runs {
 		keys += r.count
 	}
-	f := newKeyFilter(keys)
+	f := newKeyFilter(keys, t.cache.seqMapBytesMax)
 	cur := t.keys().Cursor()
 	var n uint64
-	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-		if len(k) < 8 {
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if len(k) < 8 || len(v) != 8 {
 			return nil, fmt.Errorf("%s: %w: key index entry %x", t.path, storage.ErrCorrupt, k)
 		}
 		digest := KeyDigest(string(k[8:]))
-		f.addUnpublished(binary.BigEndian.Uint64(k), digest[:])
+		f.addUnpublished(binary.BigEndian.Uint64(k), digest[:], binary.BigEndian.Uint64(v))
 		n++
 	}
 	for _, r := range t.index.runs {
@@ -174,7 +186,7 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyFilter, error) {
 				return nil, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, r.name, len(v))
 			}
 			for o := 0; o < len(v); o += keyRecordSize {
-				f.addUnpublished(binary.BigEndian.Uint64(v[o:]), v[o+8:o+keyRecordPrefix])
+				f.addUnpublished(binary.BigEndian.Uint64(v[o:]), v[o+8:o+keyRecordPrefix], binary.BigEndian.Uint64(v[o+keyRecordPrefix:]))
 			}
 			n += uint64(len(v) / keyRecordSize)
 		}
@@ -199,7 +211,7 @@ func (c *runCache) keysCommitted(txid uint64, records []byte) {
 		return
 	}
 	for o := 0; o < len(records); o += keyRecordSize {
-		f.add(binary.BigEndian.Uint64(records[o:]), records[o+8:o+keyRecordPrefix])
+		f.add(binary.BigEndian.Uint64(records[o:]), records[o+8:o+keyRecordPrefix], binary.BigEndian.Uint64(records[o+keyRecordPrefix:]))
 	}
 	f.count.Add(uint64(len(records) / keyRecordSize))
 	f.asOf.Store(txid)

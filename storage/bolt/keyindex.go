@@ -348,6 +348,9 @@ type runCache struct {
 	filter atomic.Pointer[keyFilter]
 	// chains holds the ids of committed chains (see chainIDs).
 	chains chainIDs
+	// seqMapBytesMax bounds the seq map of each filter built (see
+	// newSeqMap): negative when the handle keeps none.
+	seqMapBytesMax int64
 }
 
 type runList struct {
@@ -355,7 +358,9 @@ type runList struct {
 	runs []*keyRun
 }
 
-func newRunCache() *runCache { return &runCache{filters: map[keyRunName]*keyRun{}} }
+func newRunCache() *runCache {
+	return &runCache{filters: map[keyRunName]*keyRun{}, seqMapBytesMax: -1}
+}
 
 func (c *runCache) get(name keyRunName) *keyRun {
 	c.mu.Lock()

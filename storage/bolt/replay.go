@@ -16,7 +16,12 @@ var _ storage.KeyReader = (*Backend)(nil)
 // of the entry of a retry in one pass, with one digest of the key and one
 // resolution of the chain's id.
 //
-// The file's key filter is asked first, as MayHoldKey does. When it may
+// A handle with a seq map (see seqMap) asks it first: a key it maps to a
+// seq is read in a read view at that seq, and when the entry there holds
+// the key (Options.EntryKey) it is the answer, without a search of the key
+// runs; otherwise the same view goes on as below.
+//
+// The file's key filter is asked next, as MayHoldKey does. When it may
 // hold the key (a retry, the common case), a read view is taken (with the
 // log, a pooled bbolt read transaction and the durable memory tables: see
 // beginView) and the file is searched before the tables, since the file
@@ -38,6 +43,9 @@ func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, d
 	}
 	digest := KeyDigest(key)
 	id, idKnown := b.cache.chains.get(chain)
+	if likely, ok := b.likelySeq(id, idKnown, &digest); ok {
+		return b.readView(chain, key, id, idKnown, &digest, 0, likely)
+	}
 	touched := b.touchRunFilters(id, idKnown, &digest)
 	if !b.fileMayHoldID(id, idKnown, &digest) {
 		if !b.overlay {
@@ -53,7 +61,31 @@ func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, d
 			return 0, nil, false, nil
 		}
 	}
-	return b.readView(chain, key, id, idKnown, &digest, touched)
+	return b.readView(chain, key, id, idKnown, &digest, touched, candidate{})
+}
+
+// candidate is the seq a seq map gives for a key, when ok.
+type candidate struct {
+	seq uint64
+	ok  bool
+}
+
+// likelySeq returns the seq the seq map gives for the key of a committed
+// chain, if the handle has a map and the map has the key's fingerprint.
+func (b *Backend) likelySeq(id uint64, idKnown bool, digest *[KeyDigestSize]byte) (candidate, bool) {
+	f := b.cache.filter.Load()
+	if f == nil || f.seqs == nil || !idKnown {
+		return candidate{}, false
+	}
+	seq, ok := f.seqs.find(id, digest[:])
+	return candidate{seq: seq, ok: ok}, ok
+}
+
+// holdsKey reports whether stored, an entry's bytes, holds the idempotency
+// key (Options.EntryKey).
+func (b *Backend) holdsKey(stored []byte, key string) bool {
+	k, ok := b.entryKey(stored)
+	return ok && string(k) == key
 }
 
 // touchRunFilters loads the line of each run's filter that a lookup of the
@@ -132,7 +164,7 @@ func (b *Backend) readTables(tables []*memtable, asOf uint64, chain, key string)
 
 // readView reads the key in a read view: the file, then (with the log) the
 // view's memory tables.
-func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte, touched byte) (seq uint64, data []byte, found bool, err error) {
+func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte, touched byte, likely candidate) (seq uint64, data []byte, found bool, err error) {
 	var v *memView
 	var t *tx
 	if b.overlay {
@@ -147,7 +179,7 @@ func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[
 		t = &tx{tx: btx, path: b.path, cache: b.cache}
 	}
 	t.segmentIndex.touched ^= touched
-	seq, data, found, broken, err := b.readFile(t, chain, key, id, idKnown, digest)
+	seq, data, found, broken, err := b.readFile(t, chain, key, id, idKnown, digest, likely)
 	b.endRead(t, broken)
 	if err != nil || found || v == nil {
 		return seq, data, found, err
@@ -158,8 +190,10 @@ func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[
 // readFile looks the key up in the file and copies its entry, under
 // recover as every read of the file made for a caller (see guardedTx):
 // broken reports a recovered panic, after which the transaction is not
-// reused.
-func (b *Backend) readFile(t *tx, chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte) (seq uint64, data []byte, found, broken bool, err error) {
+// reused. A likely seq is read first, and is the answer when its entry
+// holds the key; an entry the view lacks, one that holds another key, or
+// one that does not read leaves the answer to the key runs.
+func (b *Backend) readFile(t *tx, chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte, likely candidate) (seq uint64, data []byte, found, broken bool, err error) {
 	defer func(fault bool) {
 		debug.SetPanicOnFault(fault)
 		if p := recover(); p != nil {
@@ -175,6 +209,11 @@ func (b *Backend) readFile(t *tx, chain, key string, id uint64, idKnown bool, di
 			return 0, nil, false, false, err
 		}
 	}
+	if likely.ok {
+		if stored, err := t.entryAt(id, likely.seq); err == nil && b.holdsKey(stored, key) {
+			return likely.seq, copied(stored), true, false, nil
+		}
+	}
 	seq, found, err = t.lookupDigest(id, key, digest)
 	if err != nil || !found {
 		return 0, nil, false, false, err
@@ -187,11 +226,16 @@ func (b *Backend) readFile(t *tx, chain, key string, id uint64, idKnown bool, di
 	if err != nil {
 		return 0, nil, false, false, err
 	}
-	// make and copy, which the compiler turns into one allocation that is
-	// not cleared first (an append to a new slice clears it, then copies).
-	data = make([]byte, len(stored))
+	return seq, copied(stored), true, false, nil
+}
+
+// copied returns a copy of stored: make and copy, which the compiler turns
+// into one allocation that is not cleared first (an append to a new slice
+// clears it, then copies).
+func copied(stored []byte) []byte {
+	data := make([]byte, len(stored))
 	copy(data, stored)
-	return seq, data, true, false, nil
+	return data
 }
 
 // endRead ends a read view's file transaction: back to the pool when it is

@@ -1,0 +1,104 @@
+package bolt
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// The seq map sits beside the key filter (see keyFilter) and follows its
+// life: built with it from every key of the index, added to with it after
+// each commit, dropped with it. Where the filter says only that a key may
+// be in the file, the map names the entry a retry most likely has, so that
+// a replay reads that entry without searching the key runs: one miss on
+// the map and one on the entry, where the runs cost the filters' lines,
+// then a run record, then the entry, each load waiting for the one before.
+//
+// A slot holds a fingerprint of (chain id, digest) and the entry's seq. A
+// fingerprint is not a key: two keys may share one, so what the map gives is
+// a candidate, which the reader confirms by the key stored in the entry
+// (Options.EntryKey) and otherwise looks up in the runs as before. The map
+// never answers "absent": a key it lacks (a seq too large for a slot, a map
+// full, a commit not yet added) goes to the filter and the runs, so that a
+// map that holds fewer keys than the file is slower, never wrong.
+const (
+	// seqMapSeqBits is the part of a slot that holds seq+1 (0 is an empty
+	// slot): seqs up to 2^40-2, about a trillion entries in one chain. A
+	// larger seq is left out of the map.
+	seqMapSeqBits = 40
+	// seqMapSlotBytes is the size of one slot.
+	seqMapSlotBytes = 8
+	// seqMapLoadNum/seqMapLoadDen is the share of the slots a map is sized
+	// to fill at its filter's capacity; adds stop at seqMapFullNum/Den, so
+	// that an open slot always ends a search.
+	seqMapLoadNum, seqMapLoadDen = 4, 5
+	seqMapFullNum, seqMapFullDen = 9, 10
+	// SeqMapBytesMaxDefault is the memory a handle's seq map may take when
+	// Options.SeqMapBytesMax is zero: a filter sized for 25,000,000 keys.
+	SeqMapBytesMaxDefault = 256 << 20
+)
+
+// seqMap is an open-addressing table of fingerprints and seqs, probed
+// linearly from the slot its hash falls in. Slots are read and written
+// atomically: replays read it while the committer adds to it, one writer
+// at a time (under the run cache's lock, or before it is published).
+type seqMap struct {
+	slots []uint64
+	// used counts the filled slots; only the writer reads it.
+	used uint64
+}
+
+// newSeqMap returns a map sized for capacity keys, or nil when it would
+// take more than bytesMax bytes (or bytesMax is negative).
+func newSeqMap(capacity uint64, bytesMax int64) *seqMap {
+	n := capacity * seqMapLoadDen / seqMapLoadNum
+	if bytesMax < 0 || n > uint64(bytesMax)/seqMapSlotBytes {
+		return nil
+	}
+	return &seqMap{slots: make([]uint64, max(n, 1))}
+}
+
+// seqMapHashes returns the slot a key's search begins at and its
+// fingerprint, in a slot's high bits: the filter's two hashes of the key,
+// one for each.
+func (m *seqMap) hashes(chainID uint64, digest []byte) (slot uint64, fingerprint uint64) {
+	h1, h2 := filterHashes(chainID, digest)
+	slot, _ = bits.Mul64(h1, uint64(len(m.slots)))
+	return slot, h2 &^ (1<<seqMapSeqBits - 1)
+}
+
+// add records the key's seq. Adds beyond the map's fill limit, and seqs too
+// large for a slot, are dropped: the key is then read through the runs.
+func (m *seqMap) add(chainID uint64, digest []byte, seq uint64) {
+	if seq >= 1<<seqMapSeqBits-1 || m.used*seqMapFullDen >= uint64(len(m.slots))*seqMapFullNum {
+		return
+	}
+	i, fingerprint := m.hashes(chainID, digest)
+	for atomic.LoadUint64(&m.slots[i]) != 0 {
+		if i++; i == uint64(len(m.slots)) {
+			i = 0
+		}
+	}
+	atomic.StoreUint64(&m.slots[i], fingerprint|(seq+1))
+	m.used++
+}
+
+// find returns the seq of the first slot with the key's fingerprint, the
+// likely entry of the key; ok is false when the search meets an open slot
+// first. A candidate other than the key's own (another key of the same
+// fingerprint before it) is read, found wanting and sent to the runs.
+func (m *seqMap) find(chainID uint64, digest []byte) (seq uint64, ok bool) {
+	i, fingerprint := m.hashes(chainID, digest)
+	for range len(m.slots) {
+		s := atomic.LoadUint64(&m.slots[i])
+		if s == 0 {
+			return 0, false
+		}
+		if s&^(1<<seqMapSeqBits-1) == fingerprint {
+			return s&(1<<seqMapSeqBits-1) - 1, true
+		}
+		if i++; i == uint64(len(m.slots)) {
+			i = 0
+		}
+	}
+	return 0, false
+}
