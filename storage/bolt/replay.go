@@ -123,7 +123,8 @@ func (b *Backend) ReadKeyBesideClose() bool { return true }
 var _ storage.KeyReaderBesideClose = (*Backend)(nil)
 
 // fileMayHoldID is fileMayHold with the chain's id already looked up in the
-// map of committed chains (idKnown false: the map has no such name).
+// map of committed chains (idKnown false: the map has no such name). The
+// seq map answers for the filter when it holds all of the filter's keys.
 func (b *Backend) fileMayHoldID(id uint64, idKnown bool, digest *[KeyDigestSize]byte) bool {
 	f := b.cache.filter.Load()
 	if f == nil {
@@ -131,6 +132,13 @@ func (b *Backend) fileMayHoldID(id uint64, idKnown bool, digest *[KeyDigestSize]
 	}
 	if !idKnown {
 		return !b.cache.chains.complete.Load()
+	}
+	if m := f.seqs; m != nil && !m.partial.Load() {
+		// A map that holds every key of the filter rules a key out as the
+		// filter would, and ReadKey has just read its lines (likelySeq):
+		// the filter's line is not read.
+		_, ok := m.find(id, digest[:])
+		return ok
 	}
 	return f.mayContain(id, digest[:])
 }

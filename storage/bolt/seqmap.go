@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
 )
@@ -16,10 +17,14 @@ import (
 // A slot holds a fingerprint of (chain id, digest) and the entry's seq. A
 // fingerprint is not a key: two keys may share one, so what the map gives is
 // a candidate, which the reader confirms by the key stored in the entry
-// (Options.EntryKey) and otherwise looks up in the runs as before. The map
-// never answers "absent": a key it lacks (a seq too large for a slot, a map
-// full, a commit not yet added) goes to the filter and the runs, so that a
-// map that holds fewer keys than the file is slower, never wrong.
+// (Options.EntryKey) and otherwise looks up in the runs as before.
+//
+// A map that holds every key its filter holds rules a key out as the filter
+// does, in the one line a new key's search reads (the filter is then not
+// read at all). A map that had to leave a key out (a seq too large for a
+// slot, a map full) says so (partial), and from then on only names
+// candidates: a key it lacks goes to the filter and the runs, so that a map
+// that holds fewer keys than the file is slower, never wrong.
 const (
 	// seqMapSeqBits is the part of a slot that holds seq+1 (0 is an empty
 	// slot): seqs up to 2^40-2, about a trillion entries in one chain. A
@@ -45,6 +50,9 @@ type seqMap struct {
 	slots []uint64
 	// used counts the filled slots; only the writer reads it.
 	used uint64
+	// partial is set, before the filter's asOf moves past the commit, once
+	// an add has been dropped: the map no longer rules keys out.
+	partial atomic.Bool
 }
 
 // newSeqMap returns a map sized for capacity keys, or nil when it would
@@ -57,19 +65,24 @@ func newSeqMap(capacity uint64, bytesMax int64) *seqMap {
 	return &seqMap{slots: make([]uint64, max(n, 1))}
 }
 
-// seqMapHashes returns the slot a key's search begins at and its
-// fingerprint, in a slot's high bits: the filter's two hashes of the key,
-// one for each.
+// hashes returns the slot a key's search begins at and its fingerprint, in
+// a slot's high bits. The slot is the digest's first eight bytes read as
+// the runs order them (big-endian), scaled to the map: a run's records,
+// and a checkpoint's keys, sorted by chain and digest, then fill the map
+// from its start to its end, line after line, where a hash that scattered
+// them cost a cache miss an add. Digests are uniform whatever the chain, so
+// the chains' keys share the slots evenly; the chain is in the fingerprint.
 func (m *seqMap) hashes(chainID uint64, digest []byte) (slot uint64, fingerprint uint64) {
-	h1, h2 := filterHashes(chainID, digest)
-	slot, _ = bits.Mul64(h1, uint64(len(m.slots)))
-	return slot, h2 &^ (1<<seqMapSeqBits - 1)
+	slot, _ = bits.Mul64(binary.BigEndian.Uint64(digest[0:8]), uint64(len(m.slots)))
+	fingerprint = binary.LittleEndian.Uint64(digest[8:16]) ^ chainID*0x9e3779b97f4a7c15
+	return slot, fingerprint &^ (1<<seqMapSeqBits - 1)
 }
 
 // add records the key's seq. Adds beyond the map's fill limit, and seqs too
 // large for a slot, are dropped: the key is then read through the runs.
 func (m *seqMap) add(chainID uint64, digest []byte, seq uint64) {
 	if seq >= 1<<seqMapSeqBits-1 || m.used*seqMapFullDen >= uint64(len(m.slots))*seqMapFullNum {
+		m.partial.Store(true)
 		return
 	}
 	i, fingerprint := m.hashes(chainID, digest)
