@@ -3,6 +3,7 @@ package chain_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -36,6 +37,33 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		if chain.ValidateRequest(chain.Request{Chain: "c", IdempotencyKey: got.IdempotencyKey, Type: got.Type}, 0) != nil {
 			t.Fatalf("accepted record holds a field the limits refuse: %+v", got)
+		}
+	})
+}
+
+// FuzzRecordKey: RecordKey never panics, finds the key of every record
+// DecodeRecord accepts (none for an empty key), and finds it where the
+// record format puts it, right after the fixed fields and its length.
+func FuzzRecordKey(f *testing.F) {
+	e := sampleEntry()
+	f.Add(chain.EncodeRecord(&e))
+	e.IdempotencyKey = ""
+	f.Add(chain.EncodeRecord(&e))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		key, ok := chain.RecordKey(data)
+		if got, err := chain.DecodeRecord("c", 1, data); err == nil {
+			if ok != (got.IdempotencyKey != "") || string(key) != got.IdempotencyKey {
+				t.Fatalf("RecordKey = %q, %v; the record decodes with key %q", key, ok, got.IdempotencyKey)
+			}
+		}
+		if !ok {
+			return
+		}
+		const fieldsOffset = 1 + 8 + 2*chain.HashSize
+		n := len(key)
+		if n == 0 || n > chain.IdempotencyKeyLengthMax || len(data) < fieldsOffset+4+n ||
+			int(binary.BigEndian.Uint32(data[fieldsOffset:])) != n || !bytes.Equal(data[fieldsOffset+4:fieldsOffset+4+n], key) {
+			t.Fatalf("RecordKey = %q from %x: not the length-prefixed key after the fixed fields", key, data)
 		}
 	})
 }

@@ -85,6 +85,23 @@
 // index and only the process holding the exclusive lock writes the file, so
 // it cannot miss a key. A read-only handle has none.
 //
+// Beside that filter, a writable handle given Options.EntryKey (chain.Open
+// and chain.OpenBackend give it their record format's) keeps a seq map
+// (seqmap.go): for each key of the filter, a 24-bit fingerprint and the
+// key's seq in 8 bytes, in an open-addressing table built and updated with
+// the filter. A retry's fingerprint names the entry it most likely has;
+// ReadKey reads that entry and answers with it when the key it holds (the
+// function EntryKey) is the key asked for, without searching the key runs:
+// two cache misses, the map's slot and the entry, where the runs cost the
+// filters, then a run record, then the entry. A candidate that holds another
+// key (two keys with one fingerprint), or that the read view lacks, leaves
+// the answer to the runs in the same view. A map that holds every key of its
+// filter also rules new keys out in its place; one that had to leave a key
+// out (a seq of 2^40-1 or more, a map 90% full) only names candidates from
+// then on. Options.SeqMapBytesMax bounds it (SeqMapBytesMaxDefault, 256
+// MiB): a filter whose map would be larger gets none, and its keys are read
+// through the runs.
+//
 // The Backend is a storage.KeyProber (probe.go): MayHoldKey asks that
 // filter, under the chain's id from an in-memory map of the file's chains
 // (complete up to ChainIDsMax names), and the log's memory tables, without
@@ -226,7 +243,10 @@
 // keyed entry each): 35 to 50 ms at 1,000,000 keys (the open, with its walk,
 // took 320 ms) and 1.2 to 1.4 s at 10,000,000 (the open took 3.1 to 3.3 s).
 // The filter is sized for three times the keys it holds, 1.25 to 3.75 bytes
-// per key (12.5 to 37.5 MiB at 10,000,000), and rebuilt the same way by the
+// per key (12.5 to 37.5 MiB at 10,000,000), its seq map for 1.25 times that
+// capacity, 10 to 30 bytes per key (100 to 300 MiB at 10,000,000; a filter
+// built at 8,900,000 keys or more, for three times as many, would need a
+// map over the default bound, and has none), and both are rebuilt the same way by the
 // first write transaction after it has filled, so that transaction pays the
 // read of the index again: each time the keys triple, about half a read per
 // key over the life of a file. (A factor that is not a power of two keeps

@@ -24,15 +24,17 @@ type keyReads struct {
 	idKnown  []bool
 	inView   []int
 	stored   [][]byte
+	// likely holds each key's seq map candidate (see seqMap).
+	likely []candidate
 }
 
 var keyReadsPool = sync.Pool{New: func() any { return new(keyReads) }}
 
 // ReadKeys implements storage.KeyBatchReader: ReadKey for every key, with
-// the keys digested together in lanes, the run filters' lines a lookup
-// probes loaded for all the keys before the first lookup waits for one,
-// one read view for the keys the file may hold, and one allocation for
-// the entries' copies.
+// the keys digested together in lanes, the seq map's lines (or, without a
+// map, the run filters' lines a lookup probes) asked for all the keys
+// before the first lookup waits for one, one read view for the keys the
+// file may hold, and one allocation for the entries' copies.
 func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads []storage.KeyRead) error {
 	if err := storage.BeginReadKeys(ctx, keys, reads); err != nil {
 		return err
@@ -48,7 +50,8 @@ func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads [
 	}()
 	touched := s.prepare(b, keys)
 	for i, k := range keys {
-		if b.fileMayHoldID(s.ids[i], s.idKnown[i], &s.digests[i]) {
+		if s.likely[i], _ = b.likelySeq(s.ids[i], s.idKnown[i], &s.digests[i]); s.likely[i].ok ||
+			b.fileMayHoldID(s.ids[i], s.idKnown[i], &s.digests[i]) {
 			s.inView = append(s.inView, i)
 			continue
 		}
@@ -75,10 +78,13 @@ func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads [
 	return b.readViewKeys(keys, reads, s, touched)
 }
 
-// prepare digests the keys, resolves their chains' ids and loads the run
-// filters' lines their lookups probe (see touchRunFilters).
+// prepare digests the keys, resolves their chains' ids and asks for the
+// seq map's lines their searches begin at; without a map that holds every
+// key, it loads the run filters' lines their lookups probe (see
+// touchRunFilters).
 func (s *keyReads) prepare(b *Backend, keys []storage.ChainKey) byte {
 	n := len(keys)
+	s.likely = slices.Grow(s.likely[:0], n)[:n]
 	s.keys = slices.Grow(s.keys[:0], n)[:n]
 	s.digests = slices.Grow(s.digests[:0], n)[:n]
 	s.ids = slices.Grow(s.ids[:0], n)[:n]
@@ -94,8 +100,18 @@ func (s *keyReads) prepare(b *Backend, keys []storage.ChainKey) byte {
 		s.ids[i], s.idKnown[i] = b.cache.chains.get(k.Chain)
 	}
 	s.digester.Digest(s.digests, s.keys)
+	var m *seqMap
+	if f := b.cache.filter.Load(); f != nil {
+		m = f.seqs
+	}
 	var touched byte
 	for i := range keys {
+		if m != nil && s.idKnown[i] {
+			m.prefetch(s.ids[i], s.digests[i][:])
+			if !m.partial.Load() {
+				continue
+			}
+		}
 		touched ^= b.touchRunFilters(s.ids[i], s.idKnown[i], &s.digests[i])
 	}
 	return touched
@@ -138,9 +154,11 @@ func (b *Backend) readViewKeys(keys []storage.ChainKey, reads []storage.KeyRead,
 }
 
 // readFileKeys is readFile for the keys of s.inView, under one recover,
-// in passes whose misses overlap: the lines of the keys' run records asked
-// for, the keys looked up, the lines of their entries asked for, then the
-// entries read and copied into one allocation.
+// in passes whose misses overlap: the seq map's candidates first (their
+// entries' lines asked for, then each entry read and kept when it holds
+// its key); for the other keys, the lines of their run records asked for,
+// the keys looked up, the lines of their entries asked for, then the
+// entries read; all of them copied into one allocation.
 func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.KeyRead, s *keyReads) (broken bool, err error) {
 	defer func(fault bool) {
 		debug.SetPanicOnFault(fault)
@@ -148,16 +166,20 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 			broken, err = true, damagedError(b.path, p)
 		}
 	}(debug.SetPanicOnFault(true))
+	size := b.readLikelyKeys(t, keys, reads, s)
 	if err := t.loadRuns(); err != nil {
 		return false, err
 	}
 	for _, i := range s.inView {
-		if s.idKnown[i] {
+		if s.idKnown[i] && s.stored[i] == nil {
 			t.prefetchRecord(s.ids[i], &s.digests[i])
 		}
 	}
 	for _, i := range s.inView {
 		k := keys[i]
+		if s.stored[i] != nil {
+			continue
+		}
 		if !s.idKnown[i] {
 			s.ids[i], err = t.chainID(k.Chain)
 			if errors.Is(err, storage.ErrNotFound) {
@@ -174,13 +196,12 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 		reads[i].Seq, reads[i].Found = seq, found
 	}
 	for _, i := range s.inView {
-		if reads[i].Found {
+		if reads[i].Found && s.stored[i] == nil {
 			t.segmentIndex.prefetch(s.ids[i], reads[i].Seq)
 		}
 	}
-	size := 0
 	for _, i := range s.inView {
-		if !reads[i].Found {
+		if !reads[i].Found || s.stored[i] != nil {
 			continue
 		}
 		stored, err := t.entryAt(s.ids[i], reads[i].Seq)
@@ -203,4 +224,26 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 		}
 	}
 	return false, nil
+}
+
+// readLikelyKeys reads the entries of the keys of s.inView that have a seq
+// map candidate, their lines asked for first, and keeps (in s.stored, and
+// as found in reads) those that hold their keys; it returns their size.
+func (b *Backend) readLikelyKeys(t *tx, keys []storage.ChainKey, reads []storage.KeyRead, s *keyReads) (size int) {
+	for _, i := range s.inView {
+		if s.likely[i].ok {
+			t.segmentIndex.prefetch(s.ids[i], s.likely[i].seq)
+		}
+	}
+	for _, i := range s.inView {
+		if !s.likely[i].ok {
+			continue
+		}
+		if stored, err := t.entryAt(s.ids[i], s.likely[i].seq); err == nil && b.holdsKey(stored, keys[i].Key) {
+			reads[i].Seq, reads[i].Found = s.likely[i].seq, true
+			s.stored[i] = stored
+			size += len(stored)
+		}
+	}
+	return size
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/ledgerworks/ledger/internal/prefetch"
 )
 
 // The seq map sits beside the key filter (see keyFilter) and follows its
@@ -114,4 +117,12 @@ func (m *seqMap) find(chainID uint64, digest []byte) (seq uint64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// prefetch asks for the line where the key's search begins (see
+// internal/prefetch): a batch of reads asks for every key's line before
+// it searches for the first.
+func (m *seqMap) prefetch(chainID uint64, digest []byte) {
+	i, _ := m.hashes(chainID, digest)
+	prefetch.Line((*byte)(unsafe.Pointer(&m.slots[i])))
 }
