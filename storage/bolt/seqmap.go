@@ -70,14 +70,18 @@ func newSeqMap(capacity uint64, bytesMax int64) *seqMap {
 
 // hashes returns the slot a key's search begins at and its fingerprint, in
 // a slot's high bits. The slot is the digest's first eight bytes read as
-// the runs order them (big-endian), scaled to the map: a run's records,
-// and a checkpoint's keys, sorted by chain and digest, then fill the map
-// from its start to its end, line after line, where a hash that scattered
-// them cost a cache miss an add. Digests are uniform whatever the chain, so
-// the chains' keys share the slots evenly; the chain is in the fingerprint.
+// the runs order them (big-endian), moved by an offset of the chain, then
+// scaled to the map. Within a chain the slots follow the digests: a run's
+// records, and a checkpoint's keys, sorted by chain and digest, fill the
+// map from one place onwards, line after line, where a hash that scattered
+// them cost a cache miss an add. Across chains the offsets differ: one key
+// in many chains (an account's "deposit-1" in each of 10,000 accounts) has
+// one digest, and without the offset its copies began at one slot and grew
+// one cluster that every search nearby walked to its end.
 func (m *seqMap) hashes(chainID uint64, digest []byte) (slot uint64, fingerprint uint64) {
-	slot, _ = bits.Mul64(binary.BigEndian.Uint64(digest[0:8]), uint64(len(m.slots)))
-	fingerprint = binary.LittleEndian.Uint64(digest[8:16]) ^ chainID*0x9e3779b97f4a7c15
+	offset := chainID * 0x9e3779b97f4a7c15
+	slot, _ = bits.Mul64(binary.BigEndian.Uint64(digest[0:8])+offset, uint64(len(m.slots)))
+	fingerprint = binary.LittleEndian.Uint64(digest[8:16]) ^ offset
 	return slot, fingerprint &^ (1<<seqMapSeqBits - 1)
 }
 
