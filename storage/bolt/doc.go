@@ -112,15 +112,17 @@
 // handle always says "maybe". The committer's lookup in the write
 // transaction decides in every case. The Backend is also a
 // storage.KeyReader (replay.go): ReadKey answers a retry in one pass (one
-// digest of the key, the chain's id from that map, the filter, whose line
-// it loads together with the lines of the run filters a lookup would
-// probe next, then a
-// pooled read transaction's runs and entry, and the durable memory tables)
-// and copies the entry; its "absent" is a hint like the probe's "no".
+// digest of the key, the chain's id from that map, the seq map's candidate
+// read in a pooled read transaction when there is one; otherwise the
+// filter, whose line it loads together with the lines of the run filters a
+// lookup would probe next, then the read transaction's runs and entry, and
+// the durable memory tables) and copies the entry; its "absent" is a hint
+// like the probe's "no".
 // It is a storage.KeyBatchReader too (replaybatch.go): ReadKeys answers a
 // retried batch as ReadKey would each key, with the keys digested in
-// lanes, one read view, and each pass's cache misses (the run records,
-// then the entries) asked for ahead (internal/prefetch) so that they
+// lanes, one read view, and each pass's cache misses (the seq map's lines,
+// the candidates' entries, then for the keys left the run records and
+// their entries) asked for ahead (internal/prefetch) so that they
 // overlap. A digest stands for a key, so the chain package checks that the entry it finds holds the key
 // it asked for: a collision of 128-bit digests could refuse a key, never
 // answer for another. Files of the first layout (ledger/bolt/v1, keys
@@ -246,7 +248,8 @@
 // per key (12.5 to 37.5 MiB at 10,000,000), its seq map for 1.25 times that
 // capacity, 10 to 30 bytes per key (100 to 300 MiB at 10,000,000; a filter
 // built at 8,900,000 keys or more, for three times as many, would need a
-// map over the default bound, and has none), and both are rebuilt the same way by the
+// map over the default bound, and has none), and both are rebuilt the same
+// way by the
 // first write transaction after it has filled, so that transaction pays the
 // read of the index again: each time the keys triple, about half a read per
 // key over the life of a file. (A factor that is not a power of two keeps
