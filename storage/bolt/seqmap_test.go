@@ -47,6 +47,21 @@ func (c *entryKeyCounter) entryKey(entry []byte) ([]byte, bool) {
 	return key, ok
 }
 
+// openCounted opens a new file with opts and an entryKeyCounter's
+// EntryKey; it is closed and checked at cleanup.
+func openCounted(t *testing.T, opts bolt.Options) (*bolt.Backend, *entryKeyCounter) {
+	t.Helper()
+	counter := &entryKeyCounter{}
+	opts.EntryKey = counter.entryKey
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	b, err := bolt.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeAndCheck(t, b, path) })
+	return b, counter
+}
+
 func (c *entryKeyCounter) lastKey() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -252,15 +267,7 @@ func TestSeqMapReadKeyAgrees(t *testing.T) {
 func TestSeqMapCorrectsPlantedCandidate(t *testing.T) {
 	for _, c := range logConfigurations {
 		t.Run(c.name, func(t *testing.T) {
-			counter := &entryKeyCounter{}
-			opts := c.opts
-			opts.EntryKey = counter.entryKey
-			path := filepath.Join(t.TempDir(), "ledger.db")
-			b, err := bolt.Open(path, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeAndCheck(t, b, path)
+			b, counter := openCounted(t, c.opts)
 			commitN(t, b, "a", 1, 40)
 			if err := bolt.Checkpoint(b); err != nil {
 				t.Fatal(err)
@@ -480,15 +487,7 @@ func TestSeqMapConcurrentReadKey(t *testing.T) {
 	const rounds, readers = 60, 4
 	for _, c := range logConfigurations {
 		t.Run(c.name, func(t *testing.T) {
-			counter := &entryKeyCounter{}
-			opts := c.opts
-			opts.EntryKey = counter.entryKey
-			path := filepath.Join(t.TempDir(), "ledger.db")
-			b, err := bolt.Open(path, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeAndCheck(t, b, path)
+			b, counter := openCounted(t, c.opts)
 			var heads [3]atomic.Uint64 // acknowledged
 			var done atomic.Bool
 			errs := make(chan error, readers+2)
