@@ -194,12 +194,12 @@ func Open(path string, opts Options) (*Backend, error) {
 
 // setEntryKey sets the function that confirms a seq map's candidates, and
 // with it, on a writable handle, the bound of the maps built from then on.
+// It runs before the handle is in use (Open, UseEntryKey), so the fields
+// it sets are read without a lock.
 func (b *Backend) setEntryKey(entryKey func(entry []byte) (key []byte, ok bool)) {
 	b.entryKey = entryKey
 	if entryKey != nil && !b.db.IsReadOnly() {
-		b.cache.mu.Lock()
 		b.cache.seqMapBytesMax = cmp.Or(b.seqMapBytesMax, SeqMapBytesMaxDefault)
-		b.cache.mu.Unlock()
 	}
 }
 
