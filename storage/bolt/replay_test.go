@@ -90,22 +90,26 @@ func TestReadKeyRapid(t *testing.T) {
 				rt.Fatalf("ReadKey(%q, %q) = %d, %q, %v, %v; a read transaction has %d, %q", k[0], k[1], got, gotData, found, err, seq, data)
 			}
 		}
-		actions[""] = func(rt *rapid.T) {
-			for k, e := range m.acknowledged {
-				seq, data, found, err := m.b.ReadKey(ctx, k[0], k[1])
-				if err != nil || !found || seq != e.seq || !bytes.Equal(data, e.data) {
-					rt.Fatalf("ReadKey(%q, %q) = %d, %q, %v, %v; want %d, %q", k[0], k[1], seq, data, found, err, e.seq, e.data)
-				}
-			}
-			for i := range 8 {
-				chain, key := fmt.Sprintf("rapid/%d", i%8), fmt.Sprintf("new-%d-%d", m.next, i)
-				if seq, _, found, err := m.b.ReadKey(ctx, chain, key); err != nil || found {
-					rt.Fatalf("ReadKey(%q, %q) of a key never committed = %d, %v, %v", chain, key, seq, found, err)
-				}
-			}
-		}
+		actions[""] = m.checkReadKey
 		rt.Repeat(actions)
 	})
+}
+
+// checkReadKey checks that ReadKey finds every acknowledged key with its
+// seq and bytes, and none of eight keys never committed.
+func (m *keyedMachine) checkReadKey(rt *rapid.T) {
+	for k, e := range m.acknowledged {
+		seq, data, found, err := m.b.ReadKey(ctx, k[0], k[1])
+		if err != nil || !found || seq != e.seq || !bytes.Equal(data, e.data) {
+			rt.Fatalf("ReadKey(%q, %q) = %d, %q, %v, %v; want %d, %q", k[0], k[1], seq, data, found, err, e.seq, e.data)
+		}
+	}
+	for i := range 8 {
+		chain, key := fmt.Sprintf("rapid/%d", i%8), fmt.Sprintf("new-%d-%d", m.next, i)
+		if seq, _, found, err := m.b.ReadKey(ctx, chain, key); err != nil || found {
+			rt.Fatalf("ReadKey(%q, %q) of a key never committed = %d, %v, %v", chain, key, seq, found, err)
+		}
+	}
 }
 
 // TestReadKeyReadOnly reads keys through handles opened read-only, which
