@@ -95,7 +95,9 @@ type Options struct {
 	EntryKey func(entry []byte) (key []byte, ok bool)
 	// SeqMapBytesMax bounds the seq map's memory, 10 to 30 bytes per key
 	// of the file; SeqMapBytesMaxDefault when zero, none when negative. A
-	// file whose keys outgrow it is read through the key runs alone.
+	// map that reaches it holds what it can, and the keys it lacks are read
+	// through the key runs; a file whose keys would fill more than 80% of
+	// a map of that size (26,800,000 keys under the default) has none.
 	SeqMapBytesMax int64
 }
 

@@ -99,8 +99,9 @@
 // filter also rules new keys out in its place; one that had to leave a key
 // out (a seq of 2^40-1 or more, a map 90% full) only names candidates from
 // then on. Options.SeqMapBytesMax bounds it (SeqMapBytesMaxDefault, 256
-// MiB): a filter whose map would be larger gets none, and its keys are read
-// through the runs.
+// MiB): a map that would be larger is built at the bound, as long as the
+// keys there are fill at most 80% of it, and a file with more keys has
+// none; the keys a map lacks are read through the runs.
 //
 // The Backend is a storage.KeyProber (probe.go): MayHoldKey asks that
 // filter, under the chain's id from an in-memory map of the file's chains
@@ -246,10 +247,10 @@
 // took 320 ms) and 1.2 to 1.4 s at 10,000,000 (the open took 3.1 to 3.3 s).
 // The filter is sized for three times the keys it holds, 1.25 to 3.75 bytes
 // per key (12.5 to 37.5 MiB at 10,000,000), its seq map for 1.25 times that
-// capacity, 10 to 30 bytes per key (100 to 300 MiB at 10,000,000; a filter
-// built at 8,900,000 keys or more, for three times as many, would need a
-// map over the default bound, and has none), and both are rebuilt the same
-// way by the
+// capacity, 10 to 30 bytes per key (at 10,000,000 keys, 100 MiB to the
+// default bound of 256 MiB; a filter built at 8,900,000 keys or more, for
+// three times as many, has a map of the bound's size, which may fill before
+// the filter is rebuilt), and both are rebuilt the same way by the
 // first write transaction after it has filled, so that transaction pays the
 // read of the index again: each time the keys triple, about half a read per
 // key over the life of a file. (A factor that is not a power of two keeps

@@ -54,10 +54,10 @@ const (
 )
 
 // newKeyFilter returns a filter for keys keys and more, with a seq map
-// when seqMapBytesMax allows one of its capacity (negative: never).
+// when seqMapBytesMax allows one (negative: never; see newSeqMap).
 func newKeyFilter(keys uint64, seqMapBytesMax int64) *keyFilter {
 	capacity := max(keys*keyFilterGrowth, keyFilterCapacityMin)
-	return &keyFilter{words: newFilter(capacity), seqs: newSeqMap(capacity, seqMapBytesMax), capacity: capacity}
+	return &keyFilter{words: newFilter(capacity), seqs: newSeqMap(keys, capacity, seqMapBytesMax), capacity: capacity}
 }
 
 // addUnpublished sets a key's bits in a filter no other goroutine sees yet,

@@ -42,7 +42,7 @@ const (
 	seqMapFullNum, seqMapFullDen = 9, 10
 	// SeqMapBytesMaxDefault is the memory a handle's seq map may take when
 	// Options.SeqMapBytesMax is zero: the map of a filter sized for
-	// 26,800,000 keys, built at 8,900,000.
+	// 26,800,000 keys, and a map for up to that many keys.
 	SeqMapBytesMaxDefault = 256 << 20
 )
 
@@ -59,11 +59,16 @@ type seqMap struct {
 	partial atomic.Bool
 }
 
-// newSeqMap returns a map sized for capacity keys, or nil when it would
-// take more than bytesMax bytes (or bytesMax is negative).
-func newSeqMap(capacity uint64, bytesMax int64) *seqMap {
-	n := capacity * seqMapLoadDen / seqMapLoadNum
-	if bytesMax < 0 || n > uint64(bytesMax)/seqMapSlotBytes {
+// newSeqMap returns a map for the keys there are, sized for the filter's
+// capacity, or as large as bytesMax allows when that is smaller (it may
+// then fill before the filter is rebuilt, and become partial); nil when
+// bytesMax is negative or too small to hold the keys there are.
+func newSeqMap(keys, capacity uint64, bytesMax int64) *seqMap {
+	if bytesMax < 0 {
+		return nil
+	}
+	n := min(capacity*seqMapLoadDen/seqMapLoadNum, uint64(bytesMax)/seqMapSlotBytes)
+	if keys*seqMapLoadDen/seqMapLoadNum > n {
 		return nil
 	}
 	return &seqMap{slots: make([]uint64, max(n, 1))}

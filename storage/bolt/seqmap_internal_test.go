@@ -144,7 +144,7 @@ func checkFound(t *testing.T, m *seqMap, k mapKey, bySeq map[uint64][]mapKey) {
 func TestSeqMapRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const capacity = 20_000
-	m := newSeqMap(capacity, SeqMapBytesMaxDefault)
+	m := newSeqMap(0, capacity, SeqMapBytesMaxDefault)
 	if m == nil || len(m.slots) != capacity*seqMapLoadDen/seqMapLoadNum {
 		t.Fatalf("newSeqMap(%d) = %v", capacity, m)
 	}
@@ -196,7 +196,7 @@ func TestSeqMapRoundTrip(t *testing.T) {
 // TestSeqMapSeqBounds: a seq that does not fit a slot's 40 bits (seq+1 is
 // stored) is left out, the largest that fits round-trips.
 func TestSeqMapSeqBounds(t *testing.T) {
-	m := newSeqMap(100, SeqMapBytesMaxDefault)
+	m := newSeqMap(0, 100, SeqMapBytesMaxDefault)
 	digest := func(i int) []byte { d := KeyDigest(fmt.Sprint("k", i)); return d[:] }
 	for i, seq := range []uint64{1<<seqMapSeqBits - 1, 1 << seqMapSeqBits, 1<<64 - 1} {
 		m.add(1, digest(i), seq)
@@ -210,7 +210,7 @@ func TestSeqMapSeqBounds(t *testing.T) {
 	if !m.partial.Load() {
 		t.Fatal("a map that left a key out is not partial: it would rule the key out")
 	}
-	m = newSeqMap(100, SeqMapBytesMaxDefault)
+	m = newSeqMap(0, 100, SeqMapBytesMaxDefault)
 	for i, seq := range []uint64{0, 1, 1<<seqMapSeqBits - 2} {
 		m.add(2, digest(i), seq)
 		if got, ok := m.find(2, digest(i)); !ok || got != seq {
@@ -227,7 +227,7 @@ func TestSeqMapSeqBounds(t *testing.T) {
 // meets an open slot, and finds still end, for keys taken and not.
 func TestSeqMapStopsAtFillLimit(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	m := newSeqMap(800, SeqMapBytesMaxDefault) // 1,000 slots
+	m := newSeqMap(0, 800, SeqMapBytesMaxDefault) // 1,000 slots
 	keys := randomMapKeys(r, 2*len(m.slots))
 	bySeq := map[uint64][]mapKey{}
 	for i, k := range keys {
@@ -263,7 +263,7 @@ func TestSeqMapStopsAtFillLimit(t *testing.T) {
 // finds nothing, and one in the slot before the key's start is found after
 // the search wraps around the end.
 func TestSeqMapFindOnFullMap(t *testing.T) {
-	m := newSeqMap(80, SeqMapBytesMaxDefault) // 100 slots
+	m := newSeqMap(0, 80, SeqMapBytesMaxDefault) // 100 slots
 	digest := KeyDigest("the key")
 	start, fingerprint := m.hashes(7, digest[:])
 	other := (fingerprint + 1<<seqMapSeqBits) // another fingerprint
@@ -283,20 +283,32 @@ func TestSeqMapFindOnFullMap(t *testing.T) {
 // TestNewSeqMapBound: no map for a negative bound or one below the map's
 // size (1.25 slots of 8 bytes per key of capacity); a map at the bound.
 func TestNewSeqMapBound(t *testing.T) {
-	if m := newSeqMap(80, -1); m != nil {
-		t.Fatalf("newSeqMap(80, -1) = %d slots, want nil", len(m.slots))
-	}
-	if m := newSeqMap(0, -1); m != nil {
-		t.Fatal("newSeqMap(0, -1) is not nil")
-	}
-	if m := newSeqMap(80, 800); m == nil || len(m.slots) != 100 {
-		t.Fatalf("newSeqMap(80, 800) = %v, want 100 slots", m)
-	}
-	if m := newSeqMap(80, 799); m != nil {
-		t.Fatalf("newSeqMap(80, 799) = %d slots, over the bound", len(m.slots))
-	}
-	if m := newSeqMap(keyFilterCapacityMin*1000, SeqMapBytesMaxDefault); m != nil {
-		t.Fatalf("a map for %d keys under SeqMapBytesMaxDefault: %d slots", keyFilterCapacityMin*1000, len(m.slots))
+	for _, c := range []struct {
+		keys, capacity uint64
+		bytesMax       int64
+		slots          int // 0: no map
+	}{
+		{0, 80, -1, 0},
+		{80, 80, -1, 0},
+		{0, 80, 800, 100},  // sized for the capacity at 80%
+		{80, 80, 800, 100}, // the keys there are fill 80% of it
+		{0, 80, 799, 99},   // the bound's size: smaller than the capacity wants
+		{79, 80, 799, 99},  // 79 keys fill under 80% of 99 slots
+		{80, 80, 799, 0},   // 80 keys would fill more than 80% of 99 slots
+		{0, 0, 800, 1},     // never an empty slice
+		// Under the default bound: a filter built at 30,000,000 keys has
+		// none, one built at 20,000,000 (for 60,000,000) has the bound's.
+		{30_000_000, 90_000_000, SeqMapBytesMaxDefault, 0},
+		{20_000_000, 60_000_000, SeqMapBytesMaxDefault, SeqMapBytesMaxDefault / seqMapSlotBytes},
+	} {
+		m := newSeqMap(c.keys, c.capacity, c.bytesMax)
+		got := 0
+		if m != nil {
+			got = len(m.slots)
+		}
+		if got != c.slots {
+			t.Errorf("newSeqMap(%d keys, capacity %d, %d bytes) has %d slots, want %d", c.keys, c.capacity, c.bytesMax, got, c.slots)
+		}
 	}
 }
 
@@ -589,7 +601,7 @@ func TestSeqMapRulesOutInPlaceOfFilter(t *testing.T) {
 // offset spreads them as distinct keys are spread.
 func TestSeqMapOneKeyInManyChains(t *testing.T) {
 	const chains, keysPerChain = 10_000, 10
-	m := newSeqMap(max(chains*keysPerChain*keyFilterGrowth, keyFilterCapacityMin), SeqMapBytesMaxDefault)
+	m := newSeqMap(0, max(chains*keysPerChain*keyFilterGrowth, keyFilterCapacityMin), SeqMapBytesMaxDefault)
 	var digests [keysPerChain][KeyDigestSize]byte
 	for k := range digests {
 		digests[k] = KeyDigest(fmt.Sprintf("deposit-%d", k))

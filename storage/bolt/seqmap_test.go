@@ -389,17 +389,19 @@ func TestUseEntryKey(t *testing.T) {
 			}
 		}
 	})
-	// A new file's filter is sized for keyFilterCapacityMin (65,536) keys,
-	// so its map has 81,920 slots of 8 bytes.
-	const newFileMapBytes = 81_920 * 8
+	// The file holds 40 keys: a map holds them at 80% in 50 slots of 8
+	// bytes. A bound below the filter's map (81,920 slots: its capacity is
+	// keyFilterCapacityMin, 65,536) gives a map of the bound's size.
+	const keysMapBytes = 50 * 8
 	for _, bound := range []struct {
 		name    string
 		max     int64
 		wantMap bool
 	}{
 		{"SeqMapBytesMax negative", -1, false},
-		{"SeqMapBytesMax too small", newFileMapBytes - 1, false},
-		{"SeqMapBytesMax just enough", newFileMapBytes, true},
+		{"SeqMapBytesMax below the keys", keysMapBytes - 1, false},
+		{"SeqMapBytesMax just enough for the keys", keysMapBytes, true},
+		{"SeqMapBytesMax below the filter's map", 81_920*8 - 1, true},
 	} {
 		for _, viaOption := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/EntryKey in the options %v", bound.name, viaOption), func(t *testing.T) {
