@@ -43,11 +43,15 @@ func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, d
 	}
 	digest := KeyDigest(key)
 	id, idKnown := b.cache.chains.get(chain)
-	if likely, ok := b.likelySeq(id, idKnown, &digest); ok {
+	likely, absent := b.likelySeq(id, idKnown, &digest)
+	if likely.ok {
 		return b.readView(chain, key, id, idKnown, &digest, 0, likely)
 	}
-	touched := b.touchRunFilters(id, idKnown, &digest)
-	if !b.fileMayHoldID(id, idKnown, &digest) {
+	var touched byte
+	if !absent {
+		touched = b.touchRunFilters(id, idKnown, &digest)
+	}
+	if absent || !b.fileMayHoldID(id, idKnown, &digest) {
 		if !b.overlay {
 			return 0, nil, false, nil
 		}
@@ -72,13 +76,16 @@ type candidate struct {
 
 // likelySeq returns the seq the seq map gives for the key of a committed
 // chain, if the handle has a map and the map has the key's fingerprint.
-func (b *Backend) likelySeq(id uint64, idKnown bool, digest *[KeyDigestSize]byte) (candidate, bool) {
+// absent reports that a map holding every key of its filter lacks the key:
+// the file does not hold it, as far as the filter knows (fileMayHoldID
+// would say the same, after searching the map again).
+func (b *Backend) likelySeq(id uint64, idKnown bool, digest *[KeyDigestSize]byte) (likely candidate, absent bool) {
 	f := b.cache.filter.Load()
 	if f == nil || f.seqs == nil || !idKnown {
 		return candidate{}, false
 	}
 	seq, ok := f.seqs.find(id, digest[:])
-	return candidate{seq: seq, ok: ok}, ok
+	return candidate{seq: seq, ok: ok}, !ok && !f.seqs.partial.Load()
 }
 
 // holdsKey reports whether stored, an entry's bytes, holds the idempotency

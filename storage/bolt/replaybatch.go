@@ -50,8 +50,9 @@ func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads [
 	}()
 	touched := s.prepare(b, keys)
 	for i, k := range keys {
-		if s.likely[i], _ = b.likelySeq(s.ids[i], s.idKnown[i], &s.digests[i]); s.likely[i].ok ||
-			b.fileMayHoldID(s.ids[i], s.idKnown[i], &s.digests[i]) {
+		var absent bool
+		if s.likely[i], absent = b.likelySeq(s.ids[i], s.idKnown[i], &s.digests[i]); s.likely[i].ok ||
+			(!absent && b.fileMayHoldID(s.ids[i], s.idKnown[i], &s.digests[i])) {
 			s.inView = append(s.inView, i)
 			continue
 		}
