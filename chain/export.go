@@ -102,7 +102,7 @@ func DecodeExportLine(line []byte) (Entry, error) {
 	if p.err != nil {
 		return Entry{}, p.err
 	}
-	if err := ValidateRequest(Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type}, PayloadSizeLimit); err != nil {
+	if err := ValidateStoredRequest(Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type}, PayloadSizeLimit); err != nil {
 		return Entry{}, exportLineError("%v", err)
 	}
 	if e.Seq == 0 {

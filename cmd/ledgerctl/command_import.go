@@ -255,7 +255,7 @@ func planImport(ctx context.Context, db *chain.DB, name string, plan *importPlan
 			clear(keys)
 		}
 		req := chain.Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type, Payload: e.Payload}
-		if err := chain.ValidateRequest(req, 0); err != nil {
+		if err := chain.ValidateStoredRequest(req, 0); err != nil {
 			return fmt.Errorf("import refused, nothing written: %s: chain %q seq %d: %w", name, e.Chain, e.Seq, err)
 		}
 		if e.TimeUnixNano < lastTime {
