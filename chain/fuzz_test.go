@@ -74,6 +74,7 @@ func FuzzRecordKey(f *testing.F) {
 func FuzzDecodeExportLine(f *testing.F) {
 	e := sampleEntry()
 	f.Add(bytes.TrimSuffix(chain.AppendExportLine(nil, &e), []byte("\n")))
+	f.Add(bytes.ReplaceAll(bytes.TrimSuffix(chain.AppendExportLine(nil, &e), []byte("\n")), []byte(`":`), []byte(`": `)))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		got, err := chain.DecodeExportLine(line)
 		if err != nil {
@@ -101,6 +102,9 @@ func FuzzDecodeExportLine(f *testing.F) {
 func FuzzVerifyExport(f *testing.F) {
 	e := sampleEntry()
 	f.Add(chain.AppendExportLine(nil, &e))
+	f.Add(append(chain.AppendExportLine(nil, &e), "\n\n"...))
+	f.Add(bytes.ReplaceAll(chain.AppendExportLine(nil, &e), []byte("\n"), []byte("\r\n")))
+	f.Add(append([]byte("\n"), chain.AppendExportLine(nil, &e)...))
 	f.Fuzz(func(t *testing.T, export []byte) {
 		report, err := chain.VerifyExport(context.Background(), bytes.NewReader(export), chain.VerifyOptions{})
 		if err != nil {
