@@ -125,3 +125,27 @@ func TestStandardOutputIsNotTheLedger(t *testing.T) {
 		t.Fatalf("a log folder appeared: %v", err)
 	}
 }
+
+// TestImportDoesNotSpoolIntoTheLog: import --file - keeps standard input in
+// a file under TMPDIR, which must not be the ledger's log folder.
+func TestImportDoesNotSpoolIntoTheLog(t *testing.T) {
+	source := newFileLedger(t)
+	source.seed()
+	export := source.must("export", "--all")
+	l := newFileLedger(t)
+	l.must("init")
+	logFolder := l.name + bolt.LogDirectorySuffix
+	if err := os.Mkdir(logFolder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", logFolder)
+	l.runWithInput(export, "import", "--file", "-").expect(t, exitUsage, "is a file in the log folder of")
+	if entries, err := os.ReadDir(logFolder); err != nil || len(entries) != 0 {
+		t.Fatalf("log folder holds %v (%v)", entries, err)
+	}
+	if err := os.Remove(logFolder); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	l.mustWithInput(export, "import", "--file", "-")
+}
