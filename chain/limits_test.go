@@ -19,13 +19,14 @@ type badRequest struct {
 	field    string
 }
 
+// with returns a good request changed by edit.
+func with(edit func(r *chain.Request)) chain.Request {
+	r := chain.Request{Chain: "c", IdempotencyKey: "k", Type: "t/v1", Payload: []byte("p")}
+	edit(&r)
+	return r
+}
+
 func badRequests() []badRequest {
-	good := chain.Request{Chain: "c", IdempotencyKey: "k", Type: "t/v1", Payload: []byte("p")}
-	with := func(edit func(r *chain.Request)) chain.Request {
-		r := good
-		edit(&r)
-		return r
-	}
 	return append([]badRequest{
 		{"chain empty", with(func(r *chain.Request) { r.Chain = "" }), chain.ErrInvalidChain, "chain"},
 		{"chain 257 bytes", with(func(r *chain.Request) { r.Chain = strings.Repeat("c", 257) }), chain.ErrInvalidChain, "chain"},
@@ -50,12 +51,6 @@ func badRequests() []badRequest {
 // unsafeNameRequests are requests within the limits whose names the rules
 // for new names refuse.
 func unsafeNameRequests() []badRequest {
-	good := chain.Request{Chain: "c", IdempotencyKey: "k", Type: "t/v1", Payload: []byte("p")}
-	with := func(edit func(r *chain.Request)) chain.Request {
-		r := good
-		edit(&r)
-		return r
-	}
 	return []badRequest{
 		{"chain ..", with(func(r *chain.Request) { r.Chain = ".." }), chain.ErrInvalidChain, "chain"},
 		{"chain .", with(func(r *chain.Request) { r.Chain = "." }), chain.ErrInvalidChain, "chain"},

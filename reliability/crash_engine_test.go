@@ -37,13 +37,7 @@ func crashRoundCount(t *testing.T) int {
 // Update operation keeps.
 const appendChainCount = 4
 
-func appendChain(i int) string {
-	name, err := chain.ScopedName("crash", "append", "chain-"+strconv.Itoa(i))
-	if err != nil {
-		panic(err)
-	}
-	return name
-}
+func appendChain(i int) string { return crashChain("append", i) }
 
 // appendChains returns the chains a batch with this id writes to: two or
 // three of them, derived from the id. A single append writes the first.

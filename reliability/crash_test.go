@@ -66,8 +66,11 @@ var crashChecks = map[string]func(ctx context.Context, db *chain.DB) ([]chain.Fa
 // rawChainCount is how many chains the raw multi-chain operations spread over.
 const rawChainCount = 6
 
-func rawChain(i int) string {
-	name, err := chain.ScopedName("crash", "raw", "chain-"+strconv.Itoa(i))
+func rawChain(i int) string { return crashChain("raw", i) }
+
+// crashChain names chain i of a crash operation kind's domain.
+func crashChain(domain string, i int) string {
+	name, err := chain.ScopedName("crash", domain, "chain-"+strconv.Itoa(i))
 	if err != nil {
 		panic(err)
 	}
