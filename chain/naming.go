@@ -34,7 +34,8 @@ func validateNewText(field, s string, lengthMin, lengthMax int, sentinel error) 
 		return err
 	}
 	for i, r := range s {
-		if unicode.Is(unicode.Cf, r) {
+		// U+00AD is the first format character.
+		if r >= 0xad && unicode.Is(unicode.Cf, r) {
 			return &InvalidError{Field: field, Err: sentinel, Rule: ErrUnsafeName,
 				Reason: fmt.Sprintf("%s has format character %U at byte %d", field, r, i)}
 		}
@@ -47,21 +48,34 @@ func validateNewChain(chain string) error {
 	if err := validateNewText("chain", chain, 1, ChainLengthMax, ErrInvalidChain); err != nil {
 		return err
 	}
-	if strings.HasPrefix(chain, NameSeparator) {
+	// A component is looked at only when it is empty or one or two bytes
+	// that start and end with a dot.
+	for start := 0; ; {
+		end := strings.IndexByte(chain[start:], '/')
+		if end < 0 {
+			end = len(chain)
+		} else {
+			end += start
+		}
+		if n := end - start; n == 0 || n <= 2 && chain[start] == '.' && chain[end-1] == '.' {
+			return chainComponentError(chain, start, end)
+		}
+		if end == len(chain) {
+			return nil
+		}
+		start = end + 1
+	}
+}
+
+// chainComponentError is the refusal of the component chain[start:end].
+func chainComponentError(chain string, start, end int) error {
+	if start == 0 && end == 0 {
 		return &InvalidError{Field: "chain", Err: ErrInvalidChain, Rule: ErrUnsafeName,
 			Reason: fmt.Sprintf("chain %q starts with %q", chain, NameSeparator)}
 	}
-	for i, rest := 1, chain; ; i++ {
-		component, after, more := strings.Cut(rest, NameSeparator)
-		if reason := componentProblem(component); reason != "" {
-			return &InvalidError{Field: "chain", Err: ErrInvalidChain, Rule: ErrUnsafeName,
-				Reason: fmt.Sprintf("chain %q: component %d %s", chain, i, reason)}
-		}
-		if !more {
-			return nil
-		}
-		rest = after
-	}
+	number := strings.Count(chain[:start], NameSeparator) + 1
+	return &InvalidError{Field: "chain", Err: ErrInvalidChain, Rule: ErrUnsafeName,
+		Reason: fmt.Sprintf("chain %q: component %d %s", chain, number, componentProblem(chain[start:end]))}
 }
 
 // componentProblem says why a component of a new chain id is refused, or
