@@ -44,6 +44,12 @@ var (
 	// *ConflictError that names the existing entry. Nothing was written.
 	ErrIdempotencyConflict = errors.New("idempotency conflict")
 
+	// ErrNonCanonicalLine: an export line is valid JSON holding exactly the
+	// Format v1 fields, but not in their one canonical spelling (a tool
+	// parsed and re-serialised it). It comes with ErrCorrupt: the line is
+	// refused.
+	ErrNonCanonicalLine = errors.New("export line not in canonical form")
+
 	// ErrNotFound: the chain, entry or key does not exist.
 	ErrNotFound = errors.New("not found")
 

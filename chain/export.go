@@ -130,11 +130,6 @@ func DecodeExportLine(line []byte) (Entry, error) {
 	return e, nil
 }
 
-// ErrNonCanonicalLine: an export line is valid JSON holding exactly the
-// Format v1 fields, but not in their one canonical spelling (a tool parsed
-// and re-serialised it). It comes with ErrCorrupt: the line is refused.
-var ErrNonCanonicalLine = errors.New("export line not in canonical form")
-
 // isFormatV1JSON reports whether line is a JSON object with exactly the
 // export fields, each of its JSON type, so that a refusal can tell a
 // re-serialised line from a damaged one.
