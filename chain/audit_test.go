@@ -70,6 +70,9 @@ func auditVerify(lines []string, heads []vectors.HeadJSON) []failureKey {
 	states := map[string]*chainState{}
 	held := map[string]map[uint64]string{} // chain → seq → hash, for step 5
 	current := ""
+	for len(lines) > 0 && lines[len(lines)-1] == "" { // step 1: empty lines at the end
+		lines = lines[:len(lines)-1]
+	}
 	for _, text := range lines {
 		l, seq, timeUnixNano, payload, prev, hash, ok := auditParse(text)
 		if !ok { // step 1

@@ -13,16 +13,28 @@ var (
 	ErrInvalid = errors.New("invalid request")
 
 	// ErrInvalidChain: the chain id is empty, too long, not UTF-8 or holds a
-	// control character.
+	// control character, or (a new request's) breaks a rule for new names
+	// (ErrUnsafeName).
 	ErrInvalidChain = errors.New("invalid chain id")
 
 	// ErrInvalidKey: the idempotency key is too long, not UTF-8 or holds a
-	// control character.
+	// control character, or (a new request's) a format character
+	// (ErrUnsafeName).
 	ErrInvalidKey = errors.New("invalid idempotency key")
 
 	// ErrInvalidType: the payload type is empty, too long, not UTF-8 or holds
-	// a control character.
+	// a control character, or (a new request's) a format character
+	// (ErrUnsafeName).
 	ErrInvalidType = errors.New("invalid payload type")
+
+	// ErrUnsafeName: a new request's chain id, idempotency key or type is
+	// text a ledger can hold but breaks a rule for new names (naming.go):
+	// a chain id with an empty, "." or ".." component or a leading "/", or
+	// a Unicode format character (category Cf, bidi controls such as
+	// U+202E included) in any of the three. It comes with ErrInvalidChain,
+	// ErrInvalidKey or ErrInvalidType. Entries already stored with such
+	// names still read, verify, export and import.
+	ErrUnsafeName = errors.New("name refused for new entries")
 
 	// ErrPayloadTooLarge: the payload is larger than Options.PayloadSizeMax.
 	ErrPayloadTooLarge = errors.New("payload too large")
@@ -31,6 +43,12 @@ var (
 	// idempotency key and a different type or payload. The error is a
 	// *ConflictError that names the existing entry. Nothing was written.
 	ErrIdempotencyConflict = errors.New("idempotency conflict")
+
+	// ErrNonCanonicalLine: an export line is valid JSON holding exactly the
+	// Format v1 fields, but not in their one canonical spelling (a tool
+	// parsed and re-serialised it). It comes with ErrCorrupt: the line is
+	// refused.
+	ErrNonCanonicalLine = errors.New("export line not in canonical form")
 
 	// ErrNotFound: the chain, entry or key does not exist.
 	ErrNotFound = errors.New("not found")
@@ -60,14 +78,24 @@ type InvalidError struct {
 	Field  string // "chain", "idempotency_key", "type" or "payload"
 	Reason string
 	Err    error // one of the ErrInvalid… sentinels or ErrPayloadTooLarge
+	Rule   error // ErrUnsafeName when a rule for new names refused it, else nil
 }
 
 func (e *InvalidError) Error() string {
+	if e.Rule != nil {
+		return fmt.Sprintf("%v: %s (%v)", e.Err, e.Reason, e.Rule)
+	}
 	return fmt.Sprintf("%v: %s", e.Err, e.Reason)
 }
 
-// Unwrap lets errors.Is match both the specific sentinel and ErrInvalid.
-func (e *InvalidError) Unwrap() []error { return []error{e.Err, ErrInvalid} }
+// Unwrap lets errors.Is match the specific sentinel, ErrInvalid and the
+// rule, if any.
+func (e *InvalidError) Unwrap() []error {
+	if e.Rule != nil {
+		return []error{e.Err, ErrInvalid, e.Rule}
+	}
+	return []error{e.Err, ErrInvalid}
+}
 
 // ConflictError is returned when an idempotency key is reused with a
 // different request.

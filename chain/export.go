@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,9 @@ func DecodeExportLine(line []byte) (Entry, error) {
 	if len(line) > ExportLineLengthMax {
 		return Entry{}, exportLineError("%d bytes exceeds %d", len(line), ExportLineLengthMax)
 	}
+	if bytes.HasSuffix(line, []byte("\r")) {
+		return Entry{}, exportLineError("ends with CR LF; Format v1 lines end with LF (0x0A) alone (convert the file with tr -d '\\r')")
+	}
 	p := lineParser{line: line}
 	var e Entry
 	var payload, prevHash, hash []byte
@@ -100,9 +104,14 @@ func DecodeExportLine(line []byte) (Entry, error) {
 		p.fail("data after the object")
 	}
 	if p.err != nil {
+		if isFormatV1JSON(line) {
+			return Entry{}, fmt.Errorf("%w; %w: the line is valid JSON with the Format v1 fields in a non-canonical form "+
+				"(spaces, field order or escapes), which Format v1 refuses: export the chain again with ledgerctl export, "+
+				"or rewrite the line as docs/FORMAT.md shows under \"Canonical lines\"", p.err, ErrNonCanonicalLine)
+		}
 		return Entry{}, p.err
 	}
-	if err := ValidateRequest(Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type}, PayloadSizeLimit); err != nil {
+	if err := ValidateStoredRequest(Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type}, PayloadSizeLimit); err != nil {
 		return Entry{}, exportLineError("%v", err)
 	}
 	if e.Seq == 0 {
@@ -119,6 +128,28 @@ func DecodeExportLine(line []byte) (Entry, error) {
 		return Entry{}, exportLineError("hash: %v", err)
 	}
 	return e, nil
+}
+
+// isFormatV1JSON reports whether line is a JSON object with exactly the
+// export fields, each of its JSON type, so that a refusal can tell a
+// re-serialised line from a damaged one.
+func isFormatV1JSON(line []byte) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(line, &fields) != nil || len(fields) != 8 {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var l ExportLine
+	if dec.Decode(&l) != nil || dec.More() {
+		return false
+	}
+	for _, name := range []string{"chain", "seq", "time_unix_nano", "idempotency_key", "type", "payload", "prev_hash", "hash"} {
+		if _, ok := fields[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func exportLineError(format string, args ...any) error {
@@ -277,31 +308,61 @@ func parseLowerHash(s string) (Hash, error) {
 	return ParseHash(s)
 }
 
-// ExportReader reads an export line by line.
+// ExportReader reads an export line by line. Lines end with LF alone: a
+// CR before it is part of the line, which DecodeExportLine refuses. Empty
+// lines after the last entry are ignored (an editor's or a tool's final
+// newline); an empty line before an entry is refused.
 type ExportReader struct {
 	scanner *bufio.Scanner
 	line    int64
+	blank   int64 // the first empty line since the last entry, or 0
 }
 
 // NewExportReader reads export lines from r.
 func NewExportReader(r io.Reader) *ExportReader {
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 0, 64*1024), ExportLineLengthMax+1)
+	s.Split(splitLF)
 	return &ExportReader{scanner: s}
+}
+
+// splitLF is bufio.ScanLines without its removal of a CR before the LF:
+// Format v1 lines end with LF alone. A last line without its LF is a line.
+func splitLF(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 // Next returns the next entry, io.EOF at the end, or an error naming the line.
 func (r *ExportReader) Next() (Entry, error) {
-	if !r.scanner.Scan() {
-		if err := r.scanner.Err(); err != nil {
-			if errors.Is(err, bufio.ErrTooLong) {
-				return Entry{}, fmt.Errorf("line %d: %w: longer than %d bytes", r.line+1, ErrCorrupt, ExportLineLengthMax)
+	for {
+		if !r.scanner.Scan() {
+			if err := r.scanner.Err(); err != nil {
+				if errors.Is(err, bufio.ErrTooLong) {
+					return Entry{}, fmt.Errorf("line %d: %w: longer than %d bytes", r.line+1, ErrCorrupt, ExportLineLengthMax)
+				}
+				return Entry{}, fmt.Errorf("line %d: %w", r.line+1, err)
 			}
-			return Entry{}, fmt.Errorf("line %d: %w", r.line+1, err)
+			return Entry{}, io.EOF
 		}
-		return Entry{}, io.EOF
+		r.line++
+		if len(r.scanner.Bytes()) != 0 {
+			break
+		}
+		if r.blank == 0 {
+			r.blank = r.line
+		}
 	}
-	r.line++
+	if r.blank != 0 {
+		blank := r.blank
+		r.blank = 0
+		return Entry{}, fmt.Errorf("line %d: %w", blank, exportLineError("empty; empty lines may only follow the last entry"))
+	}
 	e, err := DecodeExportLine(r.scanner.Bytes())
 	if err != nil {
 		return Entry{}, fmt.Errorf("line %d: %w", r.line, err)

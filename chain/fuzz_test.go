@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -35,7 +36,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if again := chain.EncodeRecord(&got); !bytes.Equal(again, data) {
 			t.Fatalf("accepted record re-encodes differently:\n%x\n%x", data, again)
 		}
-		if chain.ValidateRequest(chain.Request{Chain: "c", IdempotencyKey: got.IdempotencyKey, Type: got.Type}, 0) != nil {
+		if chain.ValidateStoredRequest(chain.Request{Chain: "c", IdempotencyKey: got.IdempotencyKey, Type: got.Type}, 0) != nil {
 			t.Fatalf("accepted record holds a field the limits refuse: %+v", got)
 		}
 	})
@@ -73,6 +74,7 @@ func FuzzRecordKey(f *testing.F) {
 func FuzzDecodeExportLine(f *testing.F) {
 	e := sampleEntry()
 	f.Add(bytes.TrimSuffix(chain.AppendExportLine(nil, &e), []byte("\n")))
+	f.Add(bytes.ReplaceAll(bytes.TrimSuffix(chain.AppendExportLine(nil, &e), []byte("\n")), []byte(`":`), []byte(`": `)))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		got, err := chain.DecodeExportLine(line)
 		if err != nil {
@@ -88,7 +90,7 @@ func FuzzDecodeExportLine(f *testing.F) {
 			t.Fatal("seq 0 accepted")
 		}
 		req := chain.Request{Chain: got.Chain, IdempotencyKey: got.IdempotencyKey, Type: got.Type, Payload: got.Payload}
-		if err := chain.ValidateRequest(req, chain.PayloadSizeLimit); err != nil {
+		if err := chain.ValidateStoredRequest(req, chain.PayloadSizeLimit); err != nil {
 			t.Fatalf("accepted line breaks a limit: %v", err)
 		}
 	})
@@ -100,6 +102,9 @@ func FuzzDecodeExportLine(f *testing.F) {
 func FuzzVerifyExport(f *testing.F) {
 	e := sampleEntry()
 	f.Add(chain.AppendExportLine(nil, &e))
+	f.Add(append(chain.AppendExportLine(nil, &e), "\n\n"...))
+	f.Add(bytes.ReplaceAll(chain.AppendExportLine(nil, &e), []byte("\n"), []byte("\r\n")))
+	f.Add(append([]byte("\n"), chain.AppendExportLine(nil, &e)...))
 	f.Fuzz(func(t *testing.T, export []byte) {
 		report, err := chain.VerifyExport(context.Background(), bytes.NewReader(export), chain.VerifyOptions{})
 		if err != nil {
@@ -131,23 +136,46 @@ func validText(s string, lengthMin, lengthMax int) bool {
 	return len(s) >= lengthMin && len(s) <= lengthMax && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
-// FuzzValidateRequest compares ValidateRequest with the limits stated
-// independently, and checks that every accepted request survives the record
-// and export encodings.
+// safeName states the rules for new names independently of naming.go: no
+// format character, and for a chain id no leading separator and no empty,
+// "." or ".." component.
+func safeName(s string, isChain bool) bool {
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.In(r, unicode.Cf) }) {
+		return false
+	}
+	return !isChain || !slices.ContainsFunc(strings.Split(s, chain.NameSeparator), func(c string) bool {
+		return c == "" || c == "." || c == ".."
+	})
+}
+
+// FuzzValidateRequest compares ValidateRequest and ValidateStoredRequest
+// with the limits and the rules for new names stated independently, and
+// checks that every accepted request survives the record and export
+// encodings.
 func FuzzValidateRequest(f *testing.F) {
 	f.Add("c", "k", "t/v1", []byte("p"))
+	f.Add("acme/../x", "k\u202e", "t\u200b/v1", []byte("p"))
 	f.Fuzz(func(t *testing.T, chainID, key, typ string, payload []byte) {
 		const payloadSizeMax = 64
-		err := chain.ValidateRequest(chain.Request{Chain: chainID, IdempotencyKey: key, Type: typ, Payload: payload}, payloadSizeMax)
-		want := validText(chainID, 1, chain.ChainLengthMax) && validText(key, 0, chain.IdempotencyKeyLengthMax) &&
+		req := chain.Request{Chain: chainID, IdempotencyKey: key, Type: typ, Payload: payload}
+		storedErr := chain.ValidateStoredRequest(req, payloadSizeMax)
+		wantStored := validText(chainID, 1, chain.ChainLengthMax) && validText(key, 0, chain.IdempotencyKeyLengthMax) &&
 			validText(typ, 1, chain.TypeLengthMax) && len(payload) <= payloadSizeMax
+		if (storedErr == nil) != wantStored {
+			t.Fatalf("ValidateStoredRequest(%q, %q, %q, %d bytes) = %v, want valid %v", chainID, key, typ, len(payload), storedErr, wantStored)
+		}
+		err := chain.ValidateRequest(req, payloadSizeMax)
+		want := wantStored && safeName(chainID, true) && safeName(key, false) && safeName(typ, false)
 		if (err == nil) != want {
 			t.Fatalf("ValidateRequest(%q, %q, %q, %d bytes) = %v, want valid %v", chainID, key, typ, len(payload), err, want)
 		}
-		if err != nil {
+		if wantStored && !want && !errors.Is(err, chain.ErrUnsafeName) {
+			t.Fatalf("ValidateRequest(%q, %q, %q): %v does not match ErrUnsafeName", chainID, key, typ, err)
+		}
+		if storedErr != nil {
 			var invalid *chain.InvalidError
-			if !errors.Is(err, chain.ErrInvalid) || !errors.As(err, &invalid) {
-				t.Fatalf("error %v is not an *InvalidError", err)
+			if !errors.Is(storedErr, chain.ErrInvalid) || !errors.As(storedErr, &invalid) {
+				t.Fatalf("error %v is not an *InvalidError", storedErr)
 			}
 			return
 		}
@@ -177,6 +205,7 @@ func withPayload(e chain.Entry) chain.Entry {
 // valid chain id; a component with the separator is always refused.
 func FuzzScopedName(f *testing.F) {
 	f.Add("acme", "stock", "SKU-1")
+	f.Add("acme", "stock", "..")
 	f.Fuzz(func(t *testing.T, tenant, domain, part string) {
 		name, err := chain.ScopedName(tenant, domain, part)
 		hasSeparator := strings.Contains(tenant+domain+part, chain.NameSeparator)
@@ -192,7 +221,10 @@ func FuzzScopedName(f *testing.F) {
 		if got := chain.SplitScopedName(name); len(got) != 3 || got[0] != tenant || got[1] != domain || got[2] != part {
 			t.Fatalf("%q splits into %q", name, got)
 		}
-		if err := chain.ValidateChain(name); err != nil {
+		if !safeName(name, true) {
+			t.Fatalf("%q breaks a rule for new names", name)
+		}
+		if err := chain.ValidateRequest(chain.Request{Chain: name, Type: "t"}, 0); err != nil {
 			t.Fatalf("%q: %v", name, err)
 		}
 	})

@@ -22,8 +22,10 @@ func (tx *Tx) AppendEntry(e Entry) error {
 	if !tx.stx.Writable() {
 		return ErrReadOnly
 	}
+	// The entry's hash binds its names: an entry from before the rules for
+	// new names is history to restore, so only the limits apply.
 	req := Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type, Payload: e.Payload}
-	if err := ValidateRequest(req, tx.db.opts.PayloadSizeMax); err != nil {
+	if err := ValidateStoredRequest(req, tx.db.opts.PayloadSizeMax); err != nil {
 		return err
 	}
 	invalid := func(format string, args ...any) error {

@@ -28,13 +28,28 @@ const (
 	FailuresMaxDefault = 10_000
 )
 
-// ValidateRequest checks a request against the limits; payloadSizeMax of zero
-// means PayloadSizeMaxDefault.
+// ValidateRequest checks a new request against the limits and the rules
+// for new names (naming.go); payloadSizeMax of zero means
+// PayloadSizeMaxDefault. Every append runs it before anything is written.
 func ValidateRequest(req Request, payloadSizeMax int) error {
-	if payloadSizeMax <= 0 {
-		payloadSizeMax = PayloadSizeMaxDefault
+	if err := validateNewChain(req.Chain); err != nil {
+		return err
 	}
-	if err := validateText("chain", req.Chain, 1, ChainLengthMax, ErrInvalidChain); err != nil {
+	if err := validateNewText("idempotency_key", req.IdempotencyKey, 0, IdempotencyKeyLengthMax, ErrInvalidKey); err != nil {
+		return err
+	}
+	if err := validateNewText("type", req.Type, 1, TypeLengthMax, ErrInvalidType); err != nil {
+		return err
+	}
+	return validatePayloadSize(len(req.Payload), payloadSizeMax)
+}
+
+// ValidateStoredRequest checks the fields of an entry that a ledger or an
+// export already holds against the limits alone: length, valid UTF-8, no
+// control character. Names from before the rules for new names pass, so
+// that such entries still decode, verify and import (Tx.AppendEntry).
+func ValidateStoredRequest(req Request, payloadSizeMax int) error {
+	if err := ValidateChain(req.Chain); err != nil {
 		return err
 	}
 	if err := validateText("idempotency_key", req.IdempotencyKey, 0, IdempotencyKeyLengthMax, ErrInvalidKey); err != nil {
@@ -43,14 +58,22 @@ func ValidateRequest(req Request, payloadSizeMax int) error {
 	if err := validateText("type", req.Type, 1, TypeLengthMax, ErrInvalidType); err != nil {
 		return err
 	}
-	if len(req.Payload) > payloadSizeMax {
+	return validatePayloadSize(len(req.Payload), payloadSizeMax)
+}
+
+func validatePayloadSize(size, payloadSizeMax int) error {
+	if payloadSizeMax <= 0 {
+		payloadSizeMax = PayloadSizeMaxDefault
+	}
+	if size > payloadSizeMax {
 		return &InvalidError{Field: "payload", Err: ErrPayloadTooLarge,
-			Reason: fmt.Sprintf("payload of %d bytes exceeds %d", len(req.Payload), payloadSizeMax)}
+			Reason: fmt.Sprintf("payload of %d bytes exceeds %d", size, payloadSizeMax)}
 	}
 	return nil
 }
 
-// ValidateChain checks a chain id alone.
+// ValidateChain checks a chain id that a ledger may hold, to read it: the
+// limits alone, as ValidateStoredRequest.
 func ValidateChain(chain string) error {
 	return validateText("chain", chain, 1, ChainLengthMax, ErrInvalidChain)
 }

@@ -19,14 +19,15 @@ type badRequest struct {
 	field    string
 }
 
+// with returns a good request changed by edit.
+func with(edit func(r *chain.Request)) chain.Request {
+	r := chain.Request{Chain: "c", IdempotencyKey: "k", Type: "t/v1", Payload: []byte("p")}
+	edit(&r)
+	return r
+}
+
 func badRequests() []badRequest {
-	good := chain.Request{Chain: "c", IdempotencyKey: "k", Type: "t/v1", Payload: []byte("p")}
-	with := func(edit func(r *chain.Request)) chain.Request {
-		r := good
-		edit(&r)
-		return r
-	}
-	return []badRequest{
+	return append([]badRequest{
 		{"chain empty", with(func(r *chain.Request) { r.Chain = "" }), chain.ErrInvalidChain, "chain"},
 		{"chain 257 bytes", with(func(r *chain.Request) { r.Chain = strings.Repeat("c", 257) }), chain.ErrInvalidChain, "chain"},
 		{"chain 258 bytes of 2-byte runes", with(func(r *chain.Request) { r.Chain = strings.Repeat("é", 129) }), chain.ErrInvalidChain, "chain"},
@@ -44,6 +45,28 @@ func badRequests() []badRequest {
 		{"type invalid UTF-8", with(func(r *chain.Request) { r.Type = "t\x80" }), chain.ErrInvalidType, "type"},
 		{"type carriage return", with(func(r *chain.Request) { r.Type = "t\r" }), chain.ErrInvalidType, "type"},
 		{"payload one byte too large", with(func(r *chain.Request) { r.Payload = make([]byte, payloadSizeMaxTest+1) }), chain.ErrPayloadTooLarge, "payload"},
+	}, unsafeNameRequests()...)
+}
+
+// unsafeNameRequests are requests within the limits whose names the rules
+// for new names refuse.
+func unsafeNameRequests() []badRequest {
+	return []badRequest{
+		{"chain ..", with(func(r *chain.Request) { r.Chain = ".." }), chain.ErrInvalidChain, "chain"},
+		{"chain .", with(func(r *chain.Request) { r.Chain = "." }), chain.ErrInvalidChain, "chain"},
+		{"chain /", with(func(r *chain.Request) { r.Chain = "/" }), chain.ErrInvalidChain, "chain"},
+		{"chain leading /", with(func(r *chain.Request) { r.Chain = "/etc/passwd" }), chain.ErrInvalidChain, "chain"},
+		{"chain trailing /", with(func(r *chain.Request) { r.Chain = "acme/" }), chain.ErrInvalidChain, "chain"},
+		{"chain empty component", with(func(r *chain.Request) { r.Chain = "acme//x" }), chain.ErrInvalidChain, "chain"},
+		{"chain .. component", with(func(r *chain.Request) { r.Chain = "acme/../globex" }), chain.ErrInvalidChain, "chain"},
+		{"chain . component", with(func(r *chain.Request) { r.Chain = "acme/./x" }), chain.ErrInvalidChain, "chain"},
+		{"chain right-to-left override", with(func(r *chain.Request) { r.Chain = "acme/\u202egpj.exe" }), chain.ErrInvalidChain, "chain"},
+		{"chain zero-width space", with(func(r *chain.Request) { r.Chain = "ac\u200bme/x" }), chain.ErrInvalidChain, "chain"},
+		{"chain byte order mark", with(func(r *chain.Request) { r.Chain = "\ufeffacme" }), chain.ErrInvalidChain, "chain"},
+		{"key left-to-right isolate", with(func(r *chain.Request) { r.IdempotencyKey = "order-\u20661" }), chain.ErrInvalidKey, "idempotency_key"},
+		{"key soft hyphen", with(func(r *chain.Request) { r.IdempotencyKey = "or\u00adder" }), chain.ErrInvalidKey, "idempotency_key"},
+		{"type right-to-left mark", with(func(r *chain.Request) { r.Type = "t\u200f/v1" }), chain.ErrInvalidType, "type"},
+		{"type tag character", with(func(r *chain.Request) { r.Type = "t\U000e0041" }), chain.ErrInvalidType, "type"},
 	}
 }
 
@@ -52,6 +75,26 @@ func TestValidateRequestRefusesEachLimit(t *testing.T) {
 		t.Run(bad.name, func(t *testing.T) {
 			assertInvalid(t, chain.ValidateRequest(bad.req, payloadSizeMaxTest), bad.sentinel, bad.field)
 		})
+	}
+}
+
+// TestUnsafeNamesAreTheirOwnClass: the names refused by the rules for new
+// names match ErrUnsafeName beside their field's sentinel, the limits'
+// refusals do not, and ValidateStoredRequest, which checks what a ledger
+// already holds, accepts exactly the former.
+func TestUnsafeNamesAreTheirOwnClass(t *testing.T) {
+	unsafe := map[string]bool{}
+	for _, bad := range unsafeNameRequests() {
+		unsafe[bad.name] = true
+	}
+	for _, bad := range badRequests() {
+		err := chain.ValidateRequest(bad.req, payloadSizeMaxTest)
+		if got := errors.Is(err, chain.ErrUnsafeName); got != unsafe[bad.name] {
+			t.Errorf("%s: %v matches ErrUnsafeName %v, want %v", bad.name, err, got, unsafe[bad.name])
+		}
+		if stored := chain.ValidateStoredRequest(bad.req, payloadSizeMaxTest); (stored == nil) != unsafe[bad.name] {
+			t.Errorf("%s: ValidateStoredRequest = %v", bad.name, stored)
+		}
 	}
 }
 

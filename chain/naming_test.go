@@ -46,6 +46,11 @@ func TestScopedNameRefusesBlurredComponents(t *testing.T) {
 		{"part too long", "acme", "stock", []string{long}, "name part 1"},
 		{"control character", "acme", "stock", []string{"a\tb"}, "name part 1"},
 		{"invalid UTF-8", "acme\xff", "stock", nil, "tenant"},
+		{"dot part", "acme", "stock", []string{"."}, "name part 1"},
+		{"dot-dot tenant", "..", "stock", nil, "tenant"},
+		{"dot-dot part", "acme", "stock", []string{"x", ".."}, "name part 2"},
+		{"right-to-left override", "acme\u202e", "stock", nil, "tenant"},
+		{"zero-width joiner", "acme", "stock", []string{"SKU\u200d1"}, "name part 1"},
 		{"whole name too long", "acme", "stock", []string{long[:64], long[:64], long[:64], long[:64]}, "chain"},
 	} {
 		name, err := chain.ScopedName(c.tenant, c.domain, c.parts...)

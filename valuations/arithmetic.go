@@ -367,7 +367,7 @@ func removeInflow(p position, method Method, s scales, store layerStore, quantit
 		}
 		if !ok || l.Quantity != quantity || l.Value != value {
 			return outcome{}, invalid(ErrNotReversible, "its FIFO layer %d (%s, %s) has been consumed",
-				layerID, s.formatQuantity(quantity), s.formatValue(value))
+				LayerNumber(layerID), s.formatQuantity(quantity), s.formatValue(value))
 		}
 	}
 	if p.Quantity < quantity {
@@ -495,7 +495,7 @@ func revalueLayers(s scales, store layerStore, quantity int64, in revalueInput, 
 				return 0, err
 			}
 			if next.Value < 0 {
-				return 0, invalid(ErrNegativeValue, "layer %d would be valued %s", l.ID, s.formatValue(next.Value))
+				return 0, invalid(ErrNegativeValue, "layer %d would be valued %s", LayerNumber(l.ID), s.formatValue(next.Value))
 			}
 		}
 		if total, err = add(total, next.Value, "stock value"); err != nil {

@@ -186,7 +186,7 @@ func (c *checker) valueEntry(r *rebuilt, e *chain.Entry) {
 	}
 	if d.effect.kind == effectInflow || d.effect.kind == effectInflowFront {
 		if out.layerID != d.effect.layer {
-			c.fail(e.Chain, e.Seq, "layer %d recorded, %d rebuilt", d.effect.layer, out.layerID)
+			c.fail(e.Chain, e.Seq, "layer %d recorded, %d rebuilt", LayerNumber(d.effect.layer), LayerNumber(out.layerID))
 		}
 	}
 	n := out.pos

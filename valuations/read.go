@@ -37,10 +37,20 @@ type PendingIssue struct {
 
 // Layer is an open FIFO layer, oldest first by ID.
 type Layer struct {
-	ID       uint64
+	// ID is the layer's id in the state keyspace (val/TENANT/layer/ITEM/
+	// LOCATION/<ID>, big-endian): 2^63 for a location's first layer.
+	ID uint64
+	// Number is ID as a person reads it: 1 for the location's first
+	// receipt's layer, 2, 3, … for later ones; layers returned in front of
+	// every other (reversed issues and transfers) count down from 0.
+	// Layers are consumed in ascending Number.
+	Number   int64
 	Quantity decimal.Decimal
 	Value    decimal.Decimal
 }
+
+// LayerNumber returns the Number of the layer with this id.
+func LayerNumber(id uint64) int64 { return int64(id-layerOrigin) + 1 }
 
 func balanceOf(it Item, loc string, p position) Balance {
 	s := it.scales()
@@ -169,7 +179,7 @@ func Layers(ctx context.Context, db *chain.DB, tenant, item, loc string, limit i
 			if err != nil {
 				return err
 			}
-			list = append(list, Layer{ID: ly.ID, Quantity: decimal.MustNew(ly.Quantity, s.quantity), Value: decimal.MustNew(ly.Value, s.minor)})
+			list = append(list, Layer{ID: ly.ID, Number: LayerNumber(ly.ID), Quantity: decimal.MustNew(ly.Quantity, s.quantity), Value: decimal.MustNew(ly.Value, s.minor)})
 			if len(list) == limit {
 				break
 			}

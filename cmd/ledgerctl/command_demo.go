@@ -323,7 +323,7 @@ func demoVerify(ctx context.Context, d *demoEnv) error {
 	d.Printf("  %s and %s wrote nothing\n", plural(int64(d.conflicts), "idempotency conflict", "idempotency conflicts"),
 		plural(int64(d.refusals), "request refused by a rule", "requests refused by a rule"))
 	d.Printf("\nthe ledger stays at %s; look around with:\n", d.Path)
-	db := "ledgerctl --db " + shellQuote(d.Path)
+	db := demoProgram() + " --db " + shellQuote(d.Path)
 	d.Printf("  %s chains\n  %s log acme/audit/erp-events\n  %s stock --tenant %s balance FLOUR-405\n"+
 		"  %s fin --tenant %s trial-balance\n  %s verify\n", db, db, db, d.Tenant, db, d.Tenant, db)
 	return nil

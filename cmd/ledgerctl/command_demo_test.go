@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,13 +147,51 @@ func TestDemoSummaryCountsWhatItShowedAndItsSuggestionsRun(t *testing.T) {
 	if len(lines) < 4 {
 		t.Fatalf("suggestions %q", lines)
 	}
+	// The test binary was built by the go command, as go run builds.
+	const program = "go run ./cmd/ledgerctl "
 	for _, line := range lines {
-		args := strings.Fields(line)
-		if args[0] != "ledgerctl" {
-			t.Fatalf("suggestion %q", line)
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), program)
+		if !ok {
+			t.Fatalf("suggestion %q does not start with %q", line, program)
 		}
-		if got := runRaw(t, args[1:]...); got.code != 0 || got.stdout == "" {
+		if got := runRaw(t, strings.Fields(rest)...); got.code != 0 || got.stdout == "" {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", line, got.code, got.stdout, got.stderr)
+		}
+	}
+}
+
+// TestDemoProgram: the closing suggestions start ledgerctl as the user can:
+// by its name when that is the program on PATH, through go run when go run
+// built it, else by the path it was started with.
+func TestDemoProgram(t *testing.T) {
+	dir := t.TempDir()
+	installed := filepath.Join(dir, "bin", "ledgerctl")
+	other := filepath.Join(dir, "other", "ledgerctl")
+	for _, path := range []string{installed, other} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onPath := func(string) (string, error) { return installed, nil }
+	notOnPath := func(string) (string, error) { return "", exec.ErrNotFound }
+	goRun := "/tmp/go-build1817700426/b001/exe/ledgerctl"
+	goRunCached := "/root/.cache/go-build/34/346dc6-d/ledgerctl"
+	for _, c := range []struct {
+		executable, invoked string
+		lookPath            func(string) (string, error)
+		want                string
+	}{
+		{installed, "ledgerctl", onPath, "ledgerctl"},
+		{goRun, goRun, notOnPath, "go run ./cmd/ledgerctl"},
+		{goRunCached, goRunCached, onPath, "go run ./cmd/ledgerctl"},
+		{other, "./ledgerctl", onPath, "./ledgerctl"},
+		{other, "/opt/my tools/ledgerctl", notOnPath, "'/opt/my tools/ledgerctl'"},
+	} {
+		if got := chooseDemoProgram(c.executable, c.invoked, c.lookPath); got != c.want {
+			t.Errorf("%s started as %s: %q, want %q", c.executable, c.invoked, got, c.want)
 		}
 	}
 }

@@ -64,6 +64,11 @@ func runExport(cmd *cobra.Command, a *app, opts exportOptions, chains []string) 
 		}
 		seen[c] = true
 	}
+	if opts.out != "" {
+		if err := checkOutputPath(a.databaseName(), opts.out); err != nil {
+			return err
+		}
+	}
 	ctx := cmd.Context()
 	db, err := a.openDB(ctx, true)
 	if err != nil {

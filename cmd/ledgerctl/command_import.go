@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -82,6 +83,10 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 	if path == "-" {
 		// The import reads its file more than once (verify, check, write):
 		// standard input is kept in a file of mode 0600, removed afterwards.
+		// TMPDIR names where; never the ledger's log folder.
+		if err := checkOutputPath(a.databaseName(), filepath.Join(os.TempDir(), "ledgerctl-import.jsonl")); err != nil {
+			return err
+		}
 		spooled, remove, err := spoolInput(cmd.InOrStdin())
 		if err != nil {
 			return err
@@ -255,7 +260,7 @@ func planImport(ctx context.Context, db *chain.DB, name string, plan *importPlan
 			clear(keys)
 		}
 		req := chain.Request{Chain: e.Chain, IdempotencyKey: e.IdempotencyKey, Type: e.Type, Payload: e.Payload}
-		if err := chain.ValidateRequest(req, 0); err != nil {
+		if err := chain.ValidateStoredRequest(req, 0); err != nil {
 			return fmt.Errorf("import refused, nothing written: %s: chain %q seq %d: %w", name, e.Chain, e.Seq, err)
 		}
 		if e.TimeUnixNano < lastTime {

@@ -523,6 +523,9 @@ func newValShowCommand(a *app, opts *valOptions) *cobra.Command {
 
 // valLayerJSON is one open FIFO layer.
 type valLayerJSON struct {
+	// Number is the layer's readable number (valuations.Layer.Number), ID
+	// its id in the state keyspace.
+	Number   int64  `json:"number"`
 	ID       uint64 `json:"id"`
 	Quantity string `json:"quantity"`
 	Value    string `json:"value"`
@@ -547,9 +550,9 @@ func newValLayersCommand(a *app, opts *valOptions) *cobra.Command {
 					return err
 				}
 				return printList(cmd, a, layers, "layers", func(l valuations.Layer) valLayerJSON {
-					return valLayerJSON{ID: l.ID, Quantity: l.Quantity.String(), Value: l.Value.String()}
+					return valLayerJSON{Number: l.Number, ID: l.ID, Quantity: l.Quantity.String(), Value: l.Value.String()}
 				}, "LAYER\tQUANTITY\tVALUE\t", func(l valuations.Layer) string {
-					return fmt.Sprintf("%d\t%s\t%s\t", l.ID, l.Quantity, l.Value)
+					return fmt.Sprintf("%d\t%s\t%s\t", l.Number, l.Quantity, l.Value)
 				})
 			})
 		},

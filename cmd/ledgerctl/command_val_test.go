@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/valuations"
 )
 
 // valJSON runs a val command for tenant acme and decodes its JSON output.
@@ -115,6 +117,15 @@ func TestValRetriesConflictsAndRefusals(t *testing.T) {
 			l.valJSON(&layers, "layers", "SKU-1", "WH-1")
 			if len(layers.Layers) != 1 || layers.Layers[0].Quantity != "1.5" || layers.Layers[0].Value != "6.00" {
 				t.Fatalf("layers %+v", layers)
+			}
+			// Layers are shown by their readable number, not their 2^63-based key id.
+			if n := layers.Layers[0].Number; n < -10 || n > 10 || n != valuations.LayerNumber(layers.Layers[0].ID) {
+				t.Fatalf("layer number %d of id %d", n, layers.Layers[0].ID)
+			}
+			layersText := l.val("layers", "SKU-1", "WH-1")
+			if layersText.code != 0 || !strings.Contains(layersText.stdout, fmt.Sprintf("\n%d ", layers.Layers[0].Number)) ||
+				strings.Contains(layersText.stdout, "922337") {
+				t.Fatalf("val layers prints %q", layersText.stdout)
 			}
 			var reversal valResultJSON
 			l.valJSON(&reversal, "reverse", "SKU-1", "WH-1", "tr-1", "--op", "rv-1")

@@ -180,7 +180,10 @@ func newRootCommand(a *app) *cobra.Command {
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			a.reachedRun = true
-			return a.checkGlobalOptions()
+			if err := a.checkGlobalOptions(); err != nil {
+				return err
+			}
+			return checkStandardOutput(a.databaseName(), cmd.OutOrStdout())
 		},
 	}
 	root.PersistentFlags().StringVar(&a.database, "db", "",

@@ -59,10 +59,17 @@ func fuzzSeeds() map[string][]byte {
 		seeds[path.Join("FuzzValidateRequest", "vector-"+s.name)] = corpusFile(e.Chain, e.IdempotencyKey, e.Type, e.Payload)
 	}
 	for name, values := range map[string][]any{
-		"empty":        {"", "", "", []byte{}},
-		"control":      {"c\n", "k\x00", "t\x7f", []byte{}},
-		"invalid-utf8": {"c\xff", "\xc3", "t", []byte("p")},
-		"too-long":     {strings.Repeat("c", chain.ChainLengthMax+1), strings.Repeat("k", chain.IdempotencyKeyLengthMax+1), strings.Repeat("t", chain.TypeLengthMax+1), []byte{}},
+		"empty":           {"", "", "", []byte{}},
+		"control":         {"c\n", "k\x00", "t\x7f", []byte{}},
+		"invalid-utf8":    {"c\xff", "\xc3", "t", []byte("p")},
+		"too-long":        {strings.Repeat("c", chain.ChainLengthMax+1), strings.Repeat("k", chain.IdempotencyKeyLengthMax+1), strings.Repeat("t", chain.TypeLengthMax+1), []byte{}},
+		"dot-dot":         {"..", "k", "t", []byte("p")},
+		"root-path":       {"/etc/passwd", "k", "t", []byte("p")},
+		"empty-component": {"acme//x", "k", "t", []byte("p")},
+		"trailing-slash":  {"acme/", "k", "t", []byte("p")},
+		"dot-component":   {"acme/./x", "k", "t", []byte("p")},
+		"bidi-override":   {"acme/\u202egpj.exe", "order-\u202e1", "t\u202e/v1", []byte("p")},
+		"format-chars":    {"ac\u200bme", "\ufeffk", "t\u00ad/v1", []byte("p")},
 	} {
 		seeds[path.Join("FuzzValidateRequest", "vector-"+name)] = corpusFile(values...)
 	}
@@ -72,6 +79,11 @@ func fuzzSeeds() map[string][]byte {
 		"empty-part":     {"acme", "stock", ""},
 		"multi-byte":     {"ünï", "fin", "日本😀"},
 		"long-component": {strings.Repeat("t", chain.NameComponentLengthMax+1), "val", "x"},
+		"dot":            {"acme", "stock", "."},
+		"dot-dot":        {"..", "stock", "x"},
+		"bidi-override":  {"acme", "stock", "SKU\u202e1"},
+		"zero-width":     {"ac\u200dme", "fin", "x"},
+		"dots-inside":    {"acme", "stock", "a..b"},
 	} {
 		seeds[path.Join("FuzzScopedName", "vector-"+name)] = corpusFile(values...)
 	}
