@@ -2,11 +2,13 @@ package idempotency
 
 import (
 	"context"
+	"encoding/hex"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/zeebo/blake3"
 )
 
 // Outcome says how the guard ended a request; logs and metrics carry it.
@@ -115,4 +117,21 @@ type TxStore interface {
 	// Committed reports whether a SUCCESS record written by SucceedTx for
 	// token has committed, and if so finishes the attempt in the store.
 	Committed(ctx context.Context, scope Scope, token string) (bool, error)
+}
+
+// LedgerKey returns a ledger idempotency key for this request: prefix
+// followed by 32 hex digits of a hash of the scope (operation, user, key).
+// Every retry of the request derives the same key, so the ledger's
+// UNIQUE(chain, key) writes the handler's entry once even when the guard's
+// record of an earlier attempt was lost.
+func (c *Context) LedgerKey(prefix string) string { return ScopeLedgerKey(prefix, c.Scope) }
+
+// ScopeLedgerKey is Context.LedgerKey of a scope.
+func ScopeLedgerKey(prefix string, s Scope) string {
+	h := blake3.New()
+	h.WriteString("idempotency/ledger-key/v1\x00")
+	h.Write(scopeBytes(nil, s))
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return prefix + hex.EncodeToString(sum[:16])
 }

@@ -313,7 +313,8 @@ func (s *LedgerStore) Release(ctx context.Context, scope Scope, token string, ma
 		}
 		res = ReleaseResult{Retries: n, Poisoned: n >= maxRetries}
 		if !res.Poisoned {
-			return nil
+			// An expired record the lease replaced may still be stored.
+			return tx.StateDelete(recordKey(scope))
 		}
 		rec.Status, rec.Failure, rec.ExpiresAt, rec.UpdatedAt = StatusFailed, poisonedFailure, expiresAt, now
 		return putFinal(tx, rec)
@@ -393,18 +394,21 @@ func (s *LedgerStore) RecoverStuck(ctx context.Context, leaseEndedBy time.Time, 
 // cleanupBatchMax records, each written through the group commit beside
 // the writers' requests.
 func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	deleted := 0
+	leaseDeleted := map[Scope]bool{}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for scope, l := range sh.m {
-			if l.rec.expired(now) && !l.committing {
+			if deleted < limit && l.rec.expired(now) && !l.committing {
 				delete(sh.m, scope)
+				leaseDeleted[scope] = true
+				deleted++
 			}
 		}
 		sh.mu.Unlock()
 	}
 	end := binary.BigEndian.AppendUint64(append([]byte(nil), prefixExpiry...), uint64(now.UnixNano())^1<<63+1)
-	deleted := 0
 	for deleted < limit {
 		batch := min(limit-deleted, cleanupBatchMax)
 		n, more := 0, false
@@ -443,7 +447,9 @@ func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit in
 				if err := tx.StateDelete(recordKey(scope)); err != nil {
 					return err
 				}
-				n++
+				if !s.leased(scope) && !leaseDeleted[scope] { // else the scope's record was the lease; this was its expired predecessor
+					n++
+				}
 			}
 			return s.deleteExpiredRetries(tx, now, batch)
 		})
@@ -456,6 +462,15 @@ func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit in
 		}
 	}
 	return deleted, nil
+}
+
+// leased reports whether scope has a lease in memory.
+func (s *LedgerStore) leased(scope Scope) bool {
+	sh := s.shard(scope)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, ok := sh.m[scope]
+	return ok
 }
 
 // deleteExpiredRetries deletes up to limit expired retry counts in tx.

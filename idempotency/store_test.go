@@ -49,3 +49,15 @@ func TestLedgerStore(t *testing.T) {
 		},
 	})
 }
+
+func TestMemoryStoreMachine(t *testing.T) {
+	idempotencytest.StateMachine(t, idempotencytest.Harness{
+		Open: func(t *testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+	})
+}
+
+func TestLedgerStoreMachine(t *testing.T) {
+	idempotencytest.StateMachine(t, idempotencytest.Harness{
+		Open: func(t *testing.T) idempotency.Store { return ledgerStore(t, openLedger(t)) },
+	})
+}

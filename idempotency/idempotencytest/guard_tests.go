@@ -430,14 +430,25 @@ func testCaptureNeverRecordsErrors(t *testing.T, h Harness) {
 	store := h.Open(t)
 	s := newServer(t, store, idempotency.Options{ResponseSizeMax: 64, MaxRetries: 100})
 	kinds := map[string]func(w http.ResponseWriter, r *http.Request){
-		"500":        func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500); io.WriteString(w, "boom") },
-		"200+Fail":   func(w http.ResponseWriter, r *http.Request) { idempotency.FromContext(r.Context()).Fail(errors.New("x")); io.WriteString(w, "ok?") },
-		"flushed":    func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "part"); w.(http.Flusher).Flush() },
-		"oversize":   func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("x"), 65)) },
-		"hijacked":   func(w http.ResponseWriter, r *http.Request) { c, b, _ := w.(http.Hijacker).Hijack(); b.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi"); b.Flush(); c.Close() },
-		"panicked":   func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) },
-		"429":        func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) },
-		"controller": func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "p"); _ = http.NewResponseController(w).Flush() },
+		"500": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500); io.WriteString(w, "boom") },
+		"200+Fail": func(w http.ResponseWriter, r *http.Request) {
+			idempotency.FromContext(r.Context()).Fail(errors.New("x"))
+			io.WriteString(w, "ok?")
+		},
+		"flushed":  func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "part"); w.(http.Flusher).Flush() },
+		"oversize": func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("x"), 65)) },
+		"hijacked": func(w http.ResponseWriter, r *http.Request) {
+			c, b, _ := w.(http.Hijacker).Hijack()
+			b.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+			b.Flush()
+			c.Close()
+		},
+		"panicked": func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) },
+		"429":      func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) },
+		"controller": func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "p")
+			_ = http.NewResponseController(w).Flush()
+		},
 	}
 	s.behave = func(w http.ResponseWriter, r *http.Request, run int64) { kinds[r.Header.Get("Idempotency-Key")](w, r) }
 	for key := range kinds {
