@@ -47,6 +47,27 @@ func appendLP(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// recordExpiryEnd is where ExpiresAt ends in an encoded record (version,
+// status, hash, attempt, three times before it).
+const recordExpiryEnd = 2 + 32 + 4 + 4*8
+
+// recordExpiry reads ExpiresAt from an encoded record of at least
+// recordExpiryEnd bytes without decoding the rest.
+func recordExpiry(b []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b[recordExpiryEnd-8:recordExpiryEnd])))
+}
+
+// recordHeldBy reports whether an encoded record has the status and the
+// token, without decoding the rest.
+func recordHeldBy(b []byte, status Status, token string) bool {
+	const tokenAt = recordExpiryEnd // the token follows the times
+	if len(b) < tokenAt+4 || b[0] != recordVersion || b[1] != statusCodes[status] {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(b[tokenAt:]))
+	return len(b)-tokenAt-4 >= n && string(b[tokenAt+4:tokenAt+4+n]) == token
+}
+
 // decoder reads an encoded record; the first error sticks.
 type decoder struct {
 	b   []byte

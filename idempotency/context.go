@@ -55,6 +55,7 @@ type Context struct {
 	mu        sync.Mutex
 	err       error
 	txPending bool // SucceedTx wrote the record into a ledger transaction
+	committed bool // Update committed the record
 	txResp    Response
 }
 
@@ -106,6 +107,44 @@ func (c *Context) SucceedTx(tx *chain.Tx, status int, header http.Header, body [
 	c.mu.Unlock()
 	return nil
 }
+
+// Update runs fn in a write transaction of the ledger store's chain.DB and
+// commits, in the same transaction, this request's SUCCESS record with the
+// response fn returns: the entries fn appends and the record are durable
+// together, in one commit shared with concurrent requests (group commit).
+// It returns the response, which the handler then writes (WriteResponse).
+// When fn or the commit fails nothing is recorded, and the request ends as
+// it would without the call. fn may run more than once (see chain.DB.Update).
+// The store must be a LedgerStore; otherwise Update returns
+// ErrTxUnsupported without running fn.
+func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, error)) (Response, error) {
+	ls, ok := c.guard.store.(*LedgerStore)
+	if !ok {
+		return Response{}, ErrTxUnsupported
+	}
+	resp, err := ls.update(ctx, c.Scope, c.token, func() (time.Time, time.Time) {
+		now := c.guard.now()
+		return now.Add(c.guard.opts.TTL), now
+	}, func(tx *chain.Tx) (Response, error) {
+		resp, err := fn(tx)
+		if err == nil && resp.Status >= 500 {
+			err = &Error{Code: CodeRequestFailed, Detail: "a 5xx response is never stored as a success"}
+		}
+		resp.Header = c.guard.replayHeaders(resp.Header)
+		return resp, err
+	})
+	if err != nil {
+		return Response{}, err
+	}
+	c.mu.Lock()
+	c.committed, c.txResp = true, resp
+	c.mu.Unlock()
+	return resp, nil
+}
+
+// WriteResponse writes resp to w: what a handler that used Context.Update
+// sends back.
+func WriteResponse(w http.ResponseWriter, resp Response) { writeResponse(w, &resp, false) }
 
 // TxStore is a Store that can write a SUCCESS record inside a ledger
 // transaction (Context.SucceedTx).

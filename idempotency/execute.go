@@ -45,8 +45,12 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 	expiresAt := now.Add(g.opts.TTL)
 
 	c.mu.Lock()
-	handlerErr, txPending := c.err, c.txPending
+	handlerErr, txPending, committed := c.err, c.txPending, c.committed
 	c.mu.Unlock()
+	if committed {
+		g.finish(r, c, OutcomeExecuted, status, slog.LevelDebug)
+		return
+	}
 	if txPending {
 		start := time.Now()
 		ok, err := g.store.(TxStore).Committed(ctx, c.Scope, c.token)

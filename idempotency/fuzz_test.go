@@ -79,3 +79,12 @@ func decode(t *testing.T, b []byte) any {
 	}
 	return v
 }
+
+func BenchmarkCanonicalJSON(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := idempotency.CanonicalJSON(benchBody); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -375,7 +375,7 @@ func (g *Guard) replayHeaders(h http.Header) http.Header {
 }
 
 // storeCtx is the context of the store calls that end an attempt: they run
-// even when the client has gone.
+// even when the client has gone (the stores bound their own waits).
 func storeCtx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	return context.WithoutCancel(r.Context()), func() {}
 }

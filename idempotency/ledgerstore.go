@@ -9,9 +9,11 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
@@ -19,14 +21,17 @@ import (
 var (
 	prefixRecord  = []byte("idempotency/r/") // + scope: a finished record
 	prefixRetries = []byte("idempotency/n/") // + scope: retry count, expiry
-	prefixExpiry  = []byte("idempotency/x/") // + u64be(expiry) + scope: purge index
 )
 
 // ledgerShards is how many locks split the ledger store's leases.
 const ledgerShards = 64
 
-// cleanupBatchMax bounds the records one cleanup transaction deletes.
-const cleanupBatchMax = 1000
+// cleanupBatchMax bounds the records one cleanup transaction deletes, and
+// cleanupScanMax the records it examines.
+const (
+	cleanupBatchMax = 1000
+	cleanupScanMax  = 10_000
+)
 
 // LedgerStore keeps records in the ledger's own file, in its state
 // keyspace, so that a service has one file to back up. It is a TxStore: a
@@ -47,6 +52,10 @@ type LedgerStore struct {
 	db     *chain.DB
 	seed   maphash.Seed
 	shards [ledgerShards]leaseShard
+	filter scopeFilter
+	reader storage.KeyReader // the backend's, for alive; nil without one
+	// filterScopes is how many scopes the last rebuild found.
+	filterScopes atomic.Int64
 }
 
 type leaseShard struct {
@@ -84,6 +93,12 @@ func NewLedgerStore(db *chain.DB) (*LedgerStore, error) {
 	for i := range s.shards {
 		s.shards[i].m = map[Scope]*lease{}
 	}
+	s.reader, _ = db.Backend().(storage.KeyReader)
+	s.filter.seed = maphash.MakeSeed()
+	s.filter.cur = newBloom(0)
+	if err := s.rebuildFilter(context.Background()); err != nil {
+		return nil, err
+	}
 	ledgerStores[db] = s
 	return s, nil
 }
@@ -101,12 +116,6 @@ func (s *LedgerStore) shard(scope Scope) *leaseShard {
 
 func recordKey(scope Scope) []byte  { return scopeBytes(append([]byte(nil), prefixRecord...), scope) }
 func retriesKey(scope Scope) []byte { return scopeBytes(append([]byte(nil), prefixRetries...), scope) }
-
-func expiryKey(scope Scope, expiresAt time.Time) []byte {
-	b := append([]byte(nil), prefixExpiry...)
-	b = binary.BigEndian.AppendUint64(b, uint64(expiresAt.UnixNano())^1<<63)
-	return scopeBytes(b, scope)
-}
 
 // readDurable reads scope's finished record and retry count in tx.
 func readDurable(tx *chain.Tx, scope Scope, now time.Time) (rec Record, found bool, retries int, err error) {
@@ -156,6 +165,16 @@ func (s *LedgerStore) Create(ctx context.Context, c Claim) (CreateResult, error)
 		}
 		delete(sh.m, c.Scope)
 	}
+	if !s.filter.mayHold(c.Scope) {
+		// No durable record, no retry count: the first attempt, once the
+		// ledger is known to be open (a probe that takes no transaction).
+		if err := s.alive(ctx); err != nil {
+			return CreateResult{}, err
+		}
+		l := &lease{rec: newProcessing(c, 0)}
+		sh.m[c.Scope] = l
+		return CreateResult{Created: true, Record: l.rec.clone()}, nil
+	}
 	var (
 		rec     Record
 		found   bool
@@ -175,6 +194,20 @@ func (s *LedgerStore) Create(ctx context.Context, c Claim) (CreateResult, error)
 	l := &lease{rec: newProcessing(c, retries)}
 	sh.m[c.Scope] = l
 	return CreateResult{Created: true, Record: l.rec.clone()}, nil
+}
+
+// probeChain and probeKey are what alive asks the backend for.
+const probeChain, probeKey = "idempotency", "probe"
+
+// alive fails when the ledger is closed, without a transaction: the
+// embedded backend answers a key lookup (storage.KeyReader) with
+// ErrClosed once it is closed.
+func (s *LedgerStore) alive(ctx context.Context) error {
+	if s.reader == nil {
+		return s.db.View(ctx, func(*chain.Tx) error { return nil })
+	}
+	_, _, _, err := s.reader.ReadKey(ctx, probeChain, probeKey)
+	return err
 }
 
 // Get implements Store.
@@ -258,12 +291,11 @@ func (s *LedgerStore) end(scope Scope, token string, done bool) {
 	}
 }
 
-// putFinal writes a finished record and its purge index entry in tx.
+// putFinal writes a finished record in tx: one state key per record, the
+// least the backend's state keyspace can hold it in (cleanup scans the
+// records rather than an expiry index, so that a request writes one key).
 func putFinal(tx *chain.Tx, rec *Record) error {
-	if err := tx.StatePut(recordKey(rec.Scope), encodeRecord(nil, rec)); err != nil {
-		return err
-	}
-	return tx.StatePut(expiryKey(rec.Scope, rec.ExpiresAt), nil)
+	return tx.StatePut(recordKey(rec.Scope), encodeRecord(nil, rec))
 }
 
 // finish writes the final record that final makes of the lease's record,
@@ -277,6 +309,9 @@ func (s *LedgerStore) finish(ctx context.Context, scope Scope, token string, now
 		r := rec.clone()
 		return final(tx, &r)
 	})
+	if err == nil {
+		s.filter.add(scope) // before the lease that hides the record is dropped
+	}
 	s.end(scope, token, err == nil)
 	return err
 }
@@ -339,23 +374,74 @@ func (s *LedgerStore) SucceedTx(tx *chain.Tx, scope Scope, token string, resp Re
 // Committed implements TxStore.
 func (s *LedgerStore) Committed(ctx context.Context, scope Scope, token string) (bool, error) {
 	var committed bool
+	key := recordKey(scope)
 	err := s.db.View(ctx, func(tx *chain.Tx) error {
-		v, err := tx.StateGet(recordKey(scope))
+		v, err := tx.StateGet(key)
 		if errors.Is(err, chain.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		rec, err := decodeRecord(scope, v)
-		committed = err == nil && rec.Token == token && rec.Status == StatusSuccess
-		return err
+		committed = recordHeldBy(v, StatusSuccess, token)
+		return nil
 	})
 	if err != nil {
 		return false, err
 	}
+	if committed {
+		s.filter.add(scope)
+	}
 	s.end(scope, token, committed)
 	return committed, nil
+}
+
+// update runs fn in a ledger transaction and writes, in the same
+// transaction, the SUCCESS record of the attempt holding token with the
+// response fn returns (see Context.Update).
+func (s *LedgerStore) update(ctx context.Context, scope Scope, token string, expiresAt func() (time.Time, time.Time), fn func(tx *chain.Tx) (Response, error)) (Response, error) {
+	var resp Response
+	err := s.db.Update(ctx, func(tx *chain.Tx) error {
+		var err error
+		if resp, err = fn(tx); err != nil {
+			return err
+		}
+		exp, now := expiresAt()
+		return s.SucceedTx(tx, scope, token, resp, exp, now)
+	})
+	if err != nil {
+		s.end(scope, token, false)
+		return Response{}, err
+	}
+	s.filter.add(scope)
+	s.end(scope, token, true)
+	return resp, nil
+}
+
+// rebuildFilter builds a new scope filter from the stored records and
+// retry counts, sized for them, while adds go to both filters.
+func (s *LedgerStore) rebuildFilter(ctx context.Context) error {
+	b := s.filter.startRebuild(int(s.filterScopes.Load()))
+	n := 0
+	err := s.db.View(ctx, func(tx *chain.Tx) error {
+		for _, prefix := range [][]byte{prefixRecord, prefixRetries} {
+			for kv, err := range tx.StateScan(prefix, prefixEnd(prefix), false) {
+				if err != nil {
+					return err
+				}
+				if scope, ok := parseScope(kv.Key[len(prefix):]); ok {
+					b.add(s.filter.hashes(scope))
+					n++
+				}
+			}
+		}
+		return nil
+	})
+	s.filter.finishRebuild(b, err == nil)
+	if err == nil {
+		s.filterScopes.Store(int64(n))
+	}
+	return err
 }
 
 // RecoverStuck implements Store. Only leases of this process exist to be
@@ -390,9 +476,10 @@ func (s *LedgerStore) RecoverStuck(ctx context.Context, leaseEndedBy time.Time, 
 	return n, nil
 }
 
-// DeleteExpired implements Store: in transactions of at most
-// cleanupBatchMax records, each written through the group commit beside
-// the writers' requests.
+// DeleteExpired implements Store. It scans the records in transactions
+// that each examine at most cleanupScanMax of them and delete at most
+// cleanupBatchMax, written through the group commit beside the writers'
+// requests.
 func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	deleted := 0
 	leaseDeleted := map[Scope]bool{}
@@ -408,46 +495,34 @@ func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit in
 		}
 		sh.mu.Unlock()
 	}
-	end := binary.BigEndian.AppendUint64(append([]byte(nil), prefixExpiry...), uint64(now.UnixNano())^1<<63+1)
-	for deleted < limit {
+	start := prefixRecord
+	for deleted < limit && start != nil {
 		batch := min(limit-deleted, cleanupBatchMax)
-		n, more := 0, false
+		var next []byte
+		n := 0
 		err := s.db.Update(ctx, func(tx *chain.Tx) error {
-			n, more = 0, false
+			n, next = 0, nil
 			var keys [][]byte
-			for kv, err := range tx.StateScan(prefixExpiry, end, false) {
+			examined := 0
+			for kv, err := range tx.StateScan(start, prefixEnd(prefixRecord), false) {
 				if err != nil {
 					return err
 				}
-				if len(keys) == batch {
-					more = true
+				if examined == cleanupScanMax || len(keys) == batch {
+					next = bytes.Clone(kv.Key)
 					break
 				}
-				keys = append(keys, bytes.Clone(kv.Key))
+				examined++
+				if len(kv.Value) < recordExpiryEnd || !now.Before(recordExpiry(kv.Value)) {
+					keys = append(keys, bytes.Clone(kv.Key))
+				}
 			}
 			for _, k := range keys {
-				scope, ok := parseScope(k[len(prefixExpiry)+8:])
 				if err := tx.StateDelete(k); err != nil {
 					return err
 				}
-				if !ok {
-					continue
-				}
-				v, err := tx.StateGet(recordKey(scope))
-				if errors.Is(err, chain.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				rec, err := decodeRecord(scope, v)
-				if err == nil && !rec.expired(now) {
-					continue // replaced by a newer record; its own index entry stays
-				}
-				if err := tx.StateDelete(recordKey(scope)); err != nil {
-					return err
-				}
-				if !s.leased(scope) && !leaseDeleted[scope] { // else the scope's record was the lease; this was its expired predecessor
+				scope, ok := parseScope(k[len(prefixRecord):])
+				if !ok || (!s.leased(scope) && !leaseDeleted[scope]) { // else the scope's record was the lease; this was its expired predecessor
 					n++
 				}
 			}
@@ -457,11 +532,9 @@ func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit in
 			return deleted, err
 		}
 		deleted += n
-		if !more {
-			break
-		}
+		start = next
 	}
-	return deleted, nil
+	return deleted, s.rebuildFilter(ctx)
 }
 
 // leased reports whether scope has a lease in memory.

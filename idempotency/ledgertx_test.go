@@ -161,3 +161,53 @@ func TestSucceedTxUnsupported(t *testing.T) {
 		t.Fatalf("SucceedTx on a memory store: %v", got)
 	}
 }
+
+// Context.Update runs the handler's appends and the SUCCESS record in one
+// transaction and knows the outcome without reading the record back.
+func TestContextUpdate(t *testing.T) {
+	db := openLedger(t)
+	store := ledgerStore(t, db)
+	g, err := idempotency.New(idempotency.Options{Store: store, User: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse := true
+	srv := httptest.NewServer(g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ic := idempotency.FromContext(r.Context())
+		body, _ := io.ReadAll(r.Body)
+		resp, err := ic.Update(r.Context(), func(tx *chain.Tx) (idempotency.Response, error) {
+			res, err := tx.Append(chain.Request{Chain: paymentsChain, IdempotencyKey: ic.LedgerKey("pay:"), Type: "payment/v1", Payload: body})
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			if refuse {
+				return idempotency.Response{}, errors.New("refused")
+			}
+			return idempotency.Response{Status: 201, Header: http.Header{"Content-Type": {"application/json"}, "Set-Cookie": {"x=y"}},
+				Body: fmt.Appendf(nil, `{"seq":%d}`, res.Entry.Seq)}, nil
+		})
+		if err != nil {
+			ic.Fail(err)
+			http.Error(w, err.Error(), 503)
+			return
+		}
+		idempotency.WriteResponse(w, resp)
+	})))
+	defer srv.Close()
+	if st, _, _ := post(t, srv.URL, "k", `{"a":1}`); st != 503 || entries(t, db) != 0 {
+		t.Fatalf("refused: %d, %d entries", st, entries(t, db))
+	}
+	refuse = false
+	st, body, _ := post(t, srv.URL, "k", `{"a":1}`)
+	st2, body2, h := post(t, srv.URL, "k", `{"a":1}`)
+	if st != 201 || body != `{"seq":1}` || st2 != 201 || body2 != body || h.Get(idempotency.ReplayedHeader) != "true" || h.Get("Set-Cookie") != "" {
+		t.Fatalf("first %d %s, retry %d %s %v", st, body, st2, body2, h)
+	}
+	if n := entries(t, db); n != 1 {
+		t.Fatalf("%d entries, want 1", n)
+	}
+	rec, err := store.Get(context.Background(), idempotency.Scope{Operation: "POST /", User: "alice", Key: "k"}, time.Now())
+	if err != nil || rec.Attempt != 2 || rec.Status != idempotency.StatusSuccess {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+}

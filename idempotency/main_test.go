@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"flag"
+	"log/slog"
 	"os"
 	"testing"
 )
@@ -17,3 +18,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// discardLogger drops every line (for benchmarks).
+var discardLogger = slog.New(slog.DiscardHandler)
