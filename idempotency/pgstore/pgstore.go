@@ -246,7 +246,7 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 		ON CONFLICT (operation, user_id, key) DO NOTHING
 		RETURNING ` + recordColumns
 	for range 8 {
-		rec, err := scanRecord(s.pool.QueryRow(ctx, insert, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt))
+		rec, err := s.insertProcessing(ctx, insert, c)
 		if err == nil {
 			return idempotency.CreateResult{Created: true, Record: rec}, nil
 		}
@@ -270,6 +270,43 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 		}
 	}
 	return idempotency.CreateResult{}, fmt.Errorf("pgstore: create %v: the record kept changing", c.Scope)
+}
+
+// insertProcessing runs the INSERT of a PROCESSING record in a transaction
+// that does not wait for its WAL flush (synchronous_commit off), in one
+// round trip. A PROCESSING record is a lease, not a result: one lost in a
+// server crash frees the key, and the retry's handler is kept exactly once
+// by the ledger's UNIQUE(chain, key). Its uniqueness is not relaxed: the
+// row is visible, and conflicts, as soon as the commit returns. SUCCESS and
+// FAILED records are committed durably.
+func (s *Store) insertProcessing(ctx context.Context, insert string, c idempotency.Claim) (idempotency.Record, error) {
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit TO OFF")
+	b.Queue(insert, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt)
+	b.Queue("COMMIT")
+	br := s.pool.SendBatch(ctx, &b)
+	var rec idempotency.Record
+	err := func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		var err error
+		rec, err = scanRecord(br.QueryRow())
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if _, cerr := br.Exec(); cerr != nil {
+			return cerr
+		}
+		return err
+	}()
+	if cerr := br.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return rec, err
 }
 
 func (s *Store) get(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
