@@ -35,6 +35,7 @@ var guardTests = []struct {
 	{"RecoverUnblocksCrashedWorkersKey", testRecoverUnblocks},
 	{"CleanupFreesExpiredKey", testCleanupFrees},
 	{"CaptureNeverRecordsErrorAsSuccess", testCaptureNeverRecordsErrors},
+	{"HeartbeatKeepsALongHandlersLease", testHeartbeat},
 }
 
 // server is a guarded test server on 127.0.0.1.
@@ -480,5 +481,31 @@ func testCaptureNeverRecordsErrors(t *testing.T, h Harness) {
 		for _, rec := range recs {
 			t.Errorf("%s: a SUCCESS record was stored: %+v", key, rec.Scope)
 		}
+	}
+}
+
+func testHeartbeat(t *testing.T, h Harness) {
+	store := h.Open(t)
+	s := newServer(t, store, idempotency.Options{Clock: time.Now, LeaseDuration: 400 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond})
+	release := make(chan struct{})
+	s.behave = func(w http.ResponseWriter, r *http.Request, run int64) {
+		<-release
+		w.WriteHeader(201)
+	}
+	done := make(chan reply, 1)
+	go func() { done <- s.do(t, "/payments", "alice", "slow", body1) }()
+	jobs := s.guard.Jobs()
+	// Recovery runs throughout a handler that lasts three leases.
+	for deadline := time.Now().Add(1200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if n, err := jobs.RecoverStuckRecords(context.Background(), 0, 100); err != nil || n != 0 {
+			t.Fatalf("recovery took a live request's lease: %d, %v", n, err)
+		}
+	}
+	close(release)
+	if r := <-done; r.status != 201 {
+		t.Fatalf("slow request: %+v", r)
+	}
+	if r := s.do(t, "/payments", "alice", "slow", body1); r.header.Get(idempotency.ReplayedHeader) != "true" || s.runCount("slow") != 1 {
+		t.Fatalf("retry of the slow request: %+v, handler ran %d times", r, s.runCount("slow"))
 	}
 }
