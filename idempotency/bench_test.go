@@ -1,32 +1,15 @@
 package idempotency_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"runtime"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/idempotency/idempotencytest"
 )
-
-// benchBody is a 200-byte JSON request body.
-var benchBody = func() []byte {
-	b := []byte(`{"amount":"123.45","currency":"EUR","creditor":"DE89370400440532013000","reference":"invoice 2026-0001","note":"`)
-	pad := 200 - len(b) - 2
-	b = append(b, strings.Repeat("x", pad)...)
-	b = append(b, `"}`...)
-	if len(b) != 200 {
-		panic(len(b))
-	}
-	return b
-}()
 
 // benchHandler appends one ledger entry per request. Guarded, it keys the
 // entry by the request's scope and commits the SUCCESS record in the same
@@ -79,34 +62,6 @@ func benchHandler(db *chain.DB, mode string) http.Handler {
 	})
 }
 
-var benchKeys atomic.Int64
-
-// runClients drives h with clients concurrent requests carrying new keys
-// (or, with keys > 0, cycling over that many existing keys) and reports
-// requests/s. Every answer must be 201.
-func runClients(b *testing.B, h http.Handler, clients int, keys int64, prefix string) {
-	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			n := benchKeys.Add(1)
-			if keys > 0 {
-				n %= keys
-			}
-			req := httptest.NewRequest(http.MethodPost, "/payments", bytes.NewReader(benchBody))
-			req.Header.Set("Idempotency-Key", fmt.Sprintf("%s-%d", prefix, n))
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusCreated {
-				b.Fatalf("status %d: %s", rec.Code, rec.Body)
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-}
-
 func benchGuard(b *testing.B, store idempotency.Store) *idempotency.Guard {
 	g, err := idempotency.New(idempotency.Options{Store: store, User: alice, Logger: discardLogger})
 	if err != nil {
@@ -130,7 +85,7 @@ func BenchmarkNewKeys(b *testing.B) {
 			if mode != "unguarded" {
 				h = benchGuard(b, ledgerStore(b, db)).Middleware(h)
 			}
-			runClients(b, h, 64, 0, fmt.Sprint("new-", mode, b.N))
+			idempotencytest.RunClients(b, h, 64, 0, fmt.Sprint("new-", mode, b.N))
 		})
 	}
 }
@@ -140,7 +95,7 @@ func BenchmarkNewKeys(b *testing.B) {
 // harness's ceiling: a handler that writes a fixed response, unguarded.
 func BenchmarkReplays(b *testing.B) {
 	b.Run("static", func(b *testing.B) {
-		runClients(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		idempotencytest.RunClients(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.ReadAll(r.Body)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
@@ -160,13 +115,8 @@ func BenchmarkReplays(b *testing.B) {
 			}
 			h := g.Middleware(benchHandler(db, "update"))
 			const keys = 1000
-			for i := range keys {
-				req := httptest.NewRequest(http.MethodPost, "/payments", bytes.NewReader(benchBody))
-				req.Header.Set("Idempotency-Key", fmt.Sprintf("replay-%d", i))
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-			}
-			runClients(b, h, 2, keys, "replay")
+			idempotencytest.Seed(h, keys, "replay")
+			idempotencytest.RunClients(b, h, 2, keys, "replay")
 		})
 	}
 }

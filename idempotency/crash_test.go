@@ -14,6 +14,7 @@ import (
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/idempotency/idempotencytest"
 )
 
 // The crash test's child: a server on 127.0.0.1 whose handler stops for
@@ -54,17 +55,6 @@ func crashChild(t *testing.T, dir, stage string) {
 	http.Serve(ln, g.Middleware(paymentHandlerAfter(db, hook, after)))
 }
 
-func waitFile(t *testing.T, path string) []byte {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil {
-			return b
-		}
-	}
-	t.Fatalf("%s did not appear", path)
-	return nil
-}
-
 // TestCrashMidHandler kills (SIGKILL) a server in the middle of a handler
 // that appends an entry and commits its SUCCESS in the same transaction,
 // reopens the ledger, recovers, and retries: the entry and the record are
@@ -83,7 +73,7 @@ func TestCrashMidHandler(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			addr := string(waitFile(t, filepath.Join(dir, "addr")))
+			addr := string(idempotencytest.WaitFile(t, filepath.Join(dir, "addr")))
 			go func() {
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", strings.NewReader(`{"amount":"7.00"}`))
 				req.Header.Set("Idempotency-Key", "crash-1")
@@ -91,7 +81,7 @@ func TestCrashMidHandler(t *testing.T) {
 					resp.Body.Close()
 				}
 			}()
-			waitFile(t, filepath.Join(dir, "in-handler"))
+			idempotencytest.WaitFile(t, filepath.Join(dir, "in-handler"))
 			if err := cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}

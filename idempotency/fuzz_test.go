@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/idempotency/idempotencytest"
 )
 
 // FuzzParseKey: the parser never panics; an accepted key is within the
@@ -83,7 +84,7 @@ func decode(t *testing.T, b []byte) any {
 func BenchmarkCanonicalJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := idempotency.CanonicalJSON(benchBody); err != nil {
+		if _, err := idempotency.CanonicalJSON(idempotencytest.BenchBody); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -624,17 +623,5 @@ func (s *LedgerStore) List(ctx context.Context, after Scope, status Status, limi
 			return nil, err
 		}
 	}
-	slices.SortFunc(out, func(a, b Record) int {
-		if scopeLess(a.Scope, b.Scope) {
-			return -1
-		}
-		if scopeLess(b.Scope, a.Scope) {
-			return 1
-		}
-		return 0
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return firstInScopeOrder(out, limit), nil
 }

@@ -87,8 +87,8 @@ func (s *MemoryStore) held(scope Scope, token string, now time.Time) (*Record, e
 	return r, nil
 }
 
-// Extend implements Store.
-func (s *MemoryStore) Extend(ctx context.Context, scope Scope, token string, leaseExpiresAt, now time.Time) error {
+// onHeld applies change to the PROCESSING record of scope held by token.
+func (s *MemoryStore) onHeld(ctx context.Context, scope Scope, token string, now time.Time, change func(r *Record)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -98,40 +98,29 @@ func (s *MemoryStore) Extend(ctx context.Context, scope Scope, token string, lea
 	if err != nil {
 		return err
 	}
-	r.LeaseExpiresAt, r.UpdatedAt = leaseExpiresAt, now
+	change(r)
 	return nil
+}
+
+// Extend implements Store.
+func (s *MemoryStore) Extend(ctx context.Context, scope Scope, token string, leaseExpiresAt, now time.Time) error {
+	return s.onHeld(ctx, scope, token, now, func(r *Record) { r.LeaseExpiresAt, r.UpdatedAt = leaseExpiresAt, now })
 }
 
 // Succeed implements Store.
 func (s *MemoryStore) Succeed(ctx context.Context, scope Scope, token string, resp Response, expiresAt, now time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.held(scope, token, now)
-	if err != nil {
-		return err
-	}
 	resp.Header = resp.Header.Clone()
 	resp.Body = slices.Clone(resp.Body)
-	r.Status, r.Response, r.ExpiresAt, r.UpdatedAt = StatusSuccess, &resp, expiresAt, now
-	return nil
+	return s.onHeld(ctx, scope, token, now, func(r *Record) {
+		r.Status, r.Response, r.ExpiresAt, r.UpdatedAt = StatusSuccess, &resp, expiresAt, now
+	})
 }
 
 // Fail implements Store.
 func (s *MemoryStore) Fail(ctx context.Context, scope Scope, token string, failure string, expiresAt, now time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.held(scope, token, now)
-	if err != nil {
-		return err
-	}
-	r.Status, r.Failure, r.ExpiresAt, r.UpdatedAt = StatusFailed, failure, expiresAt, now
-	return nil
+	return s.onHeld(ctx, scope, token, now, func(r *Record) {
+		r.Status, r.Failure, r.ExpiresAt, r.UpdatedAt = StatusFailed, failure, expiresAt, now
+	})
 }
 
 // Release implements Store.
@@ -222,17 +211,5 @@ func (s *MemoryStore) List(ctx context.Context, after Scope, status Status, limi
 		out = append(out, r.clone())
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b Record) int {
-		if scopeLess(a.Scope, b.Scope) {
-			return -1
-		}
-		if scopeLess(b.Scope, a.Scope) {
-			return 1
-		}
-		return 0
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return firstInScopeOrder(out, limit), nil
 }

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -91,4 +92,21 @@ func scopeLess(a, b Scope) bool {
 		return a.User < b.User
 	}
 	return a.Key < b.Key
+}
+
+// firstInScopeOrder sorts recs in scope order and returns the first limit.
+func firstInScopeOrder(recs []Record, limit int) []Record {
+	slices.SortFunc(recs, func(a, b Record) int {
+		if scopeLess(a.Scope, b.Scope) {
+			return -1
+		}
+		if scopeLess(b.Scope, a.Scope) {
+			return 1
+		}
+		return 0
+	})
+	if len(recs) > limit {
+		recs = recs[:limit]
+	}
+	return recs
 }

@@ -1,53 +1,22 @@
 package pgstore_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"runtime"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/idempotency/idempotencytest"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
 	"github.com/ledgerworks/ledger/storage/postgres"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
-
-var benchBody = []byte(`{"amount":"123.45","currency":"EUR","creditor":"DE89370400440532013000","note":"` + strings.Repeat("x", 200-83) + `"}`)
-
-var benchKeys atomic.Int64
-
-func runClients(b *testing.B, h http.Handler, clients int, keys int64, prefix string) {
-	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			n := benchKeys.Add(1)
-			if keys > 0 {
-				n %= keys
-			}
-			req := httptest.NewRequest(http.MethodPost, "/payments", bytes.NewReader(benchBody))
-			req.Header.Set("Idempotency-Key", fmt.Sprintf("%s-%d", prefix, n))
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusCreated {
-				b.Fatalf("status %d: %s", rec.Code, rec.Body)
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-}
 
 // appendHandler appends one entry to a ledger on PostgreSQL, keyed by the
 // request's scope when guarded.
@@ -97,7 +66,7 @@ func BenchmarkPostgres(b *testing.B) {
 			}
 			w.WriteHeader(201)
 		})
-		runClients(b, h, 64, 0, fmt.Sprint("bare", b.N))
+		idempotencytest.RunClients(b, h, 64, 0, fmt.Sprint("bare", b.N))
 	})
 	for _, guarded := range []bool{false, true} {
 		name := "ledger"
@@ -118,7 +87,7 @@ func BenchmarkPostgres(b *testing.B) {
 				}
 				h = g.Middleware(h)
 			}
-			runClients(b, h, 64, 0, fmt.Sprint(name, b.N))
+			idempotencytest.RunClients(b, h, 64, 0, fmt.Sprint(name, b.N))
 		})
 	}
 	b.Run("replays", func(b *testing.B) {
@@ -128,12 +97,8 @@ func BenchmarkPostgres(b *testing.B) {
 			b.Fatal(err)
 		}
 		h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201); w.Write([]byte(`{"seq":1}`)) }))
-		for i := range 1000 {
-			req := httptest.NewRequest(http.MethodPost, "/payments", bytes.NewReader(benchBody))
-			req.Header.Set("Idempotency-Key", fmt.Sprintf("replay-%d", i))
-			h.ServeHTTP(httptest.NewRecorder(), req)
-		}
-		runClients(b, h, 2, 1000, "replay")
+		idempotencytest.Seed(h, 1000, "replay")
+		idempotencytest.RunClients(b, h, 2, 1000, "replay")
 	})
 }
 

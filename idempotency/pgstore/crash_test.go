@@ -17,6 +17,7 @@ import (
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/idempotency/idempotencytest"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
@@ -84,16 +85,6 @@ func crashChild(t *testing.T, dir, schema, stage string) {
 	http.Serve(ln, g.Middleware(crashHandler(db, before, after)))
 }
 
-func waitFile(t *testing.T, path string) []byte {
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil {
-			return b
-		}
-	}
-	t.Fatalf("%s did not appear", path)
-	return nil
-}
-
 // TestPostgresCrashMidHandler kills (SIGKILL) a server in the middle of a
 // handler, before its ledger append and after it (before the SUCCESS
 // record, which on PostgreSQL is a commit of its own): the PROCESSING row
@@ -119,7 +110,7 @@ func TestPostgresCrashMidHandler(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			addr := string(waitFile(t, filepath.Join(dir, "addr")))
+			addr := string(idempotencytest.WaitFile(t, filepath.Join(dir, "addr")))
 			go func() {
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", strings.NewReader(`{"amount":"7.00"}`))
 				req.Header.Set("Idempotency-Key", "crash-1")
@@ -127,7 +118,7 @@ func TestPostgresCrashMidHandler(t *testing.T) {
 					resp.Body.Close()
 				}
 			}()
-			waitFile(t, filepath.Join(dir, "in-handler"))
+			idempotencytest.WaitFile(t, filepath.Join(dir, "in-handler"))
 			cmd.Process.Kill()
 			cmd.Wait()
 
