@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -143,19 +144,22 @@ const requestDomain = "idempotency/request/v1\x00"
 // RequestHash is the hash of a request: BLAKE3-256 over a domain prefix,
 // the operation and the request's defining fields, each length-prefixed.
 func RequestHash(operation string, fields []byte) [32]byte {
-	h := blake3.New()
-	var lp [4]byte
-	h.WriteString(requestDomain)
-	binary.BigEndian.PutUint32(lp[:], uint32(len(operation)))
-	h.Write(lp[:])
-	h.WriteString(operation)
-	binary.BigEndian.PutUint32(lp[:], uint32(len(fields)))
-	h.Write(lp[:])
-	h.Write(fields)
-	var sum [32]byte
-	h.Sum(sum[:0])
+	bp := hashBuffers.Get().(*[]byte)
+	b := append((*bp)[:0], requestDomain...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(operation)))
+	b = append(b, operation...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(fields)))
+	b = append(b, fields...)
+	sum := blake3.Sum256(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		hashBuffers.Put(bp)
+	}
 	return sum
 }
+
+// hashBuffers hold RequestHash's input (a hasher costs more than a copy).
+var hashBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // DefaultRequestFields is the RequestFields of a guard that sets none: the
 // body, canonicalised when it is JSON.
@@ -306,19 +310,22 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 	}
 }
 
-// writeResponse writes a stored response.
+// writeResponse writes a stored response. Its header's keys are canonical
+// and its values are not changed, so they are shared, not copied.
 func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
 	h := w.Header()
 	for k, v := range resp.Header {
-		h[k] = append([]string(nil), v...)
+		h[k] = v
 	}
 	if replayed {
-		h.Set(ReplayedHeader, "true")
+		h[ReplayedHeader] = replayedTrue
 	}
-	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }
+
+var replayedTrue = []string{"true"}
 
 // refuse writes e as a problem and logs and counts outcome.
 func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, c *Context, outcome Outcome, e *Error) {
