@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 )
 
-// filterBitsMin is the smallest scope filter (2 MiB), and filterBitsPerScope
+// filterBitsMin is the smallest scope filter (128 KiB), and filterBitsPerScope
 // the bits a rebuilt filter gives each scope it holds (a false positive
 // rate near 0.1% at seven probes).
 const (
-	filterBitsMin      = 1 << 24
+	filterBitsMin      = 1 << 20
 	filterBitsPerScope = 16
 	filterProbes       = 7
 )
@@ -30,7 +30,11 @@ type scopeFilter struct {
 type bloom struct {
 	words []atomic.Uint64
 	mask  uint64
+	added atomic.Int64 // scopes added, for the decision to rebuild
 }
+
+// full reports whether b holds more scopes than it was sized for.
+func (b *bloom) full() bool { return uint64(b.added.Load())*filterBitsPerScope > b.mask+1 }
 
 func newBloom(scopes int) *bloom {
 	bits := uint64(filterBitsMin)
@@ -53,6 +57,7 @@ func (f *scopeFilter) hashes(s Scope) (uint64, uint64) {
 }
 
 func (b *bloom) add(h1, h2 uint64) {
+	b.added.Add(1)
 	for i := range uint64(filterProbes) {
 		bit := (h1 + i*h2) & b.mask
 		b.words[bit/64].Or(1 << (bit % 64))
@@ -69,17 +74,19 @@ func (b *bloom) mayHold(h1, h2 uint64) bool {
 	return true
 }
 
-// add records that s has a durable record or retry count (or is about to:
-// add before the durable write becomes visible or before the lease that
-// hid it is dropped).
-func (f *scopeFilter) add(s Scope) {
+// add records that s has a durable record or retry count (add it before
+// the lease that hid the record is dropped). It reports whether the
+// current filter is full and wants a rebuild.
+func (f *scopeFilter) add(s Scope) (full bool) {
 	h1, h2 := f.hashes(s)
 	f.mu.RLock()
 	f.cur.add(h1, h2)
 	if f.next != nil {
 		f.next.add(h1, h2)
 	}
+	full = f.next == nil && f.cur.full()
 	f.mu.RUnlock()
+	return full
 }
 
 // mayHold reports whether s may have a durable record or retry count.
@@ -95,7 +102,7 @@ func (f *scopeFilter) mayHold(s Scope) bool {
 func (f *scopeFilter) startRebuild(scopes int) *bloom {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.next = newBloom(scopes)
+	f.next = newBloom(max(scopes, int(f.cur.added.Load())) * 2)
 	return f.next
 }
 

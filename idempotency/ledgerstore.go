@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/storage"
@@ -52,7 +54,9 @@ type LedgerStore struct {
 	seed   maphash.Seed
 	shards [ledgerShards]leaseShard
 	filter scopeFilter
-	reader storage.KeyReader // the backend's, for alive; nil without one
+	// rebuilding is set while a rebuild the filter asked for runs.
+	rebuilding atomic.Bool
+	reader     storage.KeyReader // the backend's, for alive; nil without one
 	// filterScopes is how many scopes the last rebuild found.
 	filterScopes atomic.Int64
 }
@@ -69,9 +73,11 @@ type lease struct {
 	committing bool
 }
 
+// ledgerStores maps each DB to its store, both held weakly, so that a
+// store and its DB are collected once the program drops them.
 var (
 	ledgerStoresMu sync.Mutex
-	ledgerStores   = map[*chain.DB]*LedgerStore{}
+	ledgerStores   = map[weak.Pointer[chain.DB]]weak.Pointer[LedgerStore]{}
 )
 
 // NewLedgerStore returns the store of db (one per DB: a second call returns
@@ -85,7 +91,13 @@ func NewLedgerStore(db *chain.DB) (*LedgerStore, error) {
 	}
 	ledgerStoresMu.Lock()
 	defer ledgerStoresMu.Unlock()
-	if s, ok := ledgerStores[db]; ok {
+	for d, s := range ledgerStores {
+		if s.Value() == nil {
+			delete(ledgerStores, d)
+		}
+	}
+	key := weak.Make(db)
+	if s := ledgerStores[key].Value(); s != nil {
 		return s, nil
 	}
 	s := &LedgerStore{db: db, seed: maphash.MakeSeed()}
@@ -98,7 +110,7 @@ func NewLedgerStore(db *chain.DB) (*LedgerStore, error) {
 	if err := s.rebuildFilter(context.Background()); err != nil {
 		return nil, err
 	}
-	ledgerStores[db] = s
+	ledgerStores[key] = weak.Make(s)
 	return s, nil
 }
 
@@ -309,7 +321,7 @@ func (s *LedgerStore) finish(ctx context.Context, scope Scope, token string, now
 		return final(tx, &r)
 	})
 	if err == nil {
-		s.filter.add(scope) // before the lease that hides the record is dropped
+		s.noteDurable(scope) // before the lease that hides the record is dropped
 	}
 	s.end(scope, token, err == nil)
 	return err
@@ -389,7 +401,7 @@ func (s *LedgerStore) Committed(ctx context.Context, scope Scope, token string) 
 		return false, err
 	}
 	if committed {
-		s.filter.add(scope)
+		s.noteDurable(scope)
 	}
 	s.end(scope, token, committed)
 	return committed, nil
@@ -412,9 +424,22 @@ func (s *LedgerStore) update(ctx context.Context, scope Scope, token string, exp
 		s.end(scope, token, false)
 		return Response{}, err
 	}
-	s.filter.add(scope)
+	s.noteDurable(scope)
 	s.end(scope, token, true)
 	return resp, nil
+}
+
+// noteDurable adds scope to the filter, and starts a rebuild in the
+// background when the filter holds more scopes than it was sized for.
+func (s *LedgerStore) noteDurable(scope Scope) {
+	if s.filter.add(scope) && s.rebuilding.CompareAndSwap(false, true) {
+		go func() {
+			defer s.rebuilding.Store(false)
+			if err := s.rebuildFilter(context.Background()); err != nil && !errors.Is(err, chain.ErrClosed) {
+				slog.Default().Warn("idempotency: rebuilding the scope filter failed", slog.Any("error", err))
+			}
+		}()
+	}
 }
 
 // rebuildFilter builds a new scope filter from the stored records and
