@@ -167,10 +167,8 @@ func (c *Context) LedgerKey(prefix string) string { return ScopeLedgerKey(prefix
 
 // ScopeLedgerKey is Context.LedgerKey of a scope.
 func ScopeLedgerKey(prefix string, s Scope) string {
-	h := blake3.New()
-	h.WriteString("idempotency/ledger-key/v1\x00")
-	h.Write(scopeBytes(nil, s))
-	var sum [32]byte
-	h.Sum(sum[:0])
+	b := make([]byte, 0, 64+len(s.Operation)+len(s.User)+len(s.Key))
+	b = append(b, "idempotency/ledger-key/v1\x00"...)
+	sum := blake3.Sum256(scopeBytes(b, s))
 	return prefix + hex.EncodeToString(sum[:16])
 }
