@@ -71,7 +71,10 @@
 // leases, which frees their keys at once; the death does not count toward
 // MaxRetries, and the re-run handler's ledger entries are kept once by the
 // ledger's UNIQUE(chain, key). The PostgreSQL store writes PROCESSING rows
-// without waiting for their WAL flush, for the same reason.
+// without waiting for their WAL flush, for the same reason. LedgerStore
+// rules new keys out with an in-memory filter of the stored scopes, which
+// NewLedgerStore builds by reading every record's key once (16 bits a
+// scope), and rebuilds after cleanup and when it fills.
 //
 // Exactly once holds within one store. Effects outside it (an email, a card
 // capture) are exactly once only where their receiver deduplicates on the
