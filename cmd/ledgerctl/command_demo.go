@@ -67,7 +67,8 @@ var (
 
 // registerDemoStep adds a step to `ledgerctl demo`. Steps run in ascending
 // order (ties by name). Orders: 10–19 raw entries, 20–29 stock, 30–39
-// financial, 40–59 valuations, 90 verification and summary. A step that
+// financial, 40–59 valuations, 60–69 the HTTP replay guard, 90 verification
+// and summary. A step that
 // returns an error ends the demo with that error.
 func registerDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
 	if order < 0 || name == "" || run == nil {

@@ -46,7 +46,8 @@ func TestDemoCreatesAFreshLedgerAndVerifiesIt(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"replayed=true", "refused, the key is held by seq 1", ": intact", "summary: "} {
+	for _, want := range []string{"replayed=true", "refused, the key is held by seq 1", ": intact", "summary: ",
+		"Idempotent-Replayed: true", "409 KEY_REUSED_WITH_DIFFERENT_REQUEST", "400 KEY_REQUIRED"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
 		}

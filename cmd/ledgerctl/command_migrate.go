@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ledgerworks/ledger/idempotency/pgstore"
 	"github.com/ledgerworks/ledger/storage/postgres"
 )
 
@@ -28,7 +29,9 @@ func newMigrateCommand(a *app) *cobra.Command {
 		Long: "migrate applies the schema migrations a PostgreSQL ledger lacks, in one transaction, and\n" +
 			"prints the versions it applied. Commands other than init, demo, import and migrate never\n" +
 			"change the schema: they exit 5 on a database whose schema is missing or out of date.\n" +
-			"Files need no migration.",
+			"Files need no migration.\n" +
+			"It also creates the HTTP replay guard's tables (idempotency_records, idempotency_retry_counts)\n" +
+			"in the ledger's schema when they are missing.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := a.databaseName()
@@ -37,6 +40,9 @@ func newMigrateCommand(a *app) *cobra.Command {
 			}
 			applied, err := postgres.Migrate(cmd.Context(), name)
 			if err != nil {
+				return err
+			}
+			if err := pgstore.Migrate(cmd.Context(), name, ""); err != nil {
 				return err
 			}
 			out := migrateJSON{Database: redactURL(name), Applied: append([]int{}, applied...), SchemaVersion: postgres.SchemaVersion()}

@@ -25,6 +25,9 @@ func (l *testLedger) stateOf() string {
 			if err != nil {
 				return err
 			}
+			if bytes.HasPrefix(kv.Key, []byte("idempotency/")) {
+				continue // the HTTP guard's records: not derived from the chains, not exported
+			}
 			fmt.Fprintf(&b, "%q %x\n", kv.Key, kv.Value)
 		}
 		return nil

@@ -1,0 +1,388 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/blake3"
+)
+
+// Guard is the HTTP replay guard of one route (or group of routes): its
+// Middleware runs a handler once per (operation, user, key) and replays the
+// first response to every retry.
+type Guard struct {
+	opts          Options
+	store         Store
+	log           *slog.Logger
+	metrics       Metrics
+	now           func() time.Time
+	statusMap     StatusMap
+	keyHeader     string
+	retryAfterSec int
+	replayAllowed map[string]bool
+}
+
+// New returns a Guard. It fails when Store or User is missing: a guard
+// never runs requests in a shared, anonymous key space.
+func New(opts Options) (*Guard, error) {
+	if opts.Store == nil {
+		return nil, errors.New("idempotency: Options.Store is required")
+	}
+	if opts.User == nil {
+		return nil, errors.New("idempotency: Options.User is required: there is no anonymous key space")
+	}
+	if opts.LeaseDuration < 0 || opts.HeartbeatInterval < 0 || opts.TTL < 0 || opts.MaxRetries < 0 ||
+		opts.RequestBodySizeMax < 0 || opts.ResponseSizeMax < 0 || opts.RetryAfter < 0 {
+		return nil, errors.New("idempotency: negative durations, sizes and counts are not allowed")
+	}
+	if opts.LeaseDuration == 0 {
+		opts.LeaseDuration = LeaseDurationDefault
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = opts.LeaseDuration / 3
+	}
+	if opts.HeartbeatInterval >= opts.LeaseDuration {
+		return nil, fmt.Errorf("idempotency: HeartbeatInterval %v must be shorter than LeaseDuration %v", opts.HeartbeatInterval, opts.LeaseDuration)
+	}
+	if opts.TTL == 0 {
+		opts.TTL = TTLDefault
+	}
+	if opts.TTL < opts.LeaseDuration {
+		return nil, fmt.Errorf("idempotency: TTL %v is shorter than LeaseDuration %v", opts.TTL, opts.LeaseDuration)
+	}
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = MaxRetriesDefault
+	}
+	if opts.RequestBodySizeMax == 0 {
+		opts.RequestBodySizeMax = RequestBodySizeMaxDefault
+	}
+	if opts.ResponseSizeMax == 0 {
+		opts.ResponseSizeMax = ResponseSizeMaxDefault
+	}
+	if opts.RetryAfter == 0 {
+		opts.RetryAfter = RetryAfterDefault
+	}
+	g := &Guard{opts: opts, store: opts.Store, log: opts.Logger, metrics: opts.Metrics, now: opts.Clock,
+		statusMap: opts.StatusMap, keyHeader: opts.KeyHeader}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	if g.metrics == nil {
+		g.metrics = noMetrics{}
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.keyHeader == "" {
+		g.keyHeader = KeyHeaderDefault
+	}
+	g.retryAfterSec = int((opts.RetryAfter + time.Second - 1) / time.Second)
+	allow := opts.ReplayHeaders
+	if allow == nil {
+		allow = DefaultReplayHeaders
+	}
+	g.replayAllowed = map[string]bool{}
+	for _, h := range allow {
+		if c := http.CanonicalHeaderKey(h); !neverReplayed[c] {
+			g.replayAllowed[c] = true
+		}
+	}
+	return g, nil
+}
+
+// Middleware returns a middleware with a new Guard of opts; see New.
+func Middleware(opts Options) (func(http.Handler) http.Handler, error) {
+	g, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return g.Middleware, nil
+}
+
+// Store returns the guard's store.
+func (g *Guard) Store() Store { return g.store }
+
+// Middleware wraps next with the guard.
+func (g *Guard) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, next) })
+}
+
+// tokenPrefix makes tokens unique across processes; the counter, within one.
+var (
+	tokenPrefix  = newTokenPrefix()
+	tokenCounter atomic.Uint64
+)
+
+func newTokenPrefix() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func newToken() string {
+	return tokenPrefix + strconv.FormatUint(tokenCounter.Add(1), 36)
+}
+
+// requestDomain separates the guard's request hash from every other hash.
+const requestDomain = "idempotency/request/v1\x00"
+
+// RequestHash is the hash of a request: BLAKE3-256 over a domain prefix,
+// the operation and the request's defining fields, each length-prefixed.
+func RequestHash(operation string, fields []byte) [32]byte {
+	bp := hashBuffers.Get().(*[]byte)
+	b := append((*bp)[:0], requestDomain...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(operation)))
+	b = append(b, operation...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(fields)))
+	b = append(b, fields...)
+	sum := blake3.Sum256(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		hashBuffers.Put(bp)
+	}
+	return sum
+}
+
+// hashBuffers hold RequestHash's input (a hasher costs more than a copy).
+var hashBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// DefaultRequestFields is the RequestFields of a guard that sets none: the
+// body, canonicalised when it is JSON.
+func DefaultRequestFields(_ *http.Request, body []byte) ([]byte, error) {
+	if c, err := CanonicalJSON(body); err == nil {
+		return c, nil
+	}
+	return body, nil
+}
+
+// operation returns the request's operation.
+func (g *Guard) operation(r *http.Request) string {
+	if g.opts.Operation != nil {
+		return g.opts.Operation(r)
+	}
+	p := r.Pattern
+	if p == "" {
+		return r.Method + " " + r.URL.Path
+	}
+	if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
+		return p // the pattern names its method
+	}
+	return r.Method + " " + p
+}
+
+func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	values := r.Header.Values(g.keyHeader)
+	if len(values) == 0 {
+		if g.opts.RequireKey {
+			g.refuse(w, r, nil, OutcomeBadRequest, &Error{Code: CodeKeyRequired, Detail: "this route requires an " + g.keyHeader + " header"})
+			return
+		}
+		g.metrics.Request(OutcomeUnguarded)
+		next.ServeHTTP(w, r)
+		return
+	}
+	if len(values) > 1 {
+		g.refuse(w, r, nil, OutcomeBadRequest, &Error{Code: CodeKeyInvalid, Detail: "more than one " + g.keyHeader + " header"})
+		return
+	}
+	key, err := ParseKey(values[0])
+	if err != nil {
+		g.refuse(w, r, nil, OutcomeBadRequest, err.(*Error))
+		return
+	}
+	user, err := g.opts.User(r)
+	if err != nil || user == "" {
+		g.refuse(w, r, nil, OutcomeUnauthenticated, &Error{Code: CodeUnauthenticated, Detail: "no authenticated user", Err: err})
+		return
+	}
+	c := &Context{Scope: Scope{Operation: g.operation(r), User: user, Key: key}, guard: g}
+	if err := c.Scope.Validate(); err != nil {
+		g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeKeyInvalid, Detail: err.Error()})
+		return
+	}
+	body, e := g.readBody(r)
+	if e != nil {
+		g.refuse(w, r, c, OutcomeBadRequest, e)
+		return
+	}
+	fields := body
+	if g.opts.RequestFields != nil {
+		if fields, err = g.opts.RequestFields(r, body); err != nil {
+			g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeBodyUnreadable, Detail: err.Error()})
+			return
+		}
+	} else {
+		fields, _ = DefaultRequestFields(r, body)
+	}
+	c.RequestHash = RequestHash(c.Operation, fields)
+
+	now := g.now()
+	if g.opts.Cache != nil {
+		rec, found, err := g.opts.Cache.Get(r.Context(), c.Scope)
+		if err != nil {
+			g.metrics.CacheError()
+			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache get failed", append(g.attrs(r, c), slog.Any("error", err))...)
+		} else if found && rec.Finished() && !rec.expired(now) && rec.RequestHash == c.RequestHash {
+			g.metrics.CacheHit()
+			g.existing(w, r, c, rec, false)
+			return
+		}
+	}
+	c.token = newToken()
+	claim := Claim{Scope: c.Scope, RequestHash: c.RequestHash, Token: c.token, Now: now,
+		LeaseExpiresAt: now.Add(g.opts.LeaseDuration), ExpiresAt: now.Add(g.opts.TTL)}
+	start := time.Now()
+	res, err := g.store.Create(r.Context(), claim)
+	g.metrics.StoreLatency("create", time.Since(start))
+	if err != nil {
+		g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
+		return
+	}
+	if !res.Created {
+		g.existing(w, r, c, res.Record, true)
+		return
+	}
+	c.Attempt = res.Record.Attempt
+	c.startedAt = now
+	g.execute(w, r, c, body, next)
+}
+
+// readBody reads the request body, up to the limit, and puts it back for
+// the handler.
+func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, g.opts.RequestBodySizeMax+1))
+	r.Body.Close()
+	if err != nil {
+		return nil, &Error{Code: CodeBodyUnreadable, Detail: "reading the body failed", Err: err}
+	}
+	if int64(len(body)) > g.opts.RequestBodySizeMax {
+		return nil, &Error{Code: CodeBodyTooLarge, Detail: fmt.Sprintf("the body exceeds %d bytes", g.opts.RequestBodySizeMax)}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return body, nil
+}
+
+// existing answers a request whose scope already has a record. The hash is
+// checked first: a different request is a conflict whatever the state.
+func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec Record, fromStore bool) {
+	if fromStore {
+		g.metrics.Duplicate(rec.Status)
+	}
+	if rec.RequestHash != c.RequestHash {
+		g.refuse(w, r, c, OutcomeConflict, &Error{Code: CodeKeyReused, Detail: "this key was used with a different request"})
+		return
+	}
+	if fromStore && rec.Finished() && g.opts.Cache != nil {
+		if err := g.opts.Cache.Add(r.Context(), rec); err != nil {
+			g.metrics.CacheError()
+			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache add failed", append(g.attrs(r, c), slog.Any("error", err))...)
+		}
+	}
+	c.Attempt = rec.Attempt
+	switch rec.Status {
+	case StatusSuccess:
+		c.Replayed = true
+		g.finish(r, c, OutcomeReplayed, rec.Response.Status, slog.LevelDebug)
+		writeResponse(w, rec.Response, true)
+	case StatusFailed:
+		g.refuse(w, r, c, OutcomeRejected, &Error{Code: CodeRequestFailed, Detail: "this key's request failed permanently: " + rec.Failure})
+	default:
+		g.refuse(w, r, c, OutcomeInProgress, &Error{Code: CodeInProgress, Detail: "a request with this key is being processed", RetryAfter: g.retryAfterSec})
+	}
+}
+
+// writeResponse writes a stored response. Its header's keys are canonical
+// and its values are not changed, so they are shared, not copied.
+func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
+	h := w.Header()
+	for k, v := range resp.Header {
+		h[k] = v
+	}
+	if replayed {
+		h[ReplayedHeader] = replayedTrue
+	}
+	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+var replayedTrue = []string{"true"}
+
+// refuse writes e as a problem and logs and counts outcome.
+func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, c *Context, outcome Outcome, e *Error) {
+	status := g.statusMap.Status(e.Code)
+	level := slog.LevelInfo
+	if outcome == OutcomeStoreUnavailable {
+		level = slog.LevelError
+	}
+	if c == nil {
+		c = &Context{}
+	}
+	g.finish(r, c, outcome, status, level, slog.String("code", string(e.Code)))
+	WriteProblem(w, g.statusMap, e)
+}
+
+// finish records the outcome on c, counts and logs it, and calls the hook.
+func (g *Guard) finish(r *http.Request, c *Context, outcome Outcome, status int, level slog.Level, extra ...slog.Attr) {
+	c.Outcome, c.Status = outcome, status
+	g.metrics.Request(outcome)
+	if g.log.Enabled(r.Context(), level) {
+		attrs := append(g.attrs(r, c), slog.Int("status", status))
+		g.log.LogAttrs(r.Context(), level, "idempotency request", append(attrs, extra...)...)
+	}
+	if g.opts.OnResponse != nil {
+		g.opts.OnResponse(r, c)
+	}
+}
+
+// attrs are the attributes of every log line about c.
+func (g *Guard) attrs(r *http.Request, c *Context) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("key", c.Key), slog.String("user", c.User),
+		slog.String("operation", c.Operation), slog.String("outcome", string(c.Outcome)))
+	if c.Attempt > 0 {
+		attrs = append(attrs, slog.Int("attempt", c.Attempt))
+	}
+	if g.opts.RequestID != nil {
+		if id := g.opts.RequestID(r.Context()); id != "" {
+			attrs = append(attrs, slog.String("requestId", id))
+		}
+	}
+	return attrs
+}
+
+// replayHeaders returns the allow-listed headers of h.
+func (g *Guard) replayHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for k, v := range h {
+		if g.replayAllowed[http.CanonicalHeaderKey(k)] {
+			out[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+		}
+	}
+	return out
+}
+
+// storeCtx is the context of the store calls that end an attempt: they run
+// even when the client has gone (the stores bound their own waits).
+func storeCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithoutCancel(r.Context()), func() {}
+}

@@ -1,0 +1,29 @@
+// Package pgstore is the PostgreSQL idempotency.Store, for services whose
+// instances run on several machines and share one database.
+//
+// # Basics
+//
+// Records live in idempotency_records, whose UNIQUE (operation, user_id, key)
+// makes Create atomic across processes: it is one INSERT … ON CONFLICT DO
+// NOTHING RETURNING, and exactly one of any number of concurrent creates
+// gets its row back. Finishing and releasing an attempt are UPDATEs and
+// DELETEs conditional on status = 'PROCESSING' and the attempt's token, so a
+// stale process never changes a finished record. Retry counts live apart,
+// in idempotency_retry_counts, so they survive the deletion of a record by
+// a transient failure. `ledgerctl migrate` (or Migrate) creates both tables
+// in the ledger's schema.
+//
+// # Caveats
+//
+// Times are the guard's (the callers' clocks): keep the clocks of the
+// instances close (NTP), or leases and expiry move by their skew. Times are
+// stored with microsecond precision. The store does not join the ledger's
+// transactions: a handler that appends entries commits its SUCCESS record
+// after the ledger's commit, and a crash between the two leaves a
+// PROCESSING record that RecoverStuckRecords releases; the retry then
+// re-runs the handler, whose ledger append is answered by the ledger's
+// UNIQUE(chain, key) instead of being written twice.
+//
+// This package, like storage/postgres, is the only place of the
+// idempotency layer that imports pgx.
+package pgstore

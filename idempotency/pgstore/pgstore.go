@@ -1,0 +1,487 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ledgerworks/ledger/idempotency"
+)
+
+// DefaultSchema is the schema of the tables when Options.Schema is empty:
+// the ledger's default schema.
+const DefaultSchema = "ledger"
+
+// cleanupBatchMax bounds the rows one DELETE of DeleteExpired removes.
+const cleanupBatchMax = 1000
+
+// ErrSchema: the tables are missing; run `ledgerctl migrate`.
+var ErrSchema = errors.New("pgstore: idempotency tables missing; run `ledgerctl migrate`")
+
+// Options configure Open.
+type Options struct {
+	// Schema holds the tables. Empty: the first schema of the connection
+	// string's search_path, else DefaultSchema, as the ledger's tables.
+	Schema string
+	// Migrate creates missing tables on Open; when false, Open fails with
+	// ErrSchema instead (the service's role then needs no DDL rights).
+	Migrate bool
+	// MaxConns is the pool size; 0 keeps pgxpool's default.
+	MaxConns int32
+}
+
+// Store is the PostgreSQL store. It is safe for concurrent use.
+type Store struct {
+	pool     *pgxpool.Pool
+	ownsPool bool
+	records  string // qualified table names
+	retries  string
+}
+
+// Open connects to the database at url and returns its store; Close
+// closes the pool.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	opts.Schema = schemaOf(cfg, opts.Schema)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if opts.Migrate {
+		if err := MigratePool(ctx, pool, opts.Schema); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	s := New(pool, opts.Schema)
+	s.ownsPool = true
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", s.records, s.retries).Scan(&exists); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if !exists {
+		pool.Close()
+		return nil, ErrSchema
+	}
+	return s, nil
+}
+
+// New returns the store of the tables in schema (DefaultSchema when empty)
+// on pool, which stays the caller's.
+func New(pool *pgxpool.Pool, schema string) *Store {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	return &Store{pool: pool,
+		records: pgx.Identifier{schema, "idempotency_records"}.Sanitize(),
+		retries: pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize()}
+}
+
+// Close closes the pool Open made.
+func (s *Store) Close() {
+	if s.ownsPool {
+		s.pool.Close()
+	}
+}
+
+// schemaOf is the schema Open and Migrate use: schema, else the first of the
+// connection string's search_path, else DefaultSchema (as the ledger's
+// PostgreSQL backend chooses its own).
+func schemaOf(cfg *pgxpool.Config, schema string) string {
+	if schema != "" {
+		return schema
+	}
+	if sp := cfg.ConnConfig.RuntimeParams["search_path"]; sp != "" {
+		first, _, _ := strings.Cut(sp, ",")
+		if first = strings.Trim(strings.TrimSpace(first), `"`); first != "" && first != "$user" {
+			return first
+		}
+	}
+	return DefaultSchema
+}
+
+// Migrate creates the tables in the schema (see Options.Schema; the
+// connection string's search_path when schema is empty) of the database
+// at url, when they are missing.
+func Migrate(ctx context.Context, url, schema string) error {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	cfg.MaxConns = 1
+	schema = schemaOf(cfg, schema)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	defer pool.Close()
+	return MigratePool(ctx, pool, schema)
+}
+
+// MigratePool is Migrate on a pool.
+func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: migrate: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	h := fnv.New64a()
+	h.Write([]byte("idempotency/migrate\x00" + schema))
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+		return fmt.Errorf("pgstore: migrate: %w", err)
+	}
+	sc := pgx.Identifier{schema}.Sanitize()
+	for _, stmt := range []string{
+		"CREATE SCHEMA IF NOT EXISTS " + sc,
+		"SET LOCAL search_path TO " + sc,
+		schemaSQL,
+	} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("pgstore: migrate: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgstore: migrate: %w", err)
+	}
+	return nil
+}
+
+// schemaSQL creates the tables. Names compare as bytes (COLLATE "C"), so
+// that List's order is the scopes' byte order on every store.
+const schemaSQL = `
+CREATE TABLE IF NOT EXISTS idempotency_records (
+	operation        text COLLATE "C" NOT NULL,
+	user_id          text COLLATE "C" NOT NULL,
+	key              text COLLATE "C" NOT NULL,
+	status           text NOT NULL CHECK (status IN ('PROCESSING', 'SUCCESS', 'FAILED')),
+	request_hash     bytea NOT NULL,
+	token            text NOT NULL,
+	attempt          integer NOT NULL,
+	response_status  integer,
+	response_headers jsonb,
+	response_body    bytea,
+	failure          text NOT NULL DEFAULT '',
+	created_at       timestamptz NOT NULL,
+	updated_at       timestamptz NOT NULL,
+	lease_expires_at timestamptz NOT NULL,
+	expires_at       timestamptz NOT NULL,
+	UNIQUE (operation, user_id, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_records_expires_at ON idempotency_records (expires_at);
+CREATE INDEX IF NOT EXISTS idempotency_records_stuck ON idempotency_records (lease_expires_at) WHERE status = 'PROCESSING';
+CREATE TABLE IF NOT EXISTS idempotency_retry_counts (
+	operation  text COLLATE "C" NOT NULL,
+	user_id    text COLLATE "C" NOT NULL,
+	key        text COLLATE "C" NOT NULL,
+	retries    integer NOT NULL,
+	expires_at timestamptz NOT NULL,
+	PRIMARY KEY (operation, user_id, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_retry_counts_expires_at ON idempotency_retry_counts (expires_at);
+`
+
+const recordColumns = `operation, user_id, key, status, request_hash, token, attempt, response_status,
+	response_headers, response_body, failure, created_at, updated_at, lease_expires_at, expires_at`
+
+func scanRecord(row pgx.Row) (idempotency.Record, error) {
+	var (
+		r       idempotency.Record
+		status  string
+		hash    []byte
+		rstatus *int32
+		headers []byte
+		body    []byte
+	)
+	err := row.Scan(&r.Operation, &r.User, &r.Key, &status, &hash, &r.Token, &r.Attempt, &rstatus,
+		&headers, &body, &r.Failure, &r.CreatedAt, &r.UpdatedAt, &r.LeaseExpiresAt, &r.ExpiresAt)
+	if err != nil {
+		return idempotency.Record{}, err
+	}
+	r.Status = idempotency.Status(status)
+	copy(r.RequestHash[:], hash)
+	if rstatus != nil {
+		resp := &idempotency.Response{Status: int(*rstatus), Header: http.Header{}, Body: body}
+		if len(headers) > 0 {
+			if err := json.Unmarshal(headers, &resp.Header); err != nil {
+				return idempotency.Record{}, fmt.Errorf("pgstore: response headers: %w", err)
+			}
+		}
+		r.Response = resp
+	}
+	for _, t := range []*time.Time{&r.CreatedAt, &r.UpdatedAt, &r.LeaseExpiresAt, &r.ExpiresAt} {
+		*t = t.UTC()
+	}
+	return r, nil
+}
+
+// Create implements idempotency.Store.
+func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.CreateResult, error) {
+	if err := c.Scope.Validate(); err != nil {
+		return idempotency.CreateResult{}, err
+	}
+	insert := `INSERT INTO ` + s.records + ` (operation, user_id, key, status, request_hash, token, attempt,
+			created_at, updated_at, lease_expires_at, expires_at)
+		SELECT $1, $2, $3, 'PROCESSING', $4, $5,
+			1 + coalesce((SELECT retries FROM ` + s.retries + `
+				WHERE operation = $1 AND user_id = $2 AND key = $3 AND expires_at > $6), 0),
+			$6, $6, $7, $8
+		ON CONFLICT (operation, user_id, key) DO NOTHING
+		RETURNING ` + recordColumns
+	for range 8 {
+		rec, err := s.insertProcessing(ctx, insert, c)
+		if err == nil {
+			return idempotency.CreateResult{Created: true, Record: rec}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return idempotency.CreateResult{}, err
+		}
+		rec, err = s.get(ctx, c.Scope)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // deleted between the two statements: insert again
+		}
+		if err != nil {
+			return idempotency.CreateResult{}, err
+		}
+		if c.Now.Before(rec.ExpiresAt) {
+			return idempotency.CreateResult{Record: rec}, nil
+		}
+		// Expired: purge it (only if it is still expired) and insert again.
+		if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.records+` WHERE operation = $1 AND user_id = $2 AND key = $3 AND expires_at <= $4`,
+			c.Operation, c.User, c.Key, c.Now); err != nil {
+			return idempotency.CreateResult{}, err
+		}
+	}
+	return idempotency.CreateResult{}, fmt.Errorf("pgstore: create %v: the record kept changing", c.Scope)
+}
+
+// insertProcessing runs the INSERT of a PROCESSING record in a transaction
+// that does not wait for its WAL flush (synchronous_commit off), in one
+// round trip. A PROCESSING record is a lease, not a result: one lost in a
+// server crash frees the key, and the retry's handler is kept exactly once
+// by the ledger's UNIQUE(chain, key). Its uniqueness is not relaxed: the
+// row is visible, and conflicts, as soon as the commit returns. SUCCESS and
+// FAILED records are committed durably.
+func (s *Store) insertProcessing(ctx context.Context, insert string, c idempotency.Claim) (idempotency.Record, error) {
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit TO OFF")
+	b.Queue(insert, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt)
+	b.Queue("COMMIT")
+	br := s.pool.SendBatch(ctx, &b)
+	var rec idempotency.Record
+	err := func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		var err error
+		rec, err = scanRecord(br.QueryRow())
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if _, cerr := br.Exec(); cerr != nil {
+			return cerr
+		}
+		return err
+	}()
+	if cerr := br.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return rec, err
+}
+
+func (s *Store) get(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
+	return scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM `+s.records+`
+		WHERE operation = $1 AND user_id = $2 AND key = $3`, sc.Operation, sc.User, sc.Key))
+}
+
+// Get implements idempotency.Store.
+func (s *Store) Get(ctx context.Context, sc idempotency.Scope, now time.Time) (idempotency.Record, error) {
+	rec, err := s.get(ctx, sc)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !now.Before(rec.ExpiresAt)) {
+		return idempotency.Record{}, idempotency.ErrNotFound
+	}
+	return rec, err
+}
+
+// held is the condition of a statement acting on the attempt holding $4.
+const held = `operation = $1 AND user_id = $2 AND key = $3 AND token = $4 AND status = 'PROCESSING' AND expires_at > $5`
+
+func (s *Store) update(ctx context.Context, sc idempotency.Scope, token string, now time.Time, set string, args ...any) error {
+	all := append([]any{sc.Operation, sc.User, sc.Key, token, now}, args...)
+	tag, err := s.pool.Exec(ctx, `UPDATE `+s.records+` SET `+set+` WHERE `+held, all...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return idempotency.ErrLeaseLost
+	}
+	return nil
+}
+
+// Extend implements idempotency.Store.
+func (s *Store) Extend(ctx context.Context, sc idempotency.Scope, token string, leaseExpiresAt, now time.Time) error {
+	return s.update(ctx, sc, token, now, `lease_expires_at = $6, updated_at = $5`, leaseExpiresAt)
+}
+
+// Succeed implements idempotency.Store.
+func (s *Store) Succeed(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
+	headers, err := json.Marshal(resp.Header)
+	if err != nil {
+		return err
+	}
+	body := resp.Body
+	if body == nil {
+		body = []byte{}
+	}
+	return s.update(ctx, sc, token, now, `status = 'SUCCESS', response_status = $6, response_headers = $7,
+		response_body = $8, expires_at = $9, updated_at = $5`, resp.Status, headers, body, expiresAt)
+}
+
+// Fail implements idempotency.Store.
+func (s *Store) Fail(ctx context.Context, sc idempotency.Scope, token string, failure string, expiresAt, now time.Time) error {
+	return s.update(ctx, sc, token, now, `status = 'FAILED', failure = $6, expires_at = $7, updated_at = $5`, failure, expiresAt)
+}
+
+// Release implements idempotency.Store: in one transaction, the record is
+// locked (if still held), the retry count raised, and the record deleted
+// or, at maxRetries, made FAILED.
+func (s *Store) Release(ctx context.Context, sc idempotency.Scope, token string, maxRetries int, expiresAt, now time.Time) (idempotency.ReleaseResult, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return idempotency.ReleaseResult{}, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	args := []any{sc.Operation, sc.User, sc.Key, token, now}
+	tag, err := tx.Exec(ctx, `SELECT 1 FROM `+s.records+` WHERE `+held+` FOR UPDATE`, args...)
+	if err != nil {
+		return idempotency.ReleaseResult{}, err
+	}
+	if tag.RowsAffected() == 0 {
+		return idempotency.ReleaseResult{}, idempotency.ErrLeaseLost
+	}
+	var n int
+	err = tx.QueryRow(ctx, `INSERT INTO `+s.retries+` AS c (operation, user_id, key, retries, expires_at)
+		VALUES ($1, $2, $3, 1, $4)
+		ON CONFLICT (operation, user_id, key) DO UPDATE
+		SET retries = CASE WHEN c.expires_at > $5 THEN c.retries + 1 ELSE 1 END, expires_at = $4
+		RETURNING retries`, sc.Operation, sc.User, sc.Key, expiresAt, now).Scan(&n)
+	if err != nil {
+		return idempotency.ReleaseResult{}, err
+	}
+	res := idempotency.ReleaseResult{Retries: n, Poisoned: n >= maxRetries}
+	if res.Poisoned {
+		_, err = tx.Exec(ctx, `UPDATE `+s.records+` SET status = 'FAILED', failure = $6, expires_at = $7, updated_at = $5 WHERE `+held,
+			append(args, "transient failures reached the retry limit", expiresAt)...)
+	} else {
+		_, err = tx.Exec(ctx, `DELETE FROM `+s.records+` WHERE `+held, args...)
+	}
+	if err != nil {
+		return idempotency.ReleaseResult{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return idempotency.ReleaseResult{}, err
+	}
+	return res, nil
+}
+
+// RecoverStuck implements idempotency.Store. Every release is conditional
+// on the token it read, so a record that finished meanwhile is left alone.
+func (s *Store) RecoverStuck(ctx context.Context, leaseEndedBy time.Time, limit, maxRetries int, expiresAt, now time.Time) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT operation, user_id, key, token FROM `+s.records+`
+		WHERE status = 'PROCESSING' AND lease_expires_at <= $1 AND expires_at > $2
+		ORDER BY lease_expires_at LIMIT $3`, leaseEndedBy, now, limit)
+	if err != nil {
+		return 0, err
+	}
+	type stuck struct {
+		sc    idempotency.Scope
+		token string
+	}
+	var found []stuck
+	for rows.Next() {
+		var st stuck
+		if err := rows.Scan(&st.sc.Operation, &st.sc.User, &st.sc.Key, &st.token); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		found = append(found, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, st := range found {
+		_, err := s.Release(ctx, st.sc, st.token, maxRetries, expiresAt, now)
+		if errors.Is(err, idempotency.ErrLeaseLost) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// DeleteExpired implements idempotency.Store. It deletes in batches of at
+// most cleanupBatchMax rows, each its own statement, and skips rows that
+// writers hold (FOR UPDATE SKIP LOCKED), so it never makes a request wait.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	deleted := 0
+	for deleted < limit {
+		batch := min(limit-deleted, cleanupBatchMax)
+		tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.records+` WHERE ctid IN (
+			SELECT ctid FROM `+s.records+` WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, batch)
+		if err != nil {
+			return deleted, err
+		}
+		deleted += int(tag.RowsAffected())
+		if int(tag.RowsAffected()) < batch {
+			break
+		}
+	}
+	_, err := s.pool.Exec(ctx, `DELETE FROM `+s.retries+` WHERE ctid IN (
+		SELECT ctid FROM `+s.retries+` WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, max(limit, cleanupBatchMax))
+	return deleted, err
+}
+
+// List implements idempotency.Store.
+func (s *Store) List(ctx context.Context, after idempotency.Scope, status idempotency.Status, limit int, now time.Time) ([]idempotency.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM `+s.records+`
+		WHERE (operation, user_id, key) > ($1, $2, $3) AND expires_at > $4 AND ($5 = '' OR status = $5)
+		ORDER BY operation, user_id, key LIMIT $6`, after.Operation, after.User, after.Key, now, string(status), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []idempotency.Record
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, rows.Err()
+}
