@@ -1,0 +1,278 @@
+package outbox
+
+import (
+	"fmt"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// The transitions: each applies one decoded entry of a topic's chains to
+// the derived state. The operations (enqueue, claim, record, heartbeat,
+// requeue) decide what to record, append the entry and apply it through
+// these functions; Check and Rebuild replay the chains through them. An
+// entry that does not fit the state (an outcome for a lease that is not
+// current, say) is an error here: the operations never record one, so on
+// a check it means the chains and the state disagree.
+
+// transitionError is an entry that does not fit the state it is applied to.
+type transitionError struct {
+	id     ID
+	reason string
+}
+
+func (e *transitionError) Error() string { return fmt.Sprintf("message %s: %s", e.id, e.reason) }
+
+func badTransition(id ID, format string, args ...any) error {
+	return &transitionError{id: id, reason: fmt.Sprintf(format, args...)}
+}
+
+func enqueueDue(e *chain.Entry, m *messageEvent) int64 { return max(e.TimeUnixNano, m.NotBefore) }
+
+func applyMessage(s stateStore, tenant, topic string, e *chain.Entry, m *messageEvent) error {
+	id := MessageID(tenant, topic, e.IdempotencyKey)
+	if _, found, err := s.get(recordKey(tenant, id)); err != nil || found {
+		if err == nil {
+			err = badTransition(id, "enqueued twice")
+		}
+		return err
+	}
+	r := record{Topic: topic, Seq: e.Seq, Status: Pending, Due: enqueueDue(e, m), OrderingKey: m.OrderingKey,
+		EnqueuedAt: e.TimeUnixNano, AgeFrom: e.TimeUnixNano}
+	if err := putRecord(s, tenant, id, &r); err != nil {
+		return err
+	}
+	if m.OrderingKey != "" {
+		_, _, busy, err := s.queueHead(keyQueuePrefix(tenant, topic, m.OrderingKey))
+		if err != nil {
+			return err
+		}
+		if err := s.put(keyQueueKey(tenant, topic, m.OrderingKey, e.Seq), id[:]); err != nil {
+			return err
+		}
+		if busy {
+			return nil // it waits for the messages before it
+		}
+	}
+	return s.put(readyKey(tenant, topic, r.Due, r.Seq), id[:])
+}
+
+// readyValue is stored under ready keys: the message id.
+func putReady(s stateStore, tenant string, id ID, r *record) error {
+	return s.put(readyKey(tenant, r.Topic, r.Due, r.Seq), id[:])
+}
+
+func applyLease(s stateStore, tenant, topic string, e *chain.Entry, l *leaseEvent) error {
+	for _, it := range l.Items {
+		r, err := recordOf(s, tenant, topic, it.ID)
+		if err != nil {
+			return err
+		}
+		if r.Status != Pending && r.Status != Leased {
+			return badTransition(it.ID, "leased while %s", r.Status)
+		}
+		if it.Attempt != r.Attempts+1 {
+			return badTransition(it.ID, "lease of attempt %d after %d attempts", it.Attempt, r.Attempts)
+		}
+		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
+			return err
+		}
+		r.Status, r.Attempts, r.Token, r.Worker, r.Due = Leased, it.Attempt, e.Seq, l.Worker, l.Deadline
+		if err := putReady(s, tenant, it.ID, &r); err != nil {
+			return err
+		}
+		if err := putRecord(s, tenant, it.ID, &r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordOf reads the record of a message of the topic.
+func recordOf(s stateStore, tenant, topic string, id ID) (record, error) {
+	r, err := getRecord(s, tenant, id)
+	if err != nil {
+		if IsUnknown(err) {
+			return r, badTransition(id, "no such message")
+		}
+		return r, err
+	}
+	if r.Topic != topic {
+		return r, badTransition(id, "belongs to topic %q", r.Topic)
+	}
+	return r, nil
+}
+
+// currentLease checks that token is the message's current lease.
+func currentLease(r *record, id ID, token uint64) error {
+	if r.Status != Leased || r.Token != token {
+		return badTransition(id, "lease %d is not current (%s, lease %d)", token, r.Status, r.Token)
+	}
+	return nil
+}
+
+func applyHeartbeat(s stateStore, tenant, topic string, h *heartbeatEvent) error {
+	for _, it := range h.Items {
+		r, err := recordOf(s, tenant, topic, it.ID)
+		if err != nil {
+			return err
+		}
+		if err := currentLease(&r, it.ID, it.Token); err != nil {
+			return err
+		}
+		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
+			return err
+		}
+		r.Due = h.Deadline
+		if err := putReady(s, tenant, it.ID, &r); err != nil {
+			return err
+		}
+		if err := putRecord(s, tenant, it.ID, &r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyOutcome(s stateStore, tenant, topic string, o *outcomeEvent) error {
+	for _, it := range o.Items {
+		r, err := recordOf(s, tenant, topic, it.ID)
+		if err != nil {
+			return err
+		}
+		if err := currentLease(&r, it.ID, it.Token); err != nil {
+			return err
+		}
+		if it.Attempt != r.Attempts {
+			return badTransition(it.ID, "outcome of attempt %d during attempt %d", it.Attempt, r.Attempts)
+		}
+		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
+			return err
+		}
+		if it.Kind == Delivered {
+			r.Status = Done
+			if err := putRecord(s, tenant, it.ID, &r); err != nil {
+				return err
+			}
+			if err := finishInQueue(s, tenant, &r); err != nil {
+				return err
+			}
+			continue
+		}
+		r.Status, r.Due = Pending, it.NextAttempt
+		if err := putReady(s, tenant, it.ID, &r); err != nil {
+			return err
+		}
+		if err := putRecord(s, tenant, it.ID, &r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishInQueue removes a delivered message from its ordering key's queue
+// and makes the next one ready.
+func finishInQueue(s stateStore, tenant string, r *record) error {
+	if r.OrderingKey == "" {
+		return nil
+	}
+	if err := s.del(keyQueueKey(tenant, r.Topic, r.OrderingKey, r.Seq)); err != nil {
+		return err
+	}
+	v, _, found, err := s.queueHead(keyQueuePrefix(tenant, r.Topic, r.OrderingKey))
+	if err != nil || !found {
+		return err
+	}
+	var next ID
+	if len(v) != IDSize {
+		return fmt.Errorf("outbox: ordering queue of %q holds a value of %d bytes", r.OrderingKey, len(v))
+	}
+	copy(next[:], v)
+	nr, err := recordOf(s, tenant, r.Topic, next)
+	if err != nil {
+		return err
+	}
+	return putReady(s, tenant, next, &nr)
+}
+
+func applyDead(s stateStore, tenant, topic string, d *deadEvent) error {
+	for _, it := range d.Items {
+		r, err := recordOf(s, tenant, topic, it.ID)
+		if err != nil {
+			return err
+		}
+		if r.Status != Pending && r.Status != Leased {
+			return badTransition(it.ID, "dead-lettered while %s", r.Status)
+		}
+		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
+			return err
+		}
+		r.Status = Dead
+		if err := putRecord(s, tenant, it.ID, &r); err != nil {
+			return err
+		}
+		if err := s.put(deadKey(tenant, topic, r.Seq), it.ID[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyRequeue(s stateStore, tenant, topic string, e *chain.Entry, q *requeueEvent) error {
+	for _, id := range q.Items {
+		r, err := recordOf(s, tenant, topic, id)
+		if err != nil {
+			return err
+		}
+		if r.Status != Dead {
+			return badTransition(id, "requeued while %s", r.Status)
+		}
+		if err := s.del(deadKey(tenant, topic, r.Seq)); err != nil {
+			return err
+		}
+		r.Status, r.Attempts, r.AgeFrom, r.Due = Pending, 0, e.TimeUnixNano, e.TimeUnixNano
+		if err := putReady(s, tenant, id, &r); err != nil {
+			return err
+		}
+		if err := putRecord(s, tenant, id, &r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyDelivery applies one entry of a deliveries chain.
+func applyDelivery(s stateStore, tenant, topic string, e *chain.Entry) error {
+	switch e.Type {
+	case TypeLease:
+		l, err := decodeLease(e.Payload)
+		if err != nil {
+			return err
+		}
+		return applyLease(s, tenant, topic, e, &l)
+	case TypeHeartbeat:
+		h, err := decodeHeartbeat(e.Payload)
+		if err != nil {
+			return err
+		}
+		return applyHeartbeat(s, tenant, topic, &h)
+	case TypeOutcome:
+		o, err := decodeOutcome(e.Payload)
+		if err != nil {
+			return err
+		}
+		return applyOutcome(s, tenant, topic, &o)
+	case TypeDead:
+		d, err := decodeDead(e.Payload)
+		if err != nil {
+			return err
+		}
+		return applyDead(s, tenant, topic, &d)
+	case TypeRequeue:
+		q, err := decodeRequeue(e.Payload)
+		if err != nil {
+			return err
+		}
+		return applyRequeue(s, tenant, topic, e, &q)
+	}
+	return fmt.Errorf("%w: type %q on a deliveries chain", errDecode, e.Type)
+}
