@@ -34,7 +34,13 @@ func (c *testClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func openBolt(t testing.TB, path string, clock func() time.Time) *chain.DB {
+// fataler is what testing.TB and *rapid.T share.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func openBolt(t fataler, path string, clock func() time.Time) *chain.DB {
 	t.Helper()
 	db, err := chain.Open(path, chain.Options{Clock: clock})
 	if err != nil {
