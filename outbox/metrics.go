@@ -29,7 +29,7 @@ type Metrics interface {
 // nopMetrics is used when no Metrics are configured.
 type nopMetrics struct{}
 
-func (nopMetrics) Claimed(string, int, int)                    {}
+func (nopMetrics) Claimed(string, int, int)                     {}
 func (nopMetrics) Attempted(string, OutcomeKind, time.Duration) {}
 func (nopMetrics) PickedUp(string, time.Duration)               {}
 func (nopMetrics) DeadLettered(string, DeadReason, int)         {}
