@@ -118,7 +118,7 @@ type ClaimOptions struct {
 type Claim struct {
 	Leases []Lease
 	// Dead are the due messages dead-lettered instead (age or attempts).
-	Dead []ID
+	Dead []DeadLetter
 	// Expired counts leases that had expired and were taken over.
 	Expired int
 	// NextDue is when the next message not claimed now is due; the zero
@@ -197,7 +197,7 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 			return Claim{}, err
 		}
 		for _, it := range dead.Items {
-			claim.Dead = append(claim.Dead, it.ID)
+			claim.Dead = append(claim.Dead, DeadLetter{ID: it.ID, Reason: it.Reason})
 		}
 	}
 	if len(le.Items) == 0 {
@@ -287,6 +287,12 @@ func appendDead(tx *chain.Tx, tenant, topic, deliveries string, d *deadEvent) er
 	return applyDead(txState{tx}, tenant, topic, d)
 }
 
+// DeadLetter names a message that was dead-lettered, and why.
+type DeadLetter struct {
+	ID     ID
+	Reason DeadReason
+}
+
 // Outcome is what one attempt returned, reported by the lease's holder.
 type Outcome struct {
 	ID    ID
@@ -312,21 +318,29 @@ type RecordOptions struct {
 	Policy Policy
 }
 
+// Recorded is what RecordTx did with a batch of outcomes.
+type Recorded struct {
+	// Errs holds, for each outcome, nil or an error wrapping ErrLeaseLost.
+	Errs []error
+	// Dead are the messages the outcomes dead-lettered.
+	Dead []DeadLetter
+}
+
 // RecordTx records the outcomes of attempts, in one outcome entry (and one
 // dead-letter entry for the messages that die of them). The outcome of a
 // lease that is no longer current is refused with ErrLeaseLost in its
-// slot of the returned errors, and nothing of it is recorded: a worker
-// whose lease expired and was taken over cannot overwrite the newer
-// attempt. The error is for the transaction as a whole.
-func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Outcome) ([]error, error) {
+// slot of Recorded.Errs, and nothing of it is recorded: a worker whose
+// lease expired and was taken over cannot overwrite the newer attempt. The
+// error is for the transaction as a whole.
+func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Outcome) (Recorded, error) {
 	if err := validateNames(tenant, topic); err != nil {
-		return nil, err
+		return Recorded{}, err
 	}
 	if err := validWorker(o.Worker); err != nil {
-		return nil, err
+		return Recorded{}, err
 	}
 	if len(outcomes) > OutcomeBatchMax {
-		return nil, invalid("outcomes", ErrInvalidOptions, "%d outcomes, at most %d", len(outcomes), OutcomeBatchMax)
+		return Recorded{}, invalid("outcomes", ErrInvalidOptions, "%d outcomes, at most %d", len(outcomes), OutcomeBatchMax)
 	}
 	now := o.Now
 	if now.IsZero() {
@@ -335,7 +349,7 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 	policy := o.Policy.withDefaults()
 	deliveries, _ := DeliveriesChain(tenant, topic)
 	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) {
-		return nil, err
+		return Recorded{}, err
 	}
 	st := txState{tx}
 	errs := make([]error, len(outcomes))
@@ -350,7 +364,7 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 				errs[i] = fmt.Errorf("%w: %v", ErrLeaseLost, err)
 				continue
 			}
-			return nil, err
+			return Recorded{}, err
 		}
 		if r.Status != Leased || r.Token != out.Token || int(r.Attempts) != out.Attempt || seen[out.ID] {
 			errs[i] = fmt.Errorf("%w: message %s lease %d attempt %d (now %s, lease %d attempt %d)", ErrLeaseLost,
@@ -384,21 +398,25 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 		ev.Items = append(ev.Items, it)
 	}
 	if len(ev.Items) == 0 {
-		return errs, nil
+		return Recorded{Errs: errs}, nil
 	}
 	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeOutcome, Payload: ev.encode()}); err != nil {
-		return nil, err
+		return Recorded{}, err
 	}
 	if err := applyOutcome(st, tenant, topic, &ev); err != nil {
-		return nil, err
+		return Recorded{}, err
 	}
 	if len(dead.Items) > 0 {
 		if err := appendDead(tx, tenant, topic, deliveries, &dead); err != nil {
-			return nil, err
+			return Recorded{}, err
 		}
 	}
 	notify(tx, tenant, topic) // a delivered message may have made the next of its key ready
-	return errs, nil
+	rec := Recorded{Errs: errs}
+	for _, it := range dead.Items {
+		rec.Dead = append(rec.Dead, DeadLetter{ID: it.ID, Reason: it.Reason})
+	}
+	return rec, nil
 }
 
 // cut shortens s to at most n bytes at a rune boundary, and replaces

@@ -101,16 +101,16 @@ func claim(t testing.TB, db *chain.DB, tenant, topic string, o outbox.ClaimOptio
 
 func record(t testing.TB, db *chain.DB, tenant, topic string, o outbox.RecordOptions, outcomes ...outbox.Outcome) []error {
 	t.Helper()
-	var errs []error
+	var rec outbox.Recorded
 	err := db.Update(context.Background(), func(tx *chain.Tx) error {
 		var err error
-		errs, err = outbox.RecordTx(tx, tenant, topic, o, outcomes)
+		rec, err = outbox.RecordTx(tx, tenant, topic, o, outcomes)
 		return err
 	})
 	if err != nil {
 		t.Fatalf("record: %v", err)
 	}
-	return errs
+	return rec.Errs
 }
 
 func outcomeOf(l outbox.Lease, err error) outbox.Outcome {

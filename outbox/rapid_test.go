@@ -164,12 +164,15 @@ func (m *outboxMachine) Claim(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	var got []outbox.ID
+	var got, gotDead []outbox.ID
 	for _, l := range c.Leases {
 		got = append(got, l.Message.ID)
 	}
-	if !slices.Equal(got, wantLeased) || !slices.Equal(c.Dead, wantDead) || c.Expired != expired {
-		t.Fatalf("claim leased %v dead %v expired %d, want %v %v %d", got, c.Dead, c.Expired, wantLeased, wantDead, expired)
+	for _, d := range c.Dead {
+		gotDead = append(gotDead, d.ID)
+	}
+	if !slices.Equal(got, wantLeased) || !slices.Equal(gotDead, wantDead) || c.Expired != expired {
+		t.Fatalf("claim leased %v dead %v expired %d, want %v %v %d", got, gotDead, c.Expired, wantLeased, wantDead, expired)
 	}
 	for _, id := range wantDead {
 		m.msgs[id].status = outbox.Dead
@@ -238,16 +241,17 @@ func (m *outboxMachine) finish(t *rapid.T, outcome error) {
 		t.Skip("no lease")
 	}
 	now := m.clock.Now()
-	var errs []error
+	var rec outbox.Recorded
 	err := m.db.Update(context.Background(), func(tx *chain.Tx) error {
 		var err error
-		errs, err = outbox.RecordTx(tx, modelTenant, l.Message.Topic, outbox.RecordOptions{Worker: "w", Now: now, Policy: modelPolicy},
+		rec, err = outbox.RecordTx(tx, modelTenant, l.Message.Topic, outbox.RecordOptions{Worker: "w", Now: now, Policy: modelPolicy},
 			[]outbox.Outcome{outcomeOf(l, outcome)})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	errs := rec.Errs
 	if !m.current(l) {
 		if !errors.Is(errs[0], outbox.ErrLeaseLost) {
 			t.Fatalf("outcome of stale lease %d: %v, want ErrLeaseLost", l.Token, errs[0])

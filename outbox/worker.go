@@ -366,8 +366,8 @@ func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 	if len(c.Leases) > 0 || c.Expired > 0 {
 		r.w.metrics.Claimed(r.topic, len(c.Leases), c.Expired)
 	}
-	if len(c.Dead) > 0 {
-		r.w.metrics.DeadLettered(r.topic, DeadAttempts, len(c.Dead)) // age or attempts: see the dead entry
+	for _, d := range c.Dead {
+		r.w.metrics.DeadLettered(r.topic, d.Reason, 1)
 	}
 	now := r.w.clock()
 	r.mu.Lock()
@@ -434,12 +434,12 @@ func (r *topicRunner) record() {
 
 func (r *topicRunner) recordBatch(batch []Outcome) {
 	o := &r.w.opts
-	var errs []error
+	var rec Recorded
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = r.w.db.Update(context.Background(), func(tx *chain.Tx) error {
 			var err error
-			errs, err = RecordTx(tx, o.Tenant, r.topic, RecordOptions{Worker: o.ID, Now: r.w.clock(), Policy: r.t.Policy}, batch)
+			rec, err = RecordTx(tx, o.Tenant, r.topic, RecordOptions{Worker: o.ID, Now: r.w.clock(), Policy: r.t.Policy}, batch)
 			return err
 		})
 		if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
@@ -454,15 +454,14 @@ func (r *topicRunner) recordBatch(batch []Outcome) {
 	}
 	lost := 0
 	for i, out := range batch {
-		if err == nil && errs[i] != nil {
+		if err == nil && rec.Errs[i] != nil {
 			lost++
-			r.w.log.Warn("outbox: outcome refused", "topic", r.topic, "message", out.ID.String(), "err", errs[i])
+			r.w.log.Warn("outbox: outcome refused", "topic", r.topic, "message", out.ID.String(), "err", rec.Errs[i])
 		} else if err == nil {
 			kind := Delivered
 			switch {
 			case errors.Is(out.Err, ErrPermanent):
 				kind = Rejected
-				r.w.metrics.DeadLettered(r.topic, DeadRejected, 1)
 			case out.Err != nil:
 				kind = Failed
 			}
@@ -471,6 +470,9 @@ func (r *topicRunner) recordBatch(batch []Outcome) {
 	}
 	if lost > 0 {
 		r.w.metrics.LeaseLost(r.topic, lost)
+	}
+	for _, d := range rec.Dead {
+		r.w.metrics.DeadLettered(r.topic, d.Reason, 1)
 	}
 	r.mu.Lock()
 	for _, out := range batch {
