@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/ledgerworks/ledger/chain"
@@ -53,12 +54,60 @@ func applyMessage(s stateStore, tenant, topic string, e *chain.Entry, m *message
 			return nil // it waits for the messages before it
 		}
 	}
-	return s.put(readyKey(tenant, topic, r.Due, r.Seq), id[:])
+	return putReady(s, tenant, id, &r)
 }
 
-// readyValue is stored under ready keys: the message id.
+// putReady puts a message's ready key (its value is the message id),
+// lowering the topic's floor below it first.
 func putReady(s stateStore, tenant string, id ID, r *record) error {
+	if err := lowerFloor(s, tenant, r.Topic, r.Due); err != nil {
+		return err
+	}
 	return s.put(readyKey(tenant, r.Topic, r.Due, r.Seq), id[:])
+}
+
+// The floor of a topic's ready index (state key f/<topic>) is a time no
+// ready key is due before: claims read the index from it instead of from
+// its start, past the keys earlier claims deleted (which an LSM store such
+// as storage/bolt keeps as tombstones until it checkpoints, and a scan
+// from the start would step over every time). Every transition that puts
+// a ready key lowers the floor below it first, in the same transaction; a
+// claim raises it to the first key it leaves behind. The floor is a bound,
+// not derived state: Check checks that it lies at or below every ready
+// key, and Rebuild sets it to the earliest one. On a shared store the
+// floor's row is locked by every transaction that reads it (a writable
+// StateGet), so a claim that raises it and a commit that lowers it never
+// interleave.
+func floorKey(tenant, topic string) []byte { return topicPrefix(tenant, stateFloor, topic) }
+
+func encodeFloor(due int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(due)^(1<<63))
+}
+
+func decodeFloor(v []byte) (int64, bool) {
+	if len(v) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v) ^ (1 << 63)), true
+}
+
+// readFloor returns the topic's floor; found is false when it has none
+// (or an undecodable one): scans then start at the index's beginning.
+func readFloor(s stateStore, tenant, topic string) (int64, bool, error) {
+	v, found, err := s.get(floorKey(tenant, topic))
+	if err != nil || !found {
+		return 0, false, err
+	}
+	floor, ok := decodeFloor(v)
+	return floor, ok, nil
+}
+
+func lowerFloor(s stateStore, tenant, topic string, due int64) error {
+	floor, found, err := readFloor(s, tenant, topic)
+	if err != nil || found && floor <= due {
+		return err
+	}
+	return s.put(floorKey(tenant, topic), encodeFloor(due))
 }
 
 func applyLease(s stateStore, tenant, topic string, e *chain.Entry, l *leaseEvent) error {

@@ -194,7 +194,11 @@ func checkTenant(tx *chain.Tx, tenant string, topics []string, rebuild bool, sta
 		return failures, nil
 	}
 	where := tenant + "/" + Domain
+	failures = append(failures, checkFloors(tenant, topics, mem, stored, where)...)
 	for _, k := range slices.Sorted(mapKeys(mem.kv)) {
+		if isFloorKey(k) {
+			continue
+		}
 		v, ok := stored[k]
 		switch {
 		case !ok:
@@ -204,11 +208,45 @@ func checkTenant(tx *chain.Tx, tenant string, topics []string, rebuild bool, sta
 		}
 	}
 	for _, k := range slices.Sorted(mapKeys(stored)) {
-		if _, ok := mem.kv[k]; !ok {
+		if _, ok := mem.kv[k]; !ok && !isFloorKey(k) {
 			failures = append(failures, stateFailure(where, k, "is not derived from any entry"))
 		}
 	}
 	return failures, nil
+}
+
+// isFloorKey reports whether a state key is a topic's floor.
+func isFloorKey(key string) bool {
+	parts := strings.SplitN(key, "/", 4)
+	return len(parts) == 4 && parts[0] == Domain && parts[2] == stateFloor
+}
+
+// checkFloors checks that each topic's stored floor, if any, lies at or
+// below every ready key the chains give.
+func checkFloors(tenant string, topics []string, mem *memState, stored map[string][]byte, where string) []chain.Failure {
+	var failures []chain.Failure
+	for _, topic := range topics {
+		key := string(floorKey(tenant, topic))
+		v, ok := stored[key]
+		if !ok {
+			continue
+		}
+		floor, valid := decodeFloor(v)
+		if !valid {
+			failures = append(failures, stateFailure(where, key, "is not a floor"))
+			continue
+		}
+		prefix := string(topicPrefix(tenant, stateReady, topic))
+		for k := range mem.kv {
+			if strings.HasPrefix(k, prefix) && len(k) == len(prefix)+16 {
+				if due, _ := decodeFloor([]byte(k[len(prefix) : len(prefix)+8])); due < floor {
+					failures = append(failures, stateFailure(where, key, fmt.Sprintf("lies above ready key %q", describeKey(k))))
+					break
+				}
+			}
+		}
+	}
+	return failures
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

@@ -161,14 +161,31 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 		return Claim{}, err
 	}
 	var claim Claim
-	due, next, err := dueMessages(tx, tenant, topic, now.UnixNano(), o.Max)
+	st := newTxState(tx)
+	floor, hasFloor, err := readFloor(st, tenant, topic)
+	if err != nil {
+		return Claim{}, err
+	}
+	due, next, err := dueMessages(tx, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
 	if err != nil {
 		return Claim{}, err
 	}
 	if !next.IsZero() {
 		claim.NextDue = next
 	}
-	st := txState{tx}
+	if hasFloor {
+		// Nothing the claim leaves is due before next (or, when it left
+		// nothing, before now); the leases put below lower it again.
+		raised := now.UnixNano()
+		if !next.IsZero() {
+			raised = next.UnixNano()
+		}
+		if raised > floor {
+			if err := st.put(floorKey(tenant, topic), encodeFloor(raised)); err != nil {
+				return Claim{}, err
+			}
+		}
+	}
 	var dead deadEvent
 	le := leaseEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
 	records := make([]record, 0, len(due))
@@ -233,12 +250,17 @@ func leaseDuration(d time.Duration) (time.Duration, error) {
 }
 
 // dueMessages returns up to max ids from the topic's ready index due at
-// now, and when the first one not taken is due.
-func dueMessages(tx *chain.Tx, tenant, topic string, now int64, max int) ([]ID, time.Time, error) {
+// now, read from the floor when it has one, and when the first one not
+// taken is due.
+func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]ID, time.Time, error) {
 	start := topicPrefix(tenant, stateReady, topic)
+	from := start
+	if hasFloor {
+		from = readyKey(tenant, topic, floor, 0)
+	}
 	var ids []ID
 	var next time.Time
-	for kv, err := range tx.StateScan(start, prefixEnd(start), false) {
+	for kv, err := range tx.StateScan(from, prefixEnd(start), false) {
 		if err != nil {
 			return nil, next, err
 		}
@@ -284,7 +306,7 @@ func appendDead(tx *chain.Tx, tenant, topic, deliveries string, d *deadEvent) er
 	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeDead, Payload: d.encode()}); err != nil {
 		return err
 	}
-	return applyDead(txState{tx}, tenant, topic, d)
+	return applyDead(newTxState(tx), tenant, topic, d)
 }
 
 // DeadLetter names a message that was dead-lettered, and why.
@@ -351,7 +373,7 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) {
 		return Recorded{}, err
 	}
-	st := txState{tx}
+	st := newTxState(tx)
 	errs := make([]error, len(outcomes))
 	ev := outcomeEvent{Worker: o.Worker, Items: make([]outcomeItem, 0, len(outcomes))}
 	var dead deadEvent
@@ -463,7 +485,7 @@ func HeartbeatTx(tx *chain.Tx, tenant, topic string, o RecordOptions, lease time
 	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) {
 		return nil, err
 	}
-	st := txState{tx}
+	st := newTxState(tx)
 	errs := make([]error, len(leases))
 	ev := heartbeatEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
 	seen := map[ID]bool{}

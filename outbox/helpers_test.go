@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -115,4 +116,11 @@ func record(t testing.TB, db *chain.DB, tenant, topic string, o outbox.RecordOpt
 
 func outcomeOf(l outbox.Lease, err error) outbox.Outcome {
 	return outbox.Outcome{ID: l.Message.ID, Token: l.Token, Attempt: l.Attempt, Err: err}
+}
+
+func envOr(name, value string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return value
 }

@@ -129,6 +129,7 @@ const (
 //	r/<topic>/<due><seq>                   ready index: claimable once due (pending or leased)
 //	k/<topic>/<ordering key digest><seq>   one queue per ordering key, in enqueue order
 //	d/<topic>/<seq>                        dead messages
+//	f/<topic>/                             the ready index's floor (see floorKey)
 //
 // <due> is a big-endian unix-nano time with the sign bit flipped, <seq> the
 // enqueue's seq on the messages chain, both 8 bytes, so that the indexes sort
@@ -139,6 +140,7 @@ const (
 	stateReady  = "r"
 	stateKeyQ   = "k"
 	stateDead   = "d"
+	stateFloor  = "f"
 )
 
 func tenantPrefix(tenant string) []byte { return []byte(Domain + "/" + tenant + "/") }

@@ -36,7 +36,7 @@ func infoOf(tx *chain.Tx, tenant string, id ID, r *record) (Info, error) {
 
 // GetTx returns a message and its state.
 func GetTx(tx *chain.Tx, tenant string, id ID) (Info, error) {
-	r, err := getRecord(txState{tx}, tenant, id)
+	r, err := getRecord(newTxState(tx), tenant, id)
 	if err != nil {
 		return Info{}, err
 	}
@@ -88,7 +88,7 @@ func List(ctx context.Context, db *chain.DB, tenant string, o ListOptions) ([]In
 					return err
 				}
 				id := MessageID(tenant, topic, e.IdempotencyKey)
-				r, err := getRecord(txState{tx}, tenant, id)
+				r, err := getRecord(newTxState(tx), tenant, id)
 				if err != nil {
 					return err
 				}
@@ -234,7 +234,7 @@ func topicStatsTx(tx *chain.Tx, tenant, topic string) (TopicStats, error) {
 	} else if !isNotFound(err) {
 		return s, err
 	}
-	st := txState{tx}
+	st := newTxState(tx)
 	keys := map[string]*BlockedKey{}
 	var order []string
 	for e, err := range tx.Entries(messages, 1) {

@@ -30,7 +30,7 @@ func RequeueTx(tx *chain.Tx, tenant string, ids []ID, o RequeueOptions) error {
 	if _, err := chain.ScopedName(tenant, Domain); err != nil {
 		return invalid("tenant", ErrInvalidName, "tenant %q: %v", tenant, err)
 	}
-	st := txState{tx}
+	st := newTxState(tx)
 	byTopic := map[string][]ID{}
 	var topics []string
 	seen := map[ID]bool{}

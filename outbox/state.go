@@ -24,10 +24,32 @@ type stateStore interface {
 	queueHead(prefix []byte) (value, key []byte, found bool, err error)
 }
 
-// txState is a transaction's state keyspace.
-type txState struct{ tx *chain.Tx }
+// txState is a transaction's state keyspace. floors, when set, caches the
+// floor keys one operation read or wrote, so that a batch of a thousand
+// transitions reads its topic's floor once.
+type txState struct {
+	tx     *chain.Tx
+	floors map[string][]byte
+}
+
+// newTxState returns a txState with a floor cache, for one operation.
+func newTxState(tx *chain.Tx) txState { return txState{tx: tx, floors: map[string][]byte{}} }
 
 func (s txState) get(key []byte) ([]byte, bool, error) {
+	if s.floors != nil && isFloorKey(string(key)) {
+		if v, ok := s.floors[string(key)]; ok {
+			return v, v != nil, nil
+		}
+		v, found, err := s.getStored(key)
+		if err == nil {
+			s.floors[string(key)] = bytes.Clone(v)
+		}
+		return v, found, err
+	}
+	return s.getStored(key)
+}
+
+func (s txState) getStored(key []byte) ([]byte, bool, error) {
 	v, err := s.tx.StateGet(key)
 	if errors.Is(err, chain.ErrNotFound) {
 		return nil, false, nil
@@ -35,7 +57,12 @@ func (s txState) get(key []byte) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
-func (s txState) put(key, value []byte) error { return s.tx.StatePut(key, value) }
+func (s txState) put(key, value []byte) error {
+	if s.floors != nil && isFloorKey(string(key)) {
+		s.floors[string(key)] = bytes.Clone(value)
+	}
+	return s.tx.StatePut(key, value)
+}
 func (s txState) del(key []byte) error        { return s.tx.StateDelete(key) }
 
 func (s txState) queueHead(prefix []byte) ([]byte, []byte, bool, error) {

@@ -310,8 +310,15 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		free := r.capacity() - r.held()
+		held := r.held()
+		free := r.capacity() - held
 		asked, got := min(free, o.ClaimBatch), 0
+		// While handlers are busy, claim only once half a batch is free:
+		// every claim reads the ready index from its start, so many small
+		// claims cost more than a few large ones.
+		if held > 0 && asked < o.ClaimBatch/2 {
+			asked = 0
+		}
 		var next time.Time
 		if asked > 0 {
 			c, err := r.claim(ctx, asked)
@@ -325,6 +332,9 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 		}
 		if got == asked && asked > 0 {
 			continue // there may be more
+		}
+		if asked == 0 {
+			next = time.Time{} // woken by r.freed
 		}
 		wait := o.PollInterval
 		if !next.IsZero() && free > got {
