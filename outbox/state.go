@@ -63,7 +63,7 @@ func (s txState) put(key, value []byte) error {
 	}
 	return s.tx.StatePut(key, value)
 }
-func (s txState) del(key []byte) error        { return s.tx.StateDelete(key) }
+func (s txState) del(key []byte) error { return s.tx.StateDelete(key) }
 
 func (s txState) queueHead(prefix []byte) ([]byte, []byte, bool, error) {
 	for kv, err := range s.tx.StateScan(prefix, prefixEnd(prefix), false) {
