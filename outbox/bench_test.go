@@ -21,7 +21,9 @@ import (
 // Benchmarks of the outbox, each beside a baseline measured in the same
 // run; the figures that count are the ratios. Reproduce them with
 //
-//	source .ci/postgres.sh; go test -run '^$' -bench . -benchtime 1x ./outbox/
+//	source .ci/postgres.sh
+//	go test -run '^$' -bench EnqueueInPurchaseReceipt -benchtime 5000x ./outbox/
+//	go test -run '^$' -bench 'Deliver|PickupLatency' -benchtime 1x ./outbox/
 //
 // (the delivery benchmark's message count is OUTBOX_BENCH_MESSAGES,
 // 100,000 by default).
