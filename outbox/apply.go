@@ -29,13 +29,18 @@ func badTransition(id ID, format string, args ...any) error {
 
 func enqueueDue(e *chain.Entry, m *messageEvent) int64 { return max(e.TimeUnixNano, m.NotBefore) }
 
-func applyMessage(s stateStore, tenant, topic string, e *chain.Entry, m *messageEvent) error {
+// applyMessage applies an enqueue. fresh is set by EnqueueTx, whose
+// append just created the entry (the engine's UNIQUE(chain, key) makes
+// the message new); a replay of the chains checks that it is.
+func applyMessage(s stateStore, tenant, topic string, e *chain.Entry, m *messageEvent, fresh bool) error {
 	id := MessageID(tenant, topic, e.IdempotencyKey)
-	if _, found, err := s.get(recordKey(tenant, id)); err != nil || found {
-		if err == nil {
-			err = badTransition(id, "enqueued twice")
+	if !fresh {
+		if _, found, err := s.get(recordKey(tenant, id)); err != nil || found {
+			if err == nil {
+				err = badTransition(id, "enqueued twice")
+			}
+			return err
 		}
-		return err
 	}
 	r := record{Topic: topic, Seq: e.Seq, Status: Pending, Due: enqueueDue(e, m), OrderingKey: m.OrderingKey,
 		EnqueuedAt: e.TimeUnixNano, AgeFrom: e.TimeUnixNano}

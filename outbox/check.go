@@ -151,7 +151,7 @@ func checkTenant(tx *chain.Tx, tenant string, topics []string, rebuild bool, sta
 			}
 			m, err := decodeMessage(e.Payload)
 			if err == nil {
-				err = applyMessage(mem, tenant, topic, &e, &m)
+				err = applyMessage(mem, tenant, topic, &e, &m, false)
 			}
 			if err != nil {
 				fail(&e, err)

@@ -86,7 +86,7 @@ func EnqueueTx(tx *chain.Tx, r EnqueueRequest) (EnqueueResult, error) {
 	if res.Replayed {
 		return out, nil
 	}
-	if err := applyMessage(newTxState(tx), r.Tenant, r.Topic, &res.Entry, &m); err != nil {
+	if err := applyMessage(newTxState(tx), r.Tenant, r.Topic, &res.Entry, &m, true); err != nil {
 		return EnqueueResult{}, err
 	}
 	notify(tx, r.Tenant, r.Topic)
