@@ -3,6 +3,7 @@ package outbox
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/ledgerworks/ledger/chain"
 )
@@ -71,18 +72,21 @@ func putReady(s stateStore, tenant string, id ID, r *record) error {
 	return s.put(readyKey(tenant, r.Topic, r.Due, r.Seq), id[:])
 }
 
-// The floor of a topic's ready index (state key f/<topic>) is a time no
-// ready key is due before: claims read the index from it instead of from
-// its start, past the keys earlier claims deleted (which an LSM store such
-// as storage/bolt keeps as tombstones until it checkpoints, and a scan
-// from the start would step over every time). Every transition that puts
-// a ready key lowers the floor below it first, in the same transaction; a
-// claim raises it to the first key it leaves behind. The floor is a bound,
-// not derived state: Check checks that it lies at or below every ready
-// key, and Rebuild sets it to the earliest one. On a shared store the
-// floor's row is locked by every transaction that reads it (a writable
-// StateGet), so a claim that raises it and a commit that lowers it never
-// interleave.
+// The floor of a topic's ready index (state key f/<topic>) is the due time
+// of its first ready key, or floorEmpty when it has none. Claims read the
+// index from it instead of from its start, past the keys earlier claims
+// deleted (which an LSM store such as storage/bolt keeps as tombstones
+// until it checkpoints, and a scan from the start would step over every
+// time). A transition that puts a ready key lowers the floor first, in the
+// same transaction; an operation that deletes or moves ready keys (claim,
+// record, heartbeat) settles it on the first key left at its end. So the
+// floor is derived state like the rest, exactly what the ready index
+// gives after every commit. On a shared store the floor's row is locked
+// by every writable transaction that reads it, so a settle and a commit
+// that lowers it never interleave.
+// floorEmpty is the floor of an empty ready index.
+const floorEmpty = math.MaxInt64
+
 func floorKey(tenant, topic string) []byte { return topicPrefix(tenant, stateFloor, topic) }
 
 func encodeFloor(due int64) []byte {

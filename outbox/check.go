@@ -170,6 +170,7 @@ func checkTenant(tx *chain.Tx, tenant string, topics []string, rebuild bool, sta
 			}
 		}
 	}
+	settleFloors(mem, tenant, topics)
 	prefix := tenantPrefix(tenant)
 	stored := map[string][]byte{}
 	for kv, err := range tx.StateScan(prefix, prefixEnd(prefix), false) {
@@ -194,11 +195,7 @@ func checkTenant(tx *chain.Tx, tenant string, topics []string, rebuild bool, sta
 		return failures, nil
 	}
 	where := tenant + "/" + Domain
-	failures = append(failures, checkFloors(tenant, topics, mem, stored, where)...)
 	for _, k := range slices.Sorted(mapKeys(mem.kv)) {
-		if isFloorKey(k) {
-			continue
-		}
 		v, ok := stored[k]
 		switch {
 		case !ok:
@@ -208,7 +205,7 @@ func checkTenant(tx *chain.Tx, tenant string, topics []string, rebuild bool, sta
 		}
 	}
 	for _, k := range slices.Sorted(mapKeys(stored)) {
-		if _, ok := mem.kv[k]; !ok && !isFloorKey(k) {
+		if _, ok := mem.kv[k]; !ok {
 			failures = append(failures, stateFailure(where, k, "is not derived from any entry"))
 		}
 	}
@@ -221,32 +218,26 @@ func isFloorKey(key string) bool {
 	return len(parts) == 4 && parts[0] == Domain && parts[2] == stateFloor
 }
 
-// checkFloors checks that each topic's stored floor, if any, lies at or
-// below every ready key the chains give.
-func checkFloors(tenant string, topics []string, mem *memState, stored map[string][]byte, where string) []chain.Failure {
-	var failures []chain.Failure
+// settleFloors sets each topic's floor in the rebuilt state to its first
+// ready key's due time (floorEmpty without one), as the operations leave it
+// after every commit; a topic without enqueues has no floor.
+func settleFloors(mem *memState, tenant string, topics []string) {
 	for _, topic := range topics {
 		key := string(floorKey(tenant, topic))
-		v, ok := stored[key]
-		if !ok {
-			continue
-		}
-		floor, valid := decodeFloor(v)
-		if !valid {
-			failures = append(failures, stateFailure(where, key, "is not a floor"))
+		if _, ok := mem.kv[key]; !ok {
 			continue
 		}
 		prefix := string(topicPrefix(tenant, stateReady, topic))
+		first := int64(floorEmpty)
 		for k := range mem.kv {
 			if strings.HasPrefix(k, prefix) && len(k) == len(prefix)+16 {
-				if due, _ := decodeFloor([]byte(k[len(prefix) : len(prefix)+8])); due < floor {
-					failures = append(failures, stateFailure(where, key, fmt.Sprintf("lies above ready key %q", describeKey(k))))
-					break
+				if due, _ := decodeFloor([]byte(k[len(prefix) : len(prefix)+8])); due < first {
+					first = due
 				}
 			}
 		}
+		mem.kv[key] = encodeFloor(first)
 	}
-	return failures
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

@@ -173,19 +173,6 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 	if !next.IsZero() {
 		claim.NextDue = next
 	}
-	if hasFloor {
-		// Nothing the claim leaves is due before next (or, when it left
-		// nothing, before now); the leases put below lower it again.
-		raised := now.UnixNano()
-		if !next.IsZero() {
-			raised = next.UnixNano()
-		}
-		if raised > floor {
-			if err := st.put(floorKey(tenant, topic), encodeFloor(raised)); err != nil {
-				return Claim{}, err
-			}
-		}
-	}
 	var dead deadEvent
 	le := leaseEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
 	records := make([]record, 0, len(due))
@@ -218,13 +205,16 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 		}
 	}
 	if len(le.Items) == 0 {
-		return claim, nil
+		return claim, settleFloor(st, tx, tenant, topic)
 	}
 	res, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeLease, Payload: le.encode()})
 	if err != nil {
 		return Claim{}, err
 	}
 	if err := applyLease(st, tenant, topic, &res.Entry, &le); err != nil {
+		return Claim{}, err
+	}
+	if err := settleFloor(st, tx, tenant, topic); err != nil {
 		return Claim{}, err
 	}
 	messages, _ := MessagesChain(tenant, topic)
@@ -247,6 +237,32 @@ func leaseDuration(d time.Duration) (time.Duration, error) {
 		return 0, invalid("lease", ErrInvalidOptions, "lease of %v, want %v..%v", d, LeaseDurationMin, LeaseDurationMax)
 	}
 	return d, nil
+}
+
+// settleFloor sets the topic's floor to the due time of its first ready
+// key, or floorEmpty when it has none, after an operation that deleted or
+// moved ready keys. It reads from the current floor, so it steps only over
+// the keys the operation itself deleted.
+func settleFloor(st txState, tx *chain.Tx, tenant, topic string) error {
+	floor, hasFloor, err := readFloor(st, tenant, topic)
+	if err != nil || !hasFloor {
+		return err
+	}
+	start := topicPrefix(tenant, stateReady, topic)
+	first := int64(floorEmpty)
+	for kv, err := range tx.StateScan(readyKey(tenant, topic, floor, 0), prefixEnd(start), false) {
+		if err != nil {
+			return err
+		}
+		if due, ok := decodeFloor(kv.Key[len(start):][:8]); ok && len(kv.Key) == len(start)+16 {
+			first = due
+		}
+		break
+	}
+	if first == floor {
+		return nil
+	}
+	return st.put(floorKey(tenant, topic), encodeFloor(first))
 }
 
 // dueMessages returns up to max ids from the topic's ready index due at
@@ -433,6 +449,9 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 			return Recorded{}, err
 		}
 	}
+	if err := settleFloor(st, tx, tenant, topic); err != nil {
+		return Recorded{}, err
+	}
 	notify(tx, tenant, topic) // a delivered message may have made the next of its key ready
 	rec := Recorded{Errs: errs}
 	for _, it := range dead.Items {
@@ -507,5 +526,8 @@ func HeartbeatTx(tx *chain.Tx, tenant, topic string, o RecordOptions, lease time
 	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeHeartbeat, Payload: ev.encode()}); err != nil {
 		return nil, err
 	}
-	return errs, applyHeartbeat(st, tenant, topic, &ev)
+	if err := applyHeartbeat(st, tenant, topic, &ev); err != nil {
+		return nil, err
+	}
+	return errs, settleFloor(st, tx, tenant, topic)
 }
