@@ -24,29 +24,40 @@ type stateStore interface {
 	queueHead(prefix []byte) (value, key []byte, found bool, err error)
 }
 
-// txState is a transaction's state keyspace. floors, when set, caches the
-// floor keys one operation read or wrote, so that a batch of a thousand
-// transitions reads its topic's floor once.
+// txState is a transaction's state keyspace. cache, when set, holds the
+// keys one operation read or wrote, so that a batch of a thousand
+// transitions reads each record and its topic's floor once (on PostgreSQL
+// every read the transaction has not written is a round trip). Only the
+// operation writes these keys while it runs: the transaction is its own.
 type txState struct {
-	tx     *chain.Tx
-	floors map[string][]byte
+	tx    *chain.Tx
+	cache map[string][]byte // nil value: absent
 }
 
-// newTxState returns a txState with a floor cache, for one operation.
-func newTxState(tx *chain.Tx) txState { return txState{tx: tx, floors: map[string][]byte{}} }
+// newTxState returns a txState with a cache, for one operation.
+func newTxState(tx *chain.Tx) txState { return txState{tx: tx, cache: map[string][]byte{}} }
 
 func (s txState) get(key []byte) ([]byte, bool, error) {
-	if s.floors != nil && isFloorKey(string(key)) {
-		if v, ok := s.floors[string(key)]; ok {
-			return v, v != nil, nil
-		}
-		v, found, err := s.getStored(key)
-		if err == nil {
-			s.floors[string(key)] = bytes.Clone(v)
-		}
-		return v, found, err
+	if s.cache == nil {
+		return s.getStored(key)
 	}
-	return s.getStored(key)
+	if v, ok := s.cache[string(key)]; ok {
+		return v, v != nil, nil
+	}
+	v, found, err := s.getStored(key)
+	if err == nil {
+		s.remember(key, v, found)
+	}
+	return v, found, err
+}
+
+// remember caches a key's value (found) or its absence.
+func (s txState) remember(key, value []byte, found bool) {
+	var v []byte
+	if found {
+		v = append([]byte{}, value...) // non-nil, even when empty
+	}
+	s.cache[string(key)] = v
 }
 
 func (s txState) getStored(key []byte) ([]byte, bool, error) {
@@ -58,12 +69,18 @@ func (s txState) getStored(key []byte) ([]byte, bool, error) {
 }
 
 func (s txState) put(key, value []byte) error {
-	if s.floors != nil && isFloorKey(string(key)) {
-		s.floors[string(key)] = bytes.Clone(value)
+	if s.cache != nil {
+		s.remember(key, value, true)
 	}
 	return s.tx.StatePut(key, value)
 }
-func (s txState) del(key []byte) error { return s.tx.StateDelete(key) }
+
+func (s txState) del(key []byte) error {
+	if s.cache != nil {
+		s.remember(key, nil, false)
+	}
+	return s.tx.StateDelete(key)
+}
 
 func (s txState) queueHead(prefix []byte) ([]byte, []byte, bool, error) {
 	for kv, err := range s.tx.StateScan(prefix, prefixEnd(prefix), false) {
