@@ -57,7 +57,7 @@ func benchBackends(b *testing.B, fn func(b *testing.B, open func() *chain.DB)) {
 
 // purchaseSetup defines what a purchase receipt writes to: items SKU-00…
 // (one per caller), location WH-1, their valuations and the book.
-func purchaseSetup(b *testing.B, db *chain.DB, items int) *financial.Book {
+func purchaseSetup(b testing.TB, db *chain.DB, items int) *financial.Book {
 	ctx := context.Background()
 	must := func(_ any, err error) {
 		if err != nil {
