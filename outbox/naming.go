@@ -3,7 +3,6 @@ package outbox
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"strings"
 
 	"github.com/zeebo/blake3"
@@ -150,7 +149,9 @@ func recordKey(tenant string, id ID) []byte {
 }
 
 func topicPrefix(tenant, kind, topic string) []byte {
-	return fmt.Appendf(tenantPrefix(tenant), "%s/%s/", kind, topic)
+	k := make([]byte, 0, len(Domain)+len(tenant)+len(kind)+len(topic)+4+16)
+	k = append(append(append(k, Domain+"/"...), tenant...), '/')
+	return append(append(append(append(k, kind...), '/'), topic...), '/')
 }
 
 func readyKey(tenant, topic string, due int64, seq uint64) []byte {
