@@ -22,7 +22,7 @@ import (
 // run; the figures that count are the ratios. Reproduce them with
 //
 //	source .ci/postgres.sh
-//	go test -run '^$' -bench EnqueueInPurchaseReceipt -benchtime 5000x ./outbox/
+//	go test -run '^$' -bench EnqueueInPurchaseReceipt -benchtime 20000x ./outbox/
 //	go test -run '^$' -bench 'Deliver|PickupLatency' -benchtime 1x ./outbox/
 //
 // (the delivery benchmark's message count is OUTBOX_BENCH_MESSAGES,
