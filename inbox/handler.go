@@ -88,9 +88,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := ReceiveRequest{Tenant: h.o.Tenant, Provider: h.o.Provider, EventID: id, Body: body}
 	rec, err := Receive(r.Context(), h.o.DB, req, func(tx *chain.Tx) error {
-		return h.o.Apply(tx, Event{Provider: h.o.Provider, ID: id, Body: body, Header: r.Header})
+		if err := h.o.Apply(tx, Event{Provider: h.o.Provider, ID: id, Body: body, Header: r.Header}); err != nil {
+			return &applyError{err: err}
+		}
+		return nil
 	})
+	var applyErr *applyError
 	switch {
+	case errors.As(err, &applyErr):
+		h.o.Logger.Error("inbox: effects not applied", "provider", h.o.Provider, "event", id, "err", applyErr.err)
+		answer(w, http.StatusInternalServerError, "not_applied")
 	case errors.Is(err, ErrBodyMismatch):
 		answer(w, http.StatusConflict, "event_id_reused")
 	case errors.Is(err, chain.ErrInvalid):
@@ -104,6 +111,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusOK, "received")
 	}
 }
+
+// applyError is an error of the application's Apply: the receipt rolled
+// back with it, and the provider is asked to deliver again.
+type applyError struct{ err error }
+
+func (e *applyError) Error() string { return e.err.Error() }
+func (e *applyError) Unwrap() error { return e.err }
 
 func answer(w http.ResponseWriter, code int, status string) {
 	w.Header().Set("Content-Type", "application/json")

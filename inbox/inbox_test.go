@@ -179,3 +179,35 @@ func TestReceiveTxRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An application error rolls the receipt back with the effects: the
+// provider is answered 500 and its redelivery is received as new.
+func TestApplyErrorRecordsNothing(t *testing.T) {
+	db, err := chain.Open(t.TempDir()+"/ledger.db", chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fail := true
+	h, err := inbox.NewHandler(inbox.HandlerOptions{DB: db, Tenant: "acme", Provider: "github", Verifier: inbox.GitHub{Secrets: []string{"s"}},
+		Apply: func(tx *chain.Tx, e inbox.Event) error {
+			if fail {
+				return chain.ErrInvalid // a refused effect, say
+			}
+			return applyEffect(tx, e)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := []byte(`{"action":"opened"}`)
+	hdr := http.Header{"X-Hub-Signature-256": {signature.SignGitHub([]byte("s"), body)}, "X-Github-Delivery": {"d-9"}}
+	if code, status := post(t, srv.URL, hdr, body); code != 500 || status != "not_applied" {
+		t.Fatalf("failing apply: %d %s", code, status)
+	}
+	fail = false
+	if code, status := post(t, srv.URL, hdr, body); code != 200 || status != "received" || effectCount(t, db) != 1 {
+		t.Fatalf("redelivery: %d %s, %d effects", code, status, effectCount(t, db))
+	}
+}

@@ -12,8 +12,8 @@ type Metrics interface {
 	// Attempted reports one attempt's outcome and how long its handler
 	// ran.
 	Attempted(topic string, kind OutcomeKind, handler time.Duration)
-	// PickedUp reports the time from a message's enqueue (or due time) to
-	// its handler's call, for first attempts.
+	// PickedUp reports the time from a message's enqueue to its first
+	// attempt's claim.
 	PickedUp(topic string, latency time.Duration)
 	// DeadLettered counts messages dead-lettered, by reason.
 	DeadLettered(topic string, reason DeadReason, n int)

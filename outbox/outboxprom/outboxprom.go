@@ -12,7 +12,7 @@
 //	outbox_dead_total{reason}                             messages dead-lettered: rejected, max_attempts, max_age
 //	outbox_lease_lost_total                               outcomes and heartbeats refused: the lease had passed on
 //	outbox_handler_seconds                                handler time per attempt (histogram)
-//	outbox_pickup_seconds                                 enqueue (or due time) to first handler call (histogram)
+//	outbox_pickup_seconds                                 enqueue to the first attempt's claim (histogram)
 //	outbox_due                                            messages due and not yet claimed (gauge)
 //	outbox_oldest_due_seconds                             how long the most overdue message has waited (gauge)
 //
@@ -57,7 +57,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		handler: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "outbox", Name: "handler_seconds",
 			Help: "Time a handler took per attempt.", Buckets: buckets}, []string{"topic"}),
 		pickup: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "outbox", Name: "pickup_seconds",
-			Help: "Time from enqueue (or due time) to the first handler call.", Buckets: buckets}, []string{"topic"}),
+			Help: "Time from enqueue to the first attempt's claim.", Buckets: buckets}, []string{"topic"}),
 		due: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "outbox", Name: "due",
 			Help: "Messages due and not yet claimed."}, []string{"topic"}),
 		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "outbox", Name: "oldest_due_seconds",
