@@ -28,6 +28,7 @@ type request struct {
 	fn         func(tx *Tx) error // nil for an Append
 	appendReq  Request
 	appendRes  Result
+	notes      []string // channels the function's transaction notified
 	state      atomic.Int32
 	err        error
 	panicValue any
@@ -49,8 +50,9 @@ func newRequest(ctx context.Context, fn func(tx *Tx) error) *request {
 
 // release returns an answered request to the pool.
 func (r *request) release() {
-	done := r.done
-	*r = request{done: done} // the atomic state is zero again, and nothing is kept alive
+	done, notes := r.done, r.notes
+	clear(notes)
+	*r = request{done: done, notes: notes[:0]} // the atomic state is zero again, and nothing is kept alive
 	requests.Put(r)
 }
 
@@ -287,7 +289,8 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		poisoned, again := -1, false
 		tx := &Tx{}
 		for i, r := range pending {
-			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys} // one Tx per request, one allocation per group
+			r.notes = r.notes[:0]
+			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes} // one Tx per request, one allocation per group
 			r.err, r.panicValue = r.call(tx, ahead, i)
 			if r.err != nil && r.panicValue == nil && retry(r.err) {
 				again = true // the store rolled the whole transaction back
@@ -376,6 +379,9 @@ func (db *DB) answer(pending []*request, commitErr error, start time.Time) {
 	for _, r := range pending {
 		if r.err == nil && r.panicValue == nil {
 			r.err = commitErr
+		}
+		if r.err == nil && len(r.notes) > 0 {
+			db.fireNotes(r.notes)
 		}
 		finishOne(r)
 	}

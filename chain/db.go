@@ -73,6 +73,9 @@ type DB struct {
 	// only read, where RLock and RUnlock write the mutex's reader count, a
 	// cache line that moved between the cores on every replay.
 	closed atomic.Bool
+
+	// notes holds the subscriptions to commit notifications (notify.go).
+	notes notifier
 }
 
 // Open opens or creates the ledger file at path with the embedded bbolt
@@ -145,6 +148,7 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	close(db.closing)
 	<-db.stopped
+	db.closeNotes()
 	return storageError(db.backend.Close())
 }
 

@@ -22,6 +22,9 @@ type Tx struct {
 	// keys is the committer's scratch for the keys AppendBatch prepares
 	// (nil outside the committer: AppendBatch then makes its own).
 	keys *[]storage.ChainKey
+	// notes collects the channels Notify named, fired once the
+	// transaction's commit is durable (nil outside the committer).
+	notes *[]string
 }
 
 // Context returns the context of the call that started the transaction.

@@ -67,8 +67,8 @@ var (
 
 // registerDemoStep adds a step to `ledgerctl demo`. Steps run in ascending
 // order (ties by name). Orders: 10–19 raw entries, 20–29 stock, 30–39
-// financial, 40–59 valuations, 60–69 the HTTP replay guard, 90 verification
-// and summary. A step that
+// financial, 40–59 valuations, 60–69 the HTTP replay guard, 70–79 outbox and
+// inbox, 90 verification and summary. A step that
 // returns an error ends the demo with that error.
 func registerDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
 	if order < 0 || name == "" || run == nil {
@@ -154,7 +154,7 @@ func runDemo(cmd *cobra.Command, a *app, opts demoOptions) error {
 	d.Printf("\nA working day of acme, a wholesaler, recorded through the engine. Every entry is hash-linked\n" +
 		"to the one before it in its chain; every request carries an idempotency key, so a retry returns\n" +
 		"the original entry (replayed=true) and writes nothing, and a key reused for another request is\n" +
-		"refused. Chains are named tenant/domain/…: audit, stock, fin (journal) and val (valuation).\n")
+		"refused. Chains are named tenant/domain/…: audit, stock, fin (journal), val (valuation), outbox and inbox.\n")
 	for _, step := range registeredDemoSteps() {
 		d.Printf("\n== %s\n", step.name)
 		if err := step.run(ctx, d); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/financial"
+	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/stockmovement"
 	"github.com/ledgerworks/ledger/valuations"
 )
@@ -38,6 +39,10 @@ var stateRebuilders = []stateRebuilder{
 	{valuations.Domain, func(ctx context.Context, db *chain.DB) (rebuildJSON, error) {
 		s, err := valuations.Rebuild(ctx, db)
 		return newRebuildJSON(valuations.Domain, s.Transactions, s.Entries, s.Written, s.Deleted, s.Failures), err
+	}},
+	{outbox.Domain, func(ctx context.Context, db *chain.DB) (rebuildJSON, error) {
+		s, err := outbox.Rebuild(ctx, db)
+		return newRebuildJSON(outbox.Domain, s.Tenants, s.Entries, s.Written, s.Deleted, s.Failures), err
 	}},
 }
 
@@ -76,9 +81,9 @@ type rebuildStateOptions struct {
 func newRebuildStateCommand(a *app) *cobra.Command {
 	opts := rebuildStateOptions{}
 	cmd := &cobra.Command{
-		Use:   "rebuild-state [--domain stock|fin|val]...",
+		Use:   "rebuild-state [--domain stock|fin|val|outbox]...",
 		Short: "Rebuild the domain packages' derived state (balances, indexes, layers) from the chains",
-		Long: "rebuild-state recomputes the derived state of the stock, fin and val domains (or of the\n" +
+		Long: "rebuild-state recomputes the derived state of the stock, fin, val and outbox domains (or of the\n" +
 			"domains named with --domain) from their chains, exactly as verify's state checks compute it,\n" +
 			"and writes it in place of the stored state; state that belongs to no chain is deleted. Each\n" +
 			"item, location or book is rebuilt in a write transaction of its own. Use it after restoring\n" +
@@ -91,7 +96,7 @@ func newRebuildStateCommand(a *app) *cobra.Command {
 			return runRebuildState(cmd, a, opts)
 		},
 	}
-	cmd.Flags().StringArrayVar(&opts.domains, "domain", nil, "rebuild only this domain: stock, fin or val (repeatable)")
+	cmd.Flags().StringArrayVar(&opts.domains, "domain", nil, "rebuild only this domain: stock, fin, val or outbox (repeatable)")
 	return cmd
 }
 
@@ -99,7 +104,7 @@ func runRebuildState(cmd *cobra.Command, a *app, opts rebuildStateOptions) error
 	domains := map[string]bool{}
 	for _, d := range opts.domains {
 		if !slices.ContainsFunc(stateRebuilders, func(r stateRebuilder) bool { return r.domain == d }) {
-			return usageErrorf("--domain %q: want stock, fin or val", d)
+			return usageErrorf("--domain %q: want stock, fin, val or outbox", d)
 		}
 		domains[d] = true
 	}

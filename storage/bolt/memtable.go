@@ -464,76 +464,83 @@ func (m *memtable) stateChunk(start, end []byte, reverse bool, asOf uint64, limi
 	return out
 }
 
-// orderedKeys is an insert-only ordered set of strings: a large sorted
-// slice and a small sorted one that new keys go into, merged into the large
-// one when it fills, so that an insert moves at most freshKeysMax strings
-// and, amortized, len/freshKeysMax.
+// orderedKeys is an insert-only ordered set of strings, kept as sorted
+// chunks of at most orderedChunkMax keys in key order: an insert
+// binary-searches the chunks' first keys, then its chunk, and moves at most
+// a chunk's keys (a full chunk splits in two) and the chunk list's slice
+// headers. Its cost stays O(log n + orderedChunkMax) however many keys the
+// table holds; a single sorted slice merged every few hundred keys copied
+// the whole set each time, which a workload that puts many new state keys
+// (an outbox: a record and index keys per message) paid quadratically.
 type orderedKeys struct {
-	sorted []string
-	fresh  []string
+	chunks [][]string
 }
 
-const freshKeysMax = 256
+const orderedChunkMax = 512
+
+// chunkOf returns the index of the chunk key belongs in: the last whose
+// first key is <= key, or 0.
+func (o *orderedKeys) chunkOf(key string) int {
+	c := sort.Search(len(o.chunks), func(i int) bool { return o.chunks[i][0] > key }) - 1
+	return max(c, 0)
+}
 
 func (o *orderedKeys) insert(key string) {
-	i, _ := slices.BinarySearch(o.fresh, key)
-	o.fresh = slices.Insert(o.fresh, i, key)
-	if len(o.fresh) < freshKeysMax {
+	if len(o.chunks) == 0 {
+		o.chunks = [][]string{{key}}
 		return
 	}
-	merged := make([]string, 0, len(o.sorted)+len(o.fresh))
-	a, b := o.sorted, o.fresh
-	for len(a) > 0 && len(b) > 0 {
-		if a[0] < b[0] {
-			merged, a = append(merged, a[0]), a[1:]
-		} else {
-			merged, b = append(merged, b[0]), b[1:]
-		}
+	c := o.chunkOf(key)
+	ch := o.chunks[c]
+	i, found := slices.BinarySearch(ch, key)
+	if found {
+		return
 	}
-	o.sorted = append(append(merged, a...), b...)
-	o.fresh = o.fresh[:0]
+	ch = slices.Insert(ch, i, key)
+	if len(ch) <= orderedChunkMax {
+		o.chunks[c] = ch
+		return
+	}
+	half := len(ch) / 2
+	right := slices.Clone(ch[half:])
+	o.chunks[c] = ch[:half:half]
+	o.chunks = slices.Insert(o.chunks, c+1, right)
 }
 
 // scan calls fn with the keys in [start, end) in order (descending when
 // reverse) until fn returns false.
 func (o *orderedKeys) scan(start string, end []byte, reverse bool, fn func(string) bool) {
-	inEnd := func(k string) bool { return end == nil || strings.Compare(k, string(end)) < 0 }
+	if len(o.chunks) == 0 {
+		return
+	}
 	if !reverse {
-		i, _ := slices.BinarySearch(o.sorted, start)
-		j, _ := slices.BinarySearch(o.fresh, start)
-		for {
-			var k string
-			switch {
-			case i < len(o.sorted) && (j >= len(o.fresh) || o.sorted[i] < o.fresh[j]):
-				k, i = o.sorted[i], i+1
-			case j < len(o.fresh):
-				k, j = o.fresh[j], j+1
-			default:
-				return
-			}
-			if !inEnd(k) || !fn(k) {
-				return
+		c := o.chunkOf(start)
+		i, _ := slices.BinarySearch(o.chunks[c], start)
+		for ; c < len(o.chunks); c, i = c+1, 0 {
+			for _, k := range o.chunks[c][i:] {
+				if end != nil && strings.Compare(k, string(end)) >= 0 || !fn(k) {
+					return
+				}
 			}
 		}
+		return
 	}
-	i, j := len(o.sorted), len(o.fresh)
+	c, i := len(o.chunks)-1, len(o.chunks[len(o.chunks)-1])
 	if end != nil {
-		i, _ = slices.BinarySearch(o.sorted, string(end))
-		j, _ = slices.BinarySearch(o.fresh, string(end))
+		c = o.chunkOf(string(end))
+		i, _ = slices.BinarySearch(o.chunks[c], string(end))
 	}
-	for {
-		var k string
-		switch {
-		case i > 0 && (j == 0 || o.sorted[i-1] > o.fresh[j-1]):
-			k, i = o.sorted[i-1], i-1
-		case j > 0:
-			k, j = o.fresh[j-1], j-1
-		default:
-			return
+	for ; c >= 0; c-- {
+		ch := o.chunks[c]
+		if i < 0 {
+			i = len(ch)
 		}
-		if k < start || !fn(k) {
-			return
+		for j := i - 1; j >= 0; j-- {
+			if ch[j] < start || !fn(ch[j]) {
+				return
+			}
 		}
+		i = -1
 	}
 }
 

@@ -88,6 +88,8 @@ type tx struct {
 	preparedData map[chainSeq][]byte
 	state        map[string]stateWrite
 	size         int // bytes buffered
+	// notifies are the channels to NOTIFY with the commit (notify.go).
+	notifies []string
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -863,7 +865,7 @@ func (t *tx) Commit() error {
 		_ = t.Rollback()
 		return err
 	}
-	if !t.writable || !t.begun && !t.pending() {
+	if !t.writable || !t.begun && !t.pending() && len(t.notifies) == 0 {
 		return t.Rollback()
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.b.opts.CommitTimeout)
@@ -893,6 +895,7 @@ func (t *tx) Commit() error {
 		b.Queue(sqlDropPlaceholders, drop)
 	}
 	var tag string
+	t.queueNotifies(b)
 	b.Queue(sqlCommit).Exec(func(ct pgconn.CommandTag) error {
 		tag = ct.String()
 		return nil

@@ -1,0 +1,591 @@
+package outbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Policy is a topic's delivery rules. The zero value uses the defaults.
+type Policy struct {
+	// MaxAttempts is how many attempts a message gets before it is dead;
+	// MaxAttemptsDefault when zero.
+	MaxAttempts int
+	// MaxAge is how long after its enqueue (or its last requeue) a message
+	// may still be attempted; MaxAgeDefault when zero.
+	MaxAge time.Duration
+	// BackoffMin and BackoffMax bound the wait before a retry: attempt n
+	// waits BackoffMin·2^(n-1), at most BackoffMax, less a random part of
+	// up to half (jitter), so that failed messages do not return together.
+	// BackoffMinDefault and BackoffMaxDefault when zero.
+	BackoffMin, BackoffMax time.Duration
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = MaxAttemptsDefault
+	}
+	if p.MaxAge <= 0 {
+		p.MaxAge = MaxAgeDefault
+	}
+	if p.BackoffMin <= 0 {
+		p.BackoffMin = BackoffMinDefault
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = BackoffMaxDefault
+	}
+	if p.BackoffMax < p.BackoffMin {
+		p.BackoffMax = p.BackoffMin
+	}
+	return p
+}
+
+// Backoff returns the wait before the retry that follows the failed
+// attempt (from 1), jitter included.
+func (p Policy) Backoff(attempt int) time.Duration {
+	p = p.withDefaults()
+	d := p.BackoffMax
+	if attempt < 1 {
+		attempt = 1
+	}
+	if attempt <= 62 {
+		if grown := p.BackoffMin << (attempt - 1); grown > 0 && grown < p.BackoffMax && grown>>(attempt-1) == p.BackoffMin {
+			d = grown
+		}
+	}
+	return d - time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// Message is an enqueued message as a worker receives it.
+type Message struct {
+	ID ID
+	// Key is the idempotency key of every attempt: "outbox:" + ID.
+	Key            string
+	Tenant, Topic  string
+	IdempotencyKey string // the enqueue's key
+	OrderingKey    string
+	Headers        []Header
+	Payload        []byte
+	EnqueuedAt     time.Time
+	// Seq is the enqueue's seq on the topic's messages chain.
+	Seq uint64
+}
+
+// Header returns the value of the named header, or "".
+func (m *Message) Header(name string) string {
+	for _, h := range m.Headers {
+		if h.Name == name {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// Lease is a message leased to a worker for one attempt.
+type Lease struct {
+	Message Message
+	// Attempt counts from 1.
+	Attempt int
+	// Token is the lease's fencing token: the seq of its lease entry on
+	// the deliveries chain. Outcomes and heartbeats name it; only the
+	// current lease's are accepted.
+	Token    uint64
+	Deadline time.Time
+}
+
+// ClaimOptions are the arguments of a claim. Worker is required.
+type ClaimOptions struct {
+	// Worker names the claiming worker on the lease entry.
+	Worker string
+	// Max is the most messages to lease, 1..ClaimBatchMax; 1 when zero.
+	Max int
+	// LeaseDuration is how long the leases last, LeaseDurationMin..
+	// LeaseDurationMax; LeaseDurationDefault when zero.
+	LeaseDuration time.Duration
+	// Now is the time the claim runs at; time.Now() when zero.
+	Now time.Time
+	// Policy is the topic's: a message past its MaxAge or its MaxAttempts
+	// is dead-lettered instead of leased.
+	Policy Policy
+}
+
+// Claim is what a claim leased and dead-lettered.
+type Claim struct {
+	Leases []Lease
+	// Dead are the due messages dead-lettered instead (age or attempts).
+	Dead []DeadLetter
+	// Expired counts leases that had expired and were taken over.
+	Expired int
+	// NextDue is when the next message not claimed now is due; the zero
+	// time when none is waiting, or when Max were claimed.
+	NextDue time.Time
+}
+
+func validWorker(worker string) error {
+	return validText("worker", worker, 1, WorkerIDLengthMax, ErrInvalidOptions)
+}
+
+// ClaimTx leases up to o.Max due messages of the topic to o.Worker: pending
+// messages whose next attempt is due, and leased ones whose lease expired.
+// Of an ordering key only the oldest undelivered message is ever due. One
+// lease entry records them all; its seq is their fencing token.
+func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) {
+	if err := validateNames(tenant, topic); err != nil {
+		return Claim{}, err
+	}
+	if err := validWorker(o.Worker); err != nil {
+		return Claim{}, err
+	}
+	if o.Max == 0 {
+		o.Max = 1
+	}
+	if o.Max < 1 || o.Max > ClaimBatchMax {
+		return Claim{}, invalid("max", ErrInvalidOptions, "claim of %d messages, want 1..%d", o.Max, ClaimBatchMax)
+	}
+	lease, err := leaseDuration(o.LeaseDuration)
+	if err != nil {
+		return Claim{}, err
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	policy := o.Policy.withDefaults()
+	deliveries, _ := DeliveriesChain(tenant, topic)
+	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) { // the topic's lock (see EnqueueTx)
+		return Claim{}, err
+	}
+	var claim Claim
+	st := newTxState(tx)
+	floor, hasFloor, err := readFloor(st, tenant, topic)
+	if err != nil {
+		return Claim{}, err
+	}
+	due, next, err := dueMessages(tx, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
+	if err != nil {
+		return Claim{}, err
+	}
+	if !next.IsZero() {
+		claim.NextDue = next
+	}
+	var dead deadEvent
+	le := leaseEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
+	records := make([]record, 0, len(due))
+	for _, id := range due {
+		r, err := recordOf(st, tenant, topic, id)
+		if err != nil {
+			return Claim{}, err
+		}
+		switch {
+		case now.UnixNano()-r.AgeFrom > int64(policy.MaxAge):
+			dead.Items = append(dead.Items, deadItem{ID: id, Reason: DeadAge,
+				Detail: fmt.Sprintf("older than %v after %d attempts", policy.MaxAge, r.Attempts)})
+		case int(r.Attempts) >= policy.MaxAttempts:
+			dead.Items = append(dead.Items, deadItem{ID: id, Reason: DeadAttempts,
+				Detail: fmt.Sprintf("%d attempts used, the last one's lease expired", r.Attempts)})
+		default:
+			if r.Status == Leased {
+				claim.Expired++
+			}
+			le.Items = append(le.Items, leaseItem{ID: id, Attempt: r.Attempts + 1})
+			records = append(records, r)
+		}
+	}
+	if len(dead.Items) > 0 {
+		if err := appendDead(tx, tenant, topic, deliveries, &dead); err != nil {
+			return Claim{}, err
+		}
+		for _, it := range dead.Items {
+			claim.Dead = append(claim.Dead, DeadLetter{ID: it.ID, Reason: it.Reason})
+		}
+	}
+	if len(le.Items) == 0 {
+		return claim, settleFloor(st, tx, tenant, topic)
+	}
+	res, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeLease, Payload: le.encode()})
+	if err != nil {
+		return Claim{}, err
+	}
+	if err := applyLease(st, tenant, topic, &res.Entry, &le); err != nil {
+		return Claim{}, err
+	}
+	if err := settleFloor(st, tx, tenant, topic); err != nil {
+		return Claim{}, err
+	}
+	messages, _ := MessagesChain(tenant, topic)
+	leased, err := readMessages(tx, tenant, topic, messages, records)
+	if err != nil {
+		return Claim{}, err
+	}
+	claim.Leases = make([]Lease, len(le.Items))
+	for i, it := range le.Items {
+		claim.Leases[i] = Lease{Message: leased[i], Attempt: int(it.Attempt), Token: res.Entry.Seq, Deadline: time.Unix(0, le.Deadline)}
+	}
+	return claim, nil
+}
+
+// readMessages reads the enqueues of the records' messages. When their
+// seqs lie close together (a FIFO topic's claim: they mostly do) it reads
+// the range between the lowest and the highest in one pass, which on
+// PostgreSQL is a few paged queries instead of a round trip per message;
+// otherwise one entry at a time.
+func readMessages(tx *chain.Tx, tenant, topic, messages string, records []record) ([]Message, error) {
+	out := make([]Message, len(records))
+	if len(records) == 0 {
+		return out, nil
+	}
+	lo, hi := records[0].Seq, records[0].Seq
+	for _, r := range records {
+		lo, hi = min(lo, r.Seq), max(hi, r.Seq)
+	}
+	if len(records) == 1 || hi-lo+1 > 2*uint64(len(records)) {
+		for i, r := range records {
+			m, err := readMessage(tx, tenant, topic, messages, r.Seq)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = m
+		}
+		return out, nil
+	}
+	want := make(map[uint64][]int, len(records))
+	for i, r := range records {
+		want[r.Seq] = append(want[r.Seq], i)
+	}
+	found := 0
+	for e, err := range tx.Entries(messages, lo) {
+		if err != nil {
+			return nil, err
+		}
+		if e.Seq > hi {
+			break
+		}
+		slots, ok := want[e.Seq]
+		if !ok {
+			continue
+		}
+		m, err := messageOf(tenant, topic, &e)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range slots {
+			out[i] = m
+			found++
+		}
+		if found == len(records) {
+			break
+		}
+	}
+	if found != len(records) {
+		return nil, fmt.Errorf("outbox: %s holds %d of the %d enqueues its records name", messages, found, len(records))
+	}
+	return out, nil
+}
+
+func leaseDuration(d time.Duration) (time.Duration, error) {
+	if d == 0 {
+		return LeaseDurationDefault, nil
+	}
+	if d < LeaseDurationMin || d > LeaseDurationMax {
+		return 0, invalid("lease", ErrInvalidOptions, "lease of %v, want %v..%v", d, LeaseDurationMin, LeaseDurationMax)
+	}
+	return d, nil
+}
+
+// settleFloor sets the topic's floor to the due time of its first ready
+// key, or floorEmpty when it has none, after an operation that deleted or
+// moved ready keys. It reads from the current floor, so it steps only over
+// the keys the operation itself deleted.
+func settleFloor(st txState, tx *chain.Tx, tenant, topic string) error {
+	floor, hasFloor, err := readFloor(st, tenant, topic)
+	if err != nil || !hasFloor {
+		return err
+	}
+	start := topicPrefix(tenant, stateReady, topic)
+	first := int64(floorEmpty)
+	for kv, err := range tx.StateScan(readyKey(tenant, topic, floor, 0), prefixEnd(start), false) {
+		if err != nil {
+			return err
+		}
+		if due, ok := decodeFloor(kv.Key[len(start):][:8]); ok && len(kv.Key) == len(start)+16 {
+			first = due
+		}
+		break
+	}
+	if first == floor {
+		return nil
+	}
+	return st.put(floorKey(tenant, topic), encodeFloor(first))
+}
+
+// dueMessages returns up to max ids from the topic's ready index due at
+// now, read from the floor when it has one, and when the first one not
+// taken is due.
+func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]ID, time.Time, error) {
+	start := topicPrefix(tenant, stateReady, topic)
+	from := start
+	if hasFloor {
+		from = readyKey(tenant, topic, floor, 0)
+	}
+	var ids []ID
+	var next time.Time
+	for kv, err := range tx.StateScan(from, prefixEnd(start), false) {
+		if err != nil {
+			return nil, next, err
+		}
+		rest := kv.Key[len(start):]
+		if len(rest) != 16 || len(kv.Value) != IDSize {
+			return nil, next, fmt.Errorf("outbox: malformed ready key %x", kv.Key)
+		}
+		due := int64(binary.BigEndian.Uint64(rest) ^ (1 << 63))
+		if due > now || len(ids) == max {
+			next = time.Unix(0, due)
+			break
+		}
+		var id ID
+		copy(id[:], kv.Value)
+		ids = append(ids, id)
+	}
+	return ids, next, nil
+}
+
+// readMessage reads an enqueued message from its chain.
+func readMessage(tx *chain.Tx, tenant, topic, messages string, seq uint64) (Message, error) {
+	e, err := tx.Get(messages, seq)
+	if err != nil {
+		return Message{}, err
+	}
+	return messageOf(tenant, topic, &e)
+}
+
+func messageOf(tenant, topic string, e *chain.Entry) (Message, error) {
+	if e.Type != TypeMessage {
+		return Message{}, fmt.Errorf("%w: entry %s seq %d has type %q", errDecode, e.Chain, e.Seq, e.Type)
+	}
+	ev, err := decodeMessage(e.Payload)
+	if err != nil {
+		return Message{}, fmt.Errorf("entry %s seq %d: %w", e.Chain, e.Seq, err)
+	}
+	id := MessageID(tenant, topic, e.IdempotencyKey)
+	return Message{ID: id, Key: id.Key(), Tenant: tenant, Topic: topic, IdempotencyKey: e.IdempotencyKey,
+		OrderingKey: ev.OrderingKey, Headers: ev.Headers, Payload: ev.Payload, EnqueuedAt: time.Unix(0, e.TimeUnixNano), Seq: e.Seq}, nil
+}
+
+func appendDead(tx *chain.Tx, tenant, topic, deliveries string, d *deadEvent) error {
+	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeDead, Payload: d.encode()}); err != nil {
+		return err
+	}
+	return applyDead(newTxState(tx), tenant, topic, d)
+}
+
+// DeadLetter names a message that was dead-lettered, and why.
+type DeadLetter struct {
+	ID     ID
+	Reason DeadReason
+}
+
+// Outcome is what one attempt returned, reported by the lease's holder.
+type Outcome struct {
+	ID    ID
+	Token uint64
+	// Attempt is the lease's attempt number.
+	Attempt int
+	// Err is nil for a delivery, an error wrapping ErrPermanent for a
+	// permanent failure (dead letter) and any other error for a transient
+	// one (retry after Policy.Backoff).
+	Err error
+	// Detail is recorded with the outcome: the gateway's answer, say.
+	// Err's text when empty.
+	Detail   string
+	Duration time.Duration
+}
+
+// RecordOptions are the arguments of RecordTx and HeartbeatTx. Worker is
+// required.
+type RecordOptions struct {
+	Worker string
+	// Now is the time of the record; time.Now() when zero.
+	Now    time.Time
+	Policy Policy
+}
+
+// Recorded is what RecordTx did with a batch of outcomes.
+type Recorded struct {
+	// Errs holds, for each outcome, nil or an error wrapping ErrLeaseLost.
+	Errs []error
+	// Dead are the messages the outcomes dead-lettered.
+	Dead []DeadLetter
+}
+
+// RecordTx records the outcomes of attempts, in one outcome entry (and one
+// dead-letter entry for the messages that die of them). The outcome of a
+// lease that is no longer current is refused with ErrLeaseLost in its
+// slot of Recorded.Errs, and nothing of it is recorded: a worker whose
+// lease expired and was taken over cannot overwrite the newer attempt. The
+// error is for the transaction as a whole.
+func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Outcome) (Recorded, error) {
+	if err := validateNames(tenant, topic); err != nil {
+		return Recorded{}, err
+	}
+	if err := validWorker(o.Worker); err != nil {
+		return Recorded{}, err
+	}
+	if len(outcomes) > OutcomeBatchMax {
+		return Recorded{}, invalid("outcomes", ErrInvalidOptions, "%d outcomes, at most %d", len(outcomes), OutcomeBatchMax)
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	policy := o.Policy.withDefaults()
+	deliveries, _ := DeliveriesChain(tenant, topic)
+	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) {
+		return Recorded{}, err
+	}
+	st := newTxState(tx)
+	errs := make([]error, len(outcomes))
+	ev := outcomeEvent{Worker: o.Worker, Items: make([]outcomeItem, 0, len(outcomes))}
+	var dead deadEvent
+	seen := make(map[ID]bool, len(outcomes))
+	for i, out := range outcomes {
+		r, err := recordOf(st, tenant, topic, out.ID)
+		if err != nil {
+			var te *transitionError
+			if errors.As(err, &te) {
+				errs[i] = fmt.Errorf("%w: %v", ErrLeaseLost, err)
+				continue
+			}
+			return Recorded{}, err
+		}
+		if r.Status != Leased || r.Token != out.Token || int(r.Attempts) != out.Attempt || seen[out.ID] {
+			errs[i] = fmt.Errorf("%w: message %s lease %d attempt %d (now %s, lease %d attempt %d)", ErrLeaseLost,
+				out.ID, out.Token, out.Attempt, r.Status, r.Token, r.Attempts)
+			continue
+		}
+		seen[out.ID] = true
+		it := outcomeItem{ID: out.ID, Token: out.Token, Attempt: r.Attempts, Duration: int64(out.Duration),
+			Detail: cut(out.Detail, DetailLengthMax)}
+		if it.Detail == "" && out.Err != nil {
+			it.Detail = cut(out.Err.Error(), DetailLengthMax)
+		}
+		switch {
+		case out.Err == nil:
+			it.Kind = Delivered
+		case errors.Is(out.Err, ErrPermanent):
+			it.Kind, it.NextAttempt = Rejected, now.UnixNano()
+			dead.Items = append(dead.Items, deadItem{ID: out.ID, Reason: DeadRejected, Detail: it.Detail})
+		default:
+			it.Kind = Failed
+			it.NextAttempt = now.Add(policy.Backoff(int(r.Attempts))).UnixNano()
+			switch {
+			case int(r.Attempts) >= policy.MaxAttempts:
+				dead.Items = append(dead.Items, deadItem{ID: out.ID, Reason: DeadAttempts,
+					Detail: fmt.Sprintf("%d attempts, the last: %s", r.Attempts, it.Detail)})
+			case it.NextAttempt-r.AgeFrom > int64(policy.MaxAge):
+				dead.Items = append(dead.Items, deadItem{ID: out.ID, Reason: DeadAge,
+					Detail: fmt.Sprintf("the next attempt would be later than %v: %s", policy.MaxAge, it.Detail)})
+			}
+		}
+		ev.Items = append(ev.Items, it)
+	}
+	if len(ev.Items) == 0 {
+		return Recorded{Errs: errs}, nil
+	}
+	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeOutcome, Payload: ev.encode()}); err != nil {
+		return Recorded{}, err
+	}
+	if err := applyOutcome(st, tenant, topic, &ev); err != nil {
+		return Recorded{}, err
+	}
+	if len(dead.Items) > 0 {
+		if err := appendDead(tx, tenant, topic, deliveries, &dead); err != nil {
+			return Recorded{}, err
+		}
+	}
+	if err := settleFloor(st, tx, tenant, topic); err != nil {
+		return Recorded{}, err
+	}
+	notify(tx, tenant, topic) // a delivered message may have made the next of its key ready
+	rec := Recorded{Errs: errs}
+	for _, it := range dead.Items {
+		rec.Dead = append(rec.Dead, DeadLetter{ID: it.ID, Reason: it.Reason})
+	}
+	return rec, nil
+}
+
+// cut shortens s to at most n bytes at a rune boundary, and replaces
+// control characters and invalid UTF-8, so that any text can be recorded.
+func cut(s string, n int) string {
+	s = string(bytes.ToValidUTF8([]byte(s), []byte("?")))
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c == 0x7f {
+			b[i] = ' '
+		}
+	}
+	s = string(b)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && (s[n]&0xc0) == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// HeartbeatTx extends the named leases to now+lease, in one entry. A lease
+// that is no longer current is refused with ErrLeaseLost in its slot.
+func HeartbeatTx(tx *chain.Tx, tenant, topic string, o RecordOptions, lease time.Duration, leases []Lease) ([]error, error) {
+	if err := validateNames(tenant, topic); err != nil {
+		return nil, err
+	}
+	if err := validWorker(o.Worker); err != nil {
+		return nil, err
+	}
+	if len(leases) > OutcomeBatchMax {
+		return nil, invalid("leases", ErrInvalidOptions, "%d leases, at most %d", len(leases), OutcomeBatchMax)
+	}
+	lease, err := leaseDuration(lease)
+	if err != nil {
+		return nil, err
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	deliveries, _ := DeliveriesChain(tenant, topic)
+	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) {
+		return nil, err
+	}
+	st := newTxState(tx)
+	errs := make([]error, len(leases))
+	ev := heartbeatEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
+	seen := map[ID]bool{}
+	for i, l := range leases {
+		r, err := getRecord(st, tenant, l.Message.ID)
+		if err != nil && !IsUnknown(err) {
+			return nil, err
+		}
+		if err != nil || r.Topic != topic || r.Status != Leased || r.Token != l.Token || seen[l.Message.ID] {
+			errs[i] = fmt.Errorf("%w: message %s lease %d", ErrLeaseLost, l.Message.ID, l.Token)
+			continue
+		}
+		seen[l.Message.ID] = true
+		ev.Items = append(ev.Items, tokenItem{ID: l.Message.ID, Token: l.Token})
+	}
+	if len(ev.Items) == 0 {
+		return errs, nil
+	}
+	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeHeartbeat, Payload: ev.encode()}); err != nil {
+		return nil, err
+	}
+	if err := applyHeartbeat(st, tenant, topic, &ev); err != nil {
+		return nil, err
+	}
+	return errs, settleFloor(st, tx, tenant, topic)
+}

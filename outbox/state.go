@@ -1,0 +1,186 @@
+package outbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// stateStore is what the transitions (apply.go) read and write: a write
+// transaction's state keyspace (txState), or the memory a check rebuilds
+// the state in (memState). One set of transitions serves both, so the
+// stored state and the state rebuilt from the chains cannot drift apart.
+type stateStore interface {
+	get(key []byte) (value []byte, found bool, err error)
+	put(key, value []byte) error
+	del(key []byte) error
+	// queueHead returns the value (a message id) and key of the first
+	// entry with the prefix of an ordering key's queue.
+	queueHead(prefix []byte) (value, key []byte, found bool, err error)
+}
+
+// txState is a transaction's state keyspace. cache, when set, holds the
+// keys one operation read or wrote, so that a batch of a thousand
+// transitions reads each record and its topic's floor once (on PostgreSQL
+// every read the transaction has not written is a round trip). Only the
+// operation writes these keys while it runs: the transaction is its own.
+type txState struct {
+	tx    *chain.Tx
+	cache map[string][]byte // nil value: absent
+}
+
+// newTxState returns a txState with a cache, for one operation.
+func newTxState(tx *chain.Tx) txState { return txState{tx: tx, cache: map[string][]byte{}} }
+
+func (s txState) get(key []byte) ([]byte, bool, error) {
+	if s.cache == nil {
+		return s.getStored(key)
+	}
+	if v, ok := s.cache[string(key)]; ok {
+		return v, v != nil, nil
+	}
+	v, found, err := s.getStored(key)
+	if err == nil {
+		s.remember(key, v, found)
+	}
+	return v, found, err
+}
+
+// remember caches a key's value (found) or its absence.
+func (s txState) remember(key, value []byte, found bool) {
+	var v []byte
+	if found {
+		v = append([]byte{}, value...) // non-nil, even when empty
+	}
+	s.cache[string(key)] = v
+}
+
+func (s txState) getStored(key []byte) ([]byte, bool, error) {
+	v, err := s.tx.StateGet(key)
+	if errors.Is(err, chain.ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (s txState) put(key, value []byte) error {
+	if s.cache != nil {
+		s.remember(key, value, true)
+	}
+	return s.tx.StatePut(key, value)
+}
+
+func (s txState) del(key []byte) error {
+	if s.cache != nil {
+		s.remember(key, nil, false)
+	}
+	return s.tx.StateDelete(key)
+}
+
+func (s txState) queueHead(prefix []byte) ([]byte, []byte, bool, error) {
+	for kv, err := range s.tx.StateScan(prefix, prefixEnd(prefix), false) {
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return bytes.Clone(kv.Value), bytes.Clone(kv.Key), true, nil
+	}
+	return nil, nil, false, nil
+}
+
+// memState is state rebuilt in memory. Ordering-key queues are kept as
+// sorted seqs beside the map, so that a queue's head is found without a
+// scan.
+type memState struct {
+	kv     map[string][]byte
+	queues map[string][]uint64 // queue prefix -> seqs, ascending
+}
+
+func newMemState() *memState {
+	return &memState{kv: map[string][]byte{}, queues: map[string][]uint64{}}
+}
+
+// queueOf splits a key of an ordering-key queue into its prefix and seq.
+func queueOf(key []byte) (prefix string, seq uint64, ok bool) {
+	if len(key) < 8 || !isQueueKey(key) {
+		return "", 0, false
+	}
+	return string(key[:len(key)-8]), binary.BigEndian.Uint64(key[len(key)-8:]), true
+}
+
+// isQueueKey reports whether key is outbox/<tenant>/k/<topic>/....
+func isQueueKey(key []byte) bool {
+	parts := bytes.SplitN(key, []byte("/"), 4)
+	return len(parts) == 4 && string(parts[0]) == Domain && string(parts[2]) == stateKeyQ
+}
+
+func (m *memState) get(key []byte) ([]byte, bool, error) {
+	v, ok := m.kv[string(key)]
+	return v, ok, nil
+}
+
+func (m *memState) put(key, value []byte) error {
+	k := string(key)
+	if _, exists := m.kv[k]; !exists {
+		if prefix, seq, ok := queueOf(key); ok {
+			q := m.queues[prefix]
+			i := sort.Search(len(q), func(i int) bool { return q[i] >= seq })
+			m.queues[prefix] = slices.Insert(q, i, seq)
+		}
+	}
+	m.kv[k] = bytes.Clone(value)
+	return nil
+}
+
+func (m *memState) del(key []byte) error {
+	k := string(key)
+	if _, exists := m.kv[k]; !exists {
+		return nil
+	}
+	delete(m.kv, k)
+	if prefix, seq, ok := queueOf(key); ok {
+		q := m.queues[prefix]
+		if i, found := slices.BinarySearch(q, seq); found {
+			q = slices.Delete(q, i, i+1)
+		}
+		if len(q) == 0 {
+			delete(m.queues, prefix)
+		} else {
+			m.queues[prefix] = q
+		}
+	}
+	return nil
+}
+
+func (m *memState) queueHead(prefix []byte) ([]byte, []byte, bool, error) {
+	q := m.queues[string(prefix)]
+	if len(q) == 0 {
+		return nil, nil, false, nil
+	}
+	key := binary.BigEndian.AppendUint64(bytes.Clone(prefix), q[0])
+	return m.kv[string(key)], key, true, nil
+}
+
+// getRecord reads a message's record; ErrUnknownMessage when it has none.
+func getRecord(s stateStore, tenant string, id ID) (record, error) {
+	v, found, err := s.get(recordKey(tenant, id))
+	if err != nil {
+		return record{}, err
+	}
+	if !found {
+		return record{}, invalid("id", ErrUnknownMessage, "no message %s", id)
+	}
+	r, err := decodeRecord(v)
+	if err != nil {
+		return record{}, fmt.Errorf("outbox: record of %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func putRecord(s stateStore, tenant string, id ID, r *record) error {
+	return s.put(recordKey(tenant, id), r.encode())
+}

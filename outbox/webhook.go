@@ -1,0 +1,115 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ledgerworks/ledger/outbox/signature"
+)
+
+// WebhookTimeoutDefault bounds one webhook request when
+// WebhookOptions.Timeout is zero.
+const WebhookTimeoutDefault = 10 * time.Second
+
+// webhookAnswerMax bounds the part of a response body recorded as the
+// outcome's detail.
+const webhookAnswerMax = 256
+
+// WebhookOptions configure the built-in webhook deliverer. URL and Secret
+// are required.
+type WebhookOptions struct {
+	// URL receives every message of the topic as a POST.
+	URL string
+	// Secret is the Standard Webhooks signing key, "whsec_<base64>".
+	Secret string
+	// Timeout bounds one request; WebhookTimeoutDefault when zero.
+	Timeout time.Duration
+	// Client sends the requests; a client with Timeout when nil.
+	Client *http.Client
+	// Clock stamps webhook-timestamp; time.Now when nil.
+	Clock func() time.Time
+}
+
+// reservedHeaders are set by the deliverer; a message header of the same
+// name is not sent.
+var reservedHeaders = map[string]bool{"Idempotency-Key": true, "Webhook-Id": true, "Webhook-Timestamp": true,
+	"Webhook-Signature": true, "Content-Length": true, "Host": true}
+
+// Webhook returns a Handler that POSTs each message's payload to o.URL with
+// its headers, Idempotency-Key: outbox:<id> and the Standard Webhooks
+// headers (webhook-id: outbox:<id>, the same on every attempt;
+// webhook-timestamp; webhook-signature: v1, HMAC-SHA256 over
+// id.timestamp.body). A 2xx answer delivers the message; 4xx other than
+// 408 and 429 is permanent (dead letter); anything else, a timeout or a
+// network error is transient (retry). The status and the start of the
+// answer are recorded with the outcome.
+func Webhook(o WebhookOptions) (Handler, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, invalid("url", ErrInvalidOptions, "webhook URL %q: want http(s)://host/…", o.URL)
+	}
+	key, err := signature.ParseStandardSecret(o.Secret)
+	if err != nil {
+		return nil, invalid("secret", ErrInvalidOptions, "%v", err)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = WebhookTimeoutDefault
+	}
+	client := o.Client
+	if client == nil {
+		client = &http.Client{Timeout: o.Timeout}
+	}
+	clock := o.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return func(ctx context.Context, d *Delivery) error {
+		ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+		m := &d.Message
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.URL, bytes.NewReader(m.Payload))
+		if err != nil {
+			return Permanent(err)
+		}
+		for _, h := range m.Headers {
+			if name := http.CanonicalHeaderKey(h.Name); !reservedHeaders[name] {
+				req.Header.Set(name, h.Value)
+			}
+		}
+		if req.Header.Get("Content-Type") == "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		now := clock()
+		req.Header.Set("Idempotency-Key", m.Key)
+		req.Header.Set("Webhook-Id", m.Key)
+		req.Header.Set("Webhook-Timestamp", fmt.Sprint(now.Unix()))
+		req.Header.Set("Webhook-Signature", signature.SignStandard(key, m.Key, now, m.Payload))
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("webhook %s: %w", u.Host, err)
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, webhookAnswerMax))
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+		d.Detail = strings.TrimSpace(fmt.Sprintf("HTTP %d %s", resp.StatusCode, answer))
+		return webhookOutcome(resp.StatusCode, d.Detail)
+	}, nil
+}
+
+// webhookOutcome classifies an HTTP status.
+func webhookOutcome(code int, detail string) error {
+	switch {
+	case code >= 200 && code < 300:
+		return nil
+	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
+		return Permanent(errors.New(detail))
+	}
+	return errors.New(detail)
+}

@@ -1,0 +1,589 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Delivery is one attempt handed to a handler.
+type Delivery struct {
+	Lease
+	// Detail, when the handler sets it, is recorded with the outcome (the
+	// gateway's answer, a receipt number); otherwise an error's text is.
+	Detail string
+}
+
+// Handler delivers one message. It returns nil when the message was
+// delivered, an error wrapping ErrPermanent (see Permanent) when it never
+// can be (the message is dead-lettered), and any other error to have it
+// retried after a backoff. ctx ends when the lease is lost or the worker
+// is stopped. The receiver should dedupe on d.Message.Key, which is the
+// same on every attempt.
+type Handler func(ctx context.Context, d *Delivery) error
+
+// Topic is a worker's configuration of one topic.
+type Topic struct {
+	// Handler is required.
+	Handler Handler
+	// Policy bounds attempts and age and shapes the backoff.
+	Policy Policy
+	// Timeout bounds one handler call; the lease duration when zero.
+	Timeout time.Duration
+}
+
+// WorkerOptions configure a Worker. Tenant and at least one topic are
+// required; every other zero value picks the documented default.
+type WorkerOptions struct {
+	Tenant string
+	// Topics maps each topic this worker delivers to its configuration.
+	Topics map[string]Topic
+	// ID names the worker on its leases and outcomes; host:pid:random
+	// when empty.
+	ID string
+	// Concurrency is how many handler calls of a topic run at once;
+	// ConcurrencyDefault when zero.
+	Concurrency int
+	// ClaimBatch is the most messages one claim leases, 1..ClaimBatchMax;
+	// 2·Concurrency (at most ClaimBatchMax) when zero. A worker holds at
+	// most Concurrency+ClaimBatch leases of a topic.
+	ClaimBatch int
+	// LeaseDuration is how long a claim leases a message; heartbeats
+	// extend it while the handler runs. LeaseDurationDefault when zero.
+	LeaseDuration time.Duration
+	// PollInterval is how often the worker looks for due messages when no
+	// notification wakes it; PollIntervalDefault when zero.
+	PollInterval time.Duration
+	// BacklogInterval is how often Metrics.Backlog is reported; 10 s when
+	// zero; never when Metrics is nil.
+	BacklogInterval time.Duration
+	// Clock is the time leases and backoffs are computed from; time.Now
+	// when nil.
+	Clock func() time.Time
+	// Logger receives errors and refused outcomes; slog.Default() when nil.
+	Logger *slog.Logger
+	// Metrics receives counters and timings; none when nil.
+	Metrics Metrics
+}
+
+// Worker delivers a tenant's messages: per topic, a loop claims due
+// messages in batches, Concurrency goroutines call the handler, and the
+// outcomes are recorded in batches. It wakes on the commits that enqueue
+// (chain.DB.Subscribe; LISTEN/NOTIFY on PostgreSQL) and polls as a
+// fallback. Several workers, in one process or many, may deliver the same
+// topics: a message is leased to one of them at a time.
+type Worker struct {
+	db      *chain.DB
+	opts    WorkerOptions
+	metrics Metrics
+	log     *slog.Logger
+	clock   func() time.Time
+
+	mu      sync.Mutex
+	started bool
+	stop    context.CancelFunc // ends the claim loops
+	abort   context.CancelFunc // ends the handlers' contexts
+	done    sync.WaitGroup
+}
+
+// NewWorker checks the options and returns a worker; Start runs it.
+func NewWorker(db *chain.DB, o WorkerOptions) (*Worker, error) {
+	if _, err := chain.ScopedName(o.Tenant, Domain); err != nil {
+		return nil, invalid("tenant", ErrInvalidName, "tenant %q: %v", o.Tenant, err)
+	}
+	if len(o.Topics) == 0 {
+		return nil, invalid("topics", ErrInvalidOptions, "a worker needs at least one topic")
+	}
+	for name, t := range o.Topics {
+		if err := validateNames(o.Tenant, name); err != nil {
+			return nil, err
+		}
+		if t.Handler == nil {
+			return nil, invalid("topics", ErrInvalidOptions, "topic %q has no handler", name)
+		}
+	}
+	if o.ID == "" {
+		o.ID = defaultWorkerID()
+	}
+	if err := validWorker(o.ID); err != nil {
+		return nil, err
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = ConcurrencyDefault
+	}
+	if o.ClaimBatch == 0 {
+		o.ClaimBatch = min(2*o.Concurrency, ClaimBatchMax)
+	}
+	if o.ClaimBatch < 1 || o.ClaimBatch > ClaimBatchMax {
+		return nil, invalid("claim_batch", ErrInvalidOptions, "claim batch %d, want 1..%d", o.ClaimBatch, ClaimBatchMax)
+	}
+	var err error
+	if o.LeaseDuration, err = leaseDuration(o.LeaseDuration); err != nil {
+		return nil, err
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = PollIntervalDefault
+	}
+	if o.BacklogInterval <= 0 {
+		o.BacklogInterval = 10 * time.Second
+	}
+	w := &Worker{db: db, opts: o, metrics: o.Metrics, log: o.Logger, clock: o.Clock}
+	if w.metrics == nil {
+		w.metrics = nopMetrics{}
+	}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	if w.clock == nil {
+		w.clock = time.Now
+	}
+	return w, nil
+}
+
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return cut(fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(r[:])), WorkerIDLengthMax)
+}
+
+// ID returns the worker's id, as recorded on its leases.
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Start starts the worker's goroutines and returns. It fails when the
+// worker runs already or cannot subscribe to its topics' notifications.
+// ctx bounds the subscription set-up only; Stop ends the worker.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("outbox: worker started twice")
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	handlerCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	var runners []*topicRunner
+	for name, t := range w.opts.Topics {
+		sub, err := w.db.Subscribe(ctx, Channel(w.opts.Tenant, name))
+		if err != nil {
+			stop()
+			abort()
+			for _, r := range runners {
+				r.sub.Close()
+			}
+			return err
+		}
+		runners = append(runners, newTopicRunner(w, name, t, sub))
+	}
+	w.started, w.stop, w.abort = true, stop, abort
+	for _, r := range runners {
+		w.done.Add(1)
+		go func() {
+			defer w.done.Done()
+			defer r.sub.Close()
+			r.run(runCtx, handlerCtx)
+		}()
+	}
+	return nil
+}
+
+// Stop stops claiming, lets the handlers that run finish and records their
+// outcomes, and returns when all is done. When ctx ends first, the
+// handlers' contexts are canceled (their outcomes, transient errors, are
+// still recorded) and Stop returns ctx's error once they have.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		w.mu.Unlock()
+		return nil
+	}
+	w.started = false
+	stop, abort := w.stop, w.abort
+	w.mu.Unlock()
+	stop()
+	finished := make(chan struct{})
+	go func() { w.done.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		abort()
+		return nil
+	case <-ctx.Done():
+		abort()
+		<-finished
+		return ctx.Err()
+	}
+}
+
+// topicRunner delivers one topic.
+type topicRunner struct {
+	w     *Worker
+	topic string
+	t     Topic
+	sub   *chain.Subscription
+
+	jobs     chan *inflight
+	outcomes chan finished
+	freed    chan struct{} // a value after outcomes were recorded
+
+	mu       sync.Mutex
+	inflight map[inflightKey]*inflight
+}
+
+type inflightKey struct {
+	id    ID
+	token uint64
+}
+
+type inflight struct {
+	d Delivery // the handler's
+	// lease and deadline are the heartbeat's copy, under the runner's mu.
+	lease    Lease
+	deadline time.Time
+	cancel   context.CancelFunc // ends the handler's context
+}
+
+type finished struct {
+	outcome Outcome
+}
+
+func newTopicRunner(w *Worker, name string, t Topic, sub *chain.Subscription) *topicRunner {
+	if t.Timeout <= 0 {
+		t.Timeout = w.opts.LeaseDuration
+	}
+	return &topicRunner{w: w, topic: name, t: t, sub: sub,
+		jobs:     make(chan *inflight, w.opts.ClaimBatch+w.opts.Concurrency),
+		outcomes: make(chan finished, w.opts.ClaimBatch+w.opts.Concurrency),
+		freed:    make(chan struct{}, 1),
+		inflight: map[inflightKey]*inflight{}}
+}
+
+// capacity is the most leases the runner holds at once.
+func (r *topicRunner) capacity() int { return r.w.opts.Concurrency + r.w.opts.ClaimBatch }
+
+func (r *topicRunner) run(runCtx, handlerCtx context.Context) {
+	var handlers, recorder, beats sync.WaitGroup
+	for range r.w.opts.Concurrency {
+		handlers.Add(1)
+		go func() {
+			defer handlers.Done()
+			r.handle(handlerCtx)
+		}()
+	}
+	recorder.Add(1)
+	go func() {
+		defer recorder.Done()
+		r.record()
+	}()
+	beatCtx, stopBeats := context.WithCancel(context.Background())
+	beats.Add(1)
+	go func() {
+		defer beats.Done()
+		r.heartbeat(beatCtx)
+	}()
+	r.claimLoop(runCtx)
+	close(r.jobs)
+	handlers.Wait()
+	close(r.outcomes)
+	recorder.Wait()
+	stopBeats()
+	beats.Wait()
+}
+
+func (r *topicRunner) held() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.inflight)
+}
+
+func (r *topicRunner) claimLoop(ctx context.Context) {
+	o := &r.w.opts
+	backlog := time.NewTicker(o.BacklogInterval)
+	defer backlog.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		held := r.held()
+		free := r.capacity() - held
+		asked, got := min(free, o.ClaimBatch), 0
+		// While handlers are busy, claim only once half a batch is free:
+		// every claim reads the ready index from its start, so many small
+		// claims cost more than a few large ones.
+		if held > 0 && asked < o.ClaimBatch/2 {
+			asked = 0
+		}
+		var next time.Time
+		if asked > 0 {
+			c, err := r.claim(ctx, asked)
+			if err != nil && ctx.Err() == nil {
+				r.w.log.Error("outbox: claim failed", "tenant", o.Tenant, "topic", r.topic, "err", err)
+			}
+			got, next = len(c.Leases), c.NextDue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if got == asked && asked > 0 {
+			continue // there may be more
+		}
+		if asked == 0 {
+			next = time.Time{} // woken by r.freed
+		}
+		wait := o.PollInterval
+		if !next.IsZero() && free > got {
+			wait = min(wait, max(next.Sub(r.w.clock()), time.Millisecond))
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.sub.C:
+		case <-r.freed:
+		case <-timer.C:
+		case <-backlog.C:
+			if r.w.opts.Metrics != nil {
+				r.reportBacklog(ctx)
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
+	o := &r.w.opts
+	var c Claim
+	err := r.w.db.Update(ctx, func(tx *chain.Tx) error {
+		var err error
+		c, err = ClaimTx(tx, o.Tenant, r.topic, ClaimOptions{Worker: o.ID, Max: n, LeaseDuration: o.LeaseDuration,
+			Now: r.w.clock(), Policy: r.t.Policy})
+		return err
+	})
+	if err != nil {
+		return Claim{}, err
+	}
+	if len(c.Leases) > 0 || c.Expired > 0 {
+		r.w.metrics.Claimed(r.topic, len(c.Leases), c.Expired)
+	}
+	for _, d := range c.Dead {
+		r.w.metrics.DeadLettered(r.topic, d.Reason, 1)
+	}
+	now := r.w.clock()
+	r.mu.Lock()
+	batch := make([]*inflight, len(c.Leases))
+	for i, l := range c.Leases {
+		j := &inflight{d: Delivery{Lease: l}, lease: l, deadline: l.Deadline}
+		r.inflight[inflightKey{l.Message.ID, l.Token}] = j
+		batch[i] = j
+		if l.Attempt == 1 {
+			r.w.metrics.PickedUp(r.topic, now.Sub(l.Message.EnqueuedAt))
+		}
+	}
+	r.mu.Unlock()
+	for _, j := range batch {
+		r.jobs <- j // never blocks: the channel holds capacity() jobs
+	}
+	return c, nil
+}
+
+func (r *topicRunner) handle(base context.Context) {
+	for j := range r.jobs {
+		ctx, cancel := context.WithTimeout(base, r.t.Timeout)
+		r.mu.Lock()
+		j.cancel = cancel
+		r.mu.Unlock()
+		start := time.Now()
+		err := callHandler(ctx, r.t.Handler, &j.d)
+		cancel()
+		r.outcomes <- finished{outcome: Outcome{ID: j.d.Message.ID, Token: j.d.Token, Attempt: j.d.Attempt, Err: err,
+			Detail: j.d.Detail, Duration: time.Since(start)}}
+	}
+}
+
+// callHandler calls h, turning a panic into a transient error.
+func callHandler(ctx context.Context, h Handler, d *Delivery) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("outbox: handler panicked: %v", p)
+		}
+	}()
+	return h(ctx, d)
+}
+
+// record records outcomes in batches until the channel closes.
+func (r *topicRunner) record() {
+	batch := make([]Outcome, 0, OutcomeBatchMax)
+	for f := range r.outcomes {
+		batch = append(batch[:0], f.outcome)
+	drain:
+		for len(batch) < OutcomeBatchMax {
+			select {
+			case f, ok := <-r.outcomes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, f.outcome)
+			default:
+				break drain
+			}
+		}
+		r.recordBatch(batch)
+	}
+}
+
+func (r *topicRunner) recordBatch(batch []Outcome) {
+	o := &r.w.opts
+	var rec Recorded
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = r.w.db.Update(context.Background(), func(tx *chain.Tx) error {
+			var err error
+			rec, err = RecordTx(tx, o.Tenant, r.topic, RecordOptions{Worker: o.ID, Now: r.w.clock(), Policy: r.t.Policy}, batch)
+			return err
+		})
+		if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
+			break
+		}
+		time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
+	}
+	if err != nil {
+		// The leases expire and the messages are attempted again: at
+		// least once holds, at the cost of a repeat.
+		r.w.log.Error("outbox: recording outcomes failed", "tenant", o.Tenant, "topic", r.topic, "outcomes", len(batch), "err", err)
+	}
+	lost := 0
+	for i, out := range batch {
+		if err == nil && rec.Errs[i] != nil {
+			lost++
+			r.w.log.Warn("outbox: outcome refused", "topic", r.topic, "message", out.ID.String(), "err", rec.Errs[i])
+		} else if err == nil {
+			kind := Delivered
+			switch {
+			case errors.Is(out.Err, ErrPermanent):
+				kind = Rejected
+			case out.Err != nil:
+				kind = Failed
+			}
+			r.w.metrics.Attempted(r.topic, kind, out.Duration)
+		}
+	}
+	if lost > 0 {
+		r.w.metrics.LeaseLost(r.topic, lost)
+	}
+	for _, d := range rec.Dead {
+		r.w.metrics.DeadLettered(r.topic, d.Reason, 1)
+	}
+	r.mu.Lock()
+	for _, out := range batch {
+		delete(r.inflight, inflightKey{out.ID, out.Token})
+	}
+	r.mu.Unlock()
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeat extends the leases of running handlers every third of the
+// lease, and cancels the handlers whose lease was lost.
+func (r *topicRunner) heartbeat(ctx context.Context) {
+	o := &r.w.opts
+	ticker := time.NewTicker(o.LeaseDuration / 3)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		now := r.w.clock()
+		var due []*inflight
+		r.mu.Lock()
+		for _, j := range r.inflight {
+			if j.deadline.Sub(now) < o.LeaseDuration*2/3 {
+				due = append(due, j)
+			}
+		}
+		r.mu.Unlock()
+		for len(due) > 0 {
+			part := due[:min(len(due), OutcomeBatchMax)]
+			due = due[len(part):]
+			r.extend(part, now)
+		}
+	}
+}
+
+func (r *topicRunner) extend(part []*inflight, now time.Time) {
+	o := &r.w.opts
+	leases := make([]Lease, len(part))
+	r.mu.Lock()
+	for i, j := range part {
+		leases[i] = j.lease
+	}
+	r.mu.Unlock()
+	var errs []error
+	err := r.w.db.Update(context.Background(), func(tx *chain.Tx) error {
+		var err error
+		errs, err = HeartbeatTx(tx, o.Tenant, r.topic, RecordOptions{Worker: o.ID, Now: now}, o.LeaseDuration, leases)
+		return err
+	})
+	if err != nil {
+		r.w.log.Error("outbox: heartbeat failed", "topic", r.topic, "err", err)
+		return
+	}
+	lost := 0
+	r.mu.Lock()
+	for i, j := range part {
+		if errs[i] != nil {
+			lost++
+			if j.cancel != nil {
+				j.cancel() // another worker holds it now
+			}
+			continue
+		}
+		j.deadline = now.Add(o.LeaseDuration)
+	}
+	r.mu.Unlock()
+	if lost > 0 {
+		r.w.metrics.LeaseLost(r.topic, lost)
+	}
+}
+
+// backlogScanMax bounds the ready keys one backlog report reads.
+const backlogScanMax = 100_000
+
+func (r *topicRunner) reportBacklog(ctx context.Context) {
+	now := r.w.clock().UnixNano()
+	n, oldest := 0, int64(0)
+	_ = r.w.db.View(ctx, func(tx *chain.Tx) error {
+		start := topicPrefix(r.w.opts.Tenant, stateReady, r.topic)
+		for kv, err := range tx.StateScan(start, readyEnd(r.w.opts.Tenant, r.topic, now), false) {
+			if err != nil {
+				return err
+			}
+			if n == 0 && len(kv.Key) >= len(start)+8 {
+				oldest = int64(binary.BigEndian.Uint64(kv.Key[len(start):]) ^ (1 << 63))
+			}
+			if n++; n == backlogScanMax {
+				break
+			}
+		}
+		return nil
+	})
+	age := time.Duration(0)
+	if n > 0 {
+		age = time.Duration(now - oldest)
+	}
+	r.w.metrics.Backlog(r.topic, n, age)
+}
