@@ -34,7 +34,7 @@ func benchmarkAppend(b *testing.B, sizeBytes int) {
 	}
 	defer l.Close()
 	rawPath := filepath.Join(dir, "raw")
-	if err := createZeroed(rawPath, SegmentSizeDefault, nil); err != nil {
+	if err := createZeroed(rawPath, SegmentSizeDefault, nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	raw, err := os.OpenFile(rawPath, os.O_RDWR, 0)
