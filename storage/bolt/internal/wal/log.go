@@ -851,12 +851,15 @@ func (l *Log) switchSegment(f *os.File, nextLSN uint64) error {
 	if l.current != nil {
 		seal := l.headed && l.currentRecords > 0
 		if last := l.lastLSN.Load(); l.durableLSN.Load() < last || seal {
+			unsynced := l.durableLSN.Load() < last
 			_, _, err := l.writePending()
 			if err == nil && seal {
 				err = writeAt(l.current, l.offset, [][]byte{encodeSeal(nextLSN)})
 			}
-			if err == nil {
+			if err == nil && unsynced {
 				err = l.syncCurrent()
+			} else if err == nil {
+				err = syncData(l.current) // the seal alone: no record's Sync
 			}
 			if err != nil {
 				return l.poison(err)
