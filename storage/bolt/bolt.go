@@ -148,6 +148,24 @@ var (
 
 // Open opens or creates the ledger file at path.
 func Open(path string, opts Options) (*Backend, error) {
+	b, err := openFile(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.openLog(opts); err != nil {
+		b.db.Close()
+		return nil, err
+	}
+	b.prepareProbe(opts.ReadOnly)
+	if b.overlay {
+		b.readers.start(b.db)
+	}
+	return b, nil
+}
+
+// openFile opens (or creates) the bbolt file and checks its format, the log
+// left alone.
+func openFile(path string, opts Options) (*Backend, error) {
 	if opts.ReadOnly {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, storage.ErrNotFound)
@@ -188,14 +206,6 @@ func Open(path string, opts Options) (*Backend, error) {
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
-	}
-	if err := b.openLog(opts); err != nil {
-		db.Close()
-		return nil, err
-	}
-	b.prepareProbe(opts.ReadOnly)
-	if b.overlay {
-		b.readers.start(b.db)
 	}
 	return b, nil
 }

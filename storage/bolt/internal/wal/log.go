@@ -299,7 +299,7 @@ func (l *Log) list() (listing, error) {
 		} else if number, ok := parseNumbered(name, tempSuffix); ok {
 			found.temps = append(found.temps, path)
 			found.numberNext = max(found.numberNext, number+1)
-		} else {
+		} else if !l.salvage {
 			// A file the log did not write may be a segment renamed away
 			// (its records missing from the log) or an operator's: either
 			// way it is refused before anything is written.
