@@ -191,7 +191,11 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("wal: create %s: the folder holds segment %s: %w", dir, listing.segments[0].path, storage.ErrCorrupt)
 	}
 	if l.headed && !opts.Create && len(listing.segments) == 0 {
-		return nil, fmt.Errorf("wal: %s holds no segment: a log with an identity always keeps one (deleted?): %w", dir, storage.ErrCorrupt)
+		err := fmt.Errorf("wal: %s holds no segment: a log with an identity always keeps one (deleted?): %w", dir, storage.ErrCorrupt)
+		if !l.salvage {
+			return nil, err
+		}
+		l.damage = err
 	}
 	if !opts.ReadOnly {
 		l.spares = &spares{dir: dir, sizeBytes: segmentSizeBytes, max: spareCount, number: listing.numberNext}
@@ -339,6 +343,18 @@ func (l *Log) tidy(found listing) error {
 // and positions the appender after the last valid record. In salvage mode
 // damage ends the log where it starts instead of failing the open.
 func (l *Log) recover(segments []segment) error {
+	// A segment of another log is named as such, wherever it sorts: before
+	// the continuity checks would report it as a gap.
+	for i := range segments {
+		if err := l.checkIdentity(&segments[i]); err != nil {
+			if !l.salvage {
+				return err
+			}
+			l.damage = err
+			segments = segments[:i]
+			break
+		}
+	}
 	lastLSN := uint64(0)
 	for i := range segments {
 		last := i == len(segments)-1
@@ -493,6 +509,27 @@ func (l *Log) openAndScan(segment *segment, flag int, lastLSN uint64) (*os.File,
 		return nil, segmentScan{}, err
 	}
 	return f, scan, nil
+}
+
+// checkIdentity returns a *ForeignSegmentError when the segment's header
+// names another log than l's (or, without an identity, any log); other
+// damage is left to the scan.
+func (l *Log) checkIdentity(segment *segment) error {
+	f, err := os.Open(segment.path)
+	if err != nil {
+		return nil // the scan reports it
+	}
+	defer f.Close()
+	b := make([]byte, SegmentHeaderSizeBytes)
+	if _, err := f.ReadAt(b, 0); err != nil || !hasMagic(b) {
+		return nil
+	}
+	var found ID
+	copy(found[:], b[8:24])
+	if found != l.id {
+		return &ForeignSegmentError{Segment: segment.path, Found: found, Want: l.id}
+	}
+	return nil
 }
 
 // checkNoHeader refuses, in a log opened without an identity, a segment that
