@@ -281,6 +281,22 @@ func (b *Backend) useLog(lg *wal.Log, dir string, id wal.ID, last uint64) {
 // foreign log that holds records is never skipped: the open fails. It
 // returns whether the folder is still there.
 func (b *Backend) removeUnrecordedLog(dir string, ident logIdentity, opts Options) (bool, error) {
+	if segments, err := filepath.Glob(filepath.Join(dir, "*.wal")); err == nil && len(segments) == 0 {
+		// No segment: a log that never took a record. What else is there
+		// is the log's (spares) or refused by its open.
+		if opts.ReadOnly {
+			return false, nil
+		}
+		lg, err := wal.Open(dir, wal.Options{ID: ident.id, Create: !ident.id.IsZero(), FirstLSN: 1})
+		if err != nil {
+			return true, fmt.Errorf("open %s: %w", b.path, err)
+		}
+		lg.Close()
+		if err := lg.Remove(); err != nil {
+			return true, fmt.Errorf("open %s: %w", b.path, err)
+		}
+		return false, nil
+	}
 	probe, err := wal.Open(dir, wal.Options{ReadOnly: true, ID: ident.id})
 	if err == nil {
 		probe.Close()
@@ -492,15 +508,6 @@ func (b *Backend) beginLogged(ctx context.Context, writable bool) (storage.Tx, e
 		if b.closed.Load() {
 			b.releaseWriter()
 			return nil, storage.ErrClosed
-		}
-		if !b.logMarked {
-			// Before the log's first record: from now on the file says it
-			// was not closed cleanly until a close checkpoints everything.
-			if err := b.markLogOpen(b.logID, b.logDir); err != nil {
-				b.releaseWriter()
-				return nil, err
-			}
-			b.logMarked = true
 		}
 		if err := b.freezeWhenFull(ctx); err != nil {
 			b.releaseWriter()
@@ -739,6 +746,11 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 	}
 	record := encodeCommitAliased(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
+	if !b.logMarked {
+		if err := b.markLogOpenFirst(lsn); err != nil {
+			return 0, err
+		}
+	}
 	if err := b.log.AppendNoSync(lsn, record); err != nil {
 		err = fmt.Errorf("commit %s: %w", b.path, err)
 		if errors.Is(err, wal.ErrUnusable) {
@@ -752,6 +764,26 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 	b.active.apply(lsn, record, operations)
 	b.publish(func(v *memView) { v.asOf = lsn })
 	return lsn, nil
+}
+
+// markLogOpenFirst runs before the first record of a handle's log: the log
+// gets its first segment (naming its identity), then the file records that
+// the log is open, so that from then on it says it was not closed cleanly
+// until a close checkpoints everything. The writer holds no bbolt
+// transaction here (CommitAsync ended its view's).
+func (b *Backend) markLogOpenFirst(lsn uint64) error {
+	if err := b.log.Prepare(lsn); err != nil {
+		err = fmt.Errorf("commit %s: %w", b.path, err)
+		if errors.Is(err, wal.ErrUnusable) {
+			b.fail(err)
+		}
+		return err
+	}
+	if err := b.markLogOpen(b.logID, b.logDir); err != nil {
+		return fmt.Errorf("commit %s: %w", b.path, err)
+	}
+	b.logMarked = true
+	return nil
 }
 
 // syncThrough makes the log durable through lsn (a group sync: one

@@ -88,10 +88,16 @@ func checkDamageRecords(t testing.TB, l *Log, through uint64) {
 	}
 }
 
-func TestCreatedLogHasASegmentBeforeItsFirstRecord(t *testing.T) {
+func TestPreparedLogHasASegmentBeforeItsFirstRecord(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "wal")
 	l, err := Open(dir, Options{SegmentSizeBytes: SegmentSizeMin, ID: testID, Create: true, FirstLSN: 7})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if files := segmentFiles(t, dir); len(files) != 0 {
+		t.Fatalf("segments %v before Prepare", files)
+	}
+	if err := l.Prepare(7); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

@@ -62,9 +62,8 @@ type Options struct {
 	// version: segments without headers, read by the rules of that version.
 	ID ID
 	// Create makes a new log with an identity: dir must be missing or hold
-	// no segment, and Open creates it with its first segment, empty and
-	// named FirstLSN, so that the log exists with its identity before it
-	// holds a record.
+	// no segment. Its first segment is made by Prepare or the first
+	// Append, named FirstLSN.
 	Create bool
 	// FirstLSN is the LSN of the first record of a log Create makes.
 	FirstLSN uint64
@@ -220,13 +219,35 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		l.refillWhenFullSize()
 	}
-	if opts.Create {
-		if err := l.startSegment(opts.FirstLSN, 0); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("wal: create %s: %w: %w", dir, storage.ErrIO, err)
-		}
-	}
 	return l, nil
+}
+
+// Prepare makes sure the log has a segment for the record lsn, the next to
+// be appended: a log with an identity then exists on disk, with that
+// identity, before its first record is acknowledged. It creates the first
+// segment of a log that has none, empty, and does nothing otherwise. A
+// failure is returned as Append's to start a segment is (the log is as it
+// was). Only the appending goroutine calls it.
+func (l *Log) Prepare(lsn uint64) error {
+	if l.readOnly {
+		return fmt.Errorf("wal: prepare %s: %w", l.dir, storage.ErrReadOnly)
+	}
+	if err := l.poisonedError(); err != nil {
+		return err
+	}
+	if l.current != nil {
+		return nil
+	}
+	if last := l.lastLSN.Load(); lsn == 0 || (last != 0 && lsn != last+1) {
+		panic(fmt.Sprintf("wal: prepare for LSN %d after LSN %d", lsn, last))
+	}
+	if err := l.startSegment(lsn, 0); err != nil {
+		if err := l.poisonedError(); err != nil {
+			return err
+		}
+		return fmt.Errorf("wal: start a segment at LSN %d in %s: %w: %w", lsn, l.dir, storage.ErrIO, err)
+	}
+	return nil
 }
 
 // Damage returns, for a log opened with Options.Salvage, the error that
