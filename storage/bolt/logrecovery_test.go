@@ -382,6 +382,15 @@ func TestLinkedPathFindsTheLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A retry of the acknowledged commit finds it by its key.
+			tx, err := b.Begin(ctx, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seq, err := tx.LookupKey(ctx, "a", testRecord("a", 1).IdempotencyKey); err != nil || seq != 1 {
+				t.Fatalf("the acknowledged key through %s: seq %d, %v; want seq 1", otherPath, seq, err)
+			}
+			tx.Rollback()
 			commitN(t, b, "a", 3, 3)
 			if err := b.Close(); err != nil {
 				t.Fatal(err)
