@@ -193,6 +193,11 @@ func (b *Backend) openLog(opts Options) error {
 			// next Open skips. The log is as it was, and an Open with room
 			// for the checkpoint, or a read-only one, recovers every commit.
 			lg.Close()
+			if errors.Is(err, storage.ErrDuplicate) || errors.Is(err, storage.ErrCorrupt) {
+				// The records contradict the file: not a log of its state.
+				return fmt.Errorf("open %s: %w: the log %s holds commits that do not continue the file, and it is kept: %v",
+					b.path, storage.ErrCorrupt, dir, err)
+			}
 			if !errors.Is(err, storage.ErrIO) {
 				err = fmt.Errorf("%w: %w", storage.ErrIO, err)
 			}
