@@ -85,8 +85,11 @@ type logState struct {
 	logID  wal.ID
 	// logMarked is set once the file records logID as its open log
 	// (markLogOpen); owned by the holder of the writer slot.
-	logMarked        bool
-	memtableBytesMax int64
+	logMarked bool
+	// closingCheckpoint is set while Close's final checkpoint runs: its
+	// transactions record log_state "closed".
+	closingCheckpoint bool
+	memtableBytesMax  int64
 
 	// writer is the writer slot: one writable transaction at a time.
 	writer chan struct{}
@@ -701,6 +704,11 @@ func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable, after, through uint
 	if err != nil {
 		return err
 	}
+	if b.closingCheckpoint {
+		if err := g.putMeta(metaLogState, []byte(logStateClosed)); err != nil {
+			return err
+		}
+	}
 	return g.putMeta(metaCheckpointLSN, binary.BigEndian.AppendUint64(nil, through))
 }
 
@@ -822,8 +830,18 @@ func (b *Backend) closeLog() error {
 	if err == nil && !b.active.empty() {
 		err = b.syncThrough(b.active.lastLSN)
 	}
+	// The final checkpoint records that the file is closed in each of its
+	// bbolt transactions: when the newest meta page is damaged, bbolt opens
+	// the file as of the transaction before, which then says so too and
+	// lacks at most the last commit, as a file without the log would.
+	// Written early, the mark is harmless: a log that is still there is
+	// replayed whatever the file says.
+	checkpointed := false
 	if err == nil && !b.active.empty() {
+		b.closingCheckpoint = b.logMarked
 		err = b.checkpoint(b.active)
+		b.closingCheckpoint = false
+		checkpointed = err == nil
 		if err == nil {
 			err = b.log.Release(b.active.lastLSN)
 		}
@@ -831,7 +849,7 @@ func (b *Backend) closeLog() error {
 	if closeErr := b.log.Close(); err == nil && closeErr != nil {
 		err = fmt.Errorf("close %s: %w", b.path, closeErr)
 	}
-	if err == nil && b.logMarked {
+	if err == nil && b.logMarked && !checkpointed {
 		err = b.markLogClosed()
 	}
 	if err != nil {
