@@ -21,8 +21,9 @@ import (
 //   - meta/log_id is the identity of the log the file was last opened with
 //     (16 random bytes, new for every log folder created), and every segment
 //     of that log carries it in its header;
-//   - meta/log_state is "open" from before the first record of that log
-//     until a clean close has checkpointed every record, then "closed";
+//   - meta/log_state is "open" from before a handle's first log record
+//     until a clean close, whose final checkpoint writes "closed" in each
+//     of its bbolt transactions (closeLog);
 //   - meta/log_dir is the absolute path of that log's folder, by which an
 //     open through another hard link of the file finds it.
 //
