@@ -141,6 +141,19 @@ func newLogID() wal.ID {
 // of this same file (never a copy's: two files must not share a log).
 func (b *Backend) findLogDirectory(ident logIdentity) (string, bool, error) {
 	own := LogDirectory(b.path)
+	if named := b.path + LogDirectorySuffix; named != own {
+		// A folder named from a symbolic link was left by an earlier
+		// version, which named the log from the path string: its records
+		// are never skipped.
+		exists, err := folderExists(named)
+		if err != nil {
+			return own, false, err
+		}
+		if exists {
+			return own, false, fmt.Errorf("%w: the log folder %s is named from a symbolic link to the file, whose log is %s: move its segments there",
+				storage.ErrCorrupt, named, own)
+		}
+	}
 	exists, err := folderExists(own)
 	if err != nil || exists {
 		return own, exists, err

@@ -464,3 +464,21 @@ func linkChild(spec string) {
 	fmt.Printf("acknowledged a seq %d\n", n)
 	select {} // killed here, before Close
 }
+
+// TestLogFolderNamedFromASymbolicLink: a log folder an earlier version
+// named from a symbolic link (it named the log from the path string) is
+// never skipped: an open through the link fails with ErrCorrupt naming it.
+func TestLogFolderNamedFromASymbolicLink(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.db"), filepath.Join(dir, "link.db")
+	crashWithLog(t, real, 2)
+	if err := os.Symlink("real.db", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bolt.LogDirectory(real), link+"-wal"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := headOf(t, link, recoveryOptions); !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), "link.db-wal") {
+		t.Fatalf("open through the link beside a folder named from it: %v; want ErrCorrupt naming it", err)
+	}
+}
