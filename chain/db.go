@@ -81,7 +81,7 @@ type DB struct {
 // Open opens or creates the ledger file at path with the embedded bbolt
 // backend.
 func Open(path string, opts Options) (*DB, error) {
-	backend, err := bolt.Open(path, bolt.Options{LockTimeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, EntryKey: RecordKey})
+	backend, err := bolt.Open(path, bolt.Options{LockTimeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, EntryKey: RecordKey, Logger: opts.Logger})
 	if err != nil {
 		return nil, storageError(err)
 	}

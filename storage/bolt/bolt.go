@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"os"
 	"strconv"
@@ -99,6 +100,9 @@ type Options struct {
 	// through the key runs; a file whose keys would fill more than 80% of
 	// a map of that size (26,800,000 keys under the default) has none.
 	SeqMapBytesMax int64
+	// Logger receives the warnings of what does not change an outcome (a
+	// log folder a clean close could not remove); slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Backend is a ledger stored in one bbolt file.
@@ -122,6 +126,8 @@ type Backend struct {
 	entryKey func(entry []byte) (key []byte, ok bool)
 	// seqMapBytesMax is Options.SeqMapBytesMax.
 	seqMapBytesMax int64
+	// logger is Options.Logger, or slog.Default().
+	logger *slog.Logger
 	logState
 }
 
@@ -142,6 +148,24 @@ var (
 
 // Open opens or creates the ledger file at path.
 func Open(path string, opts Options) (*Backend, error) {
+	b, err := openFile(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.openLog(opts); err != nil {
+		b.db.Close()
+		return nil, err
+	}
+	b.prepareProbe(opts.ReadOnly)
+	if b.overlay {
+		b.readers.start(b.db)
+	}
+	return b, nil
+}
+
+// openFile opens (or creates) the bbolt file and checks its format, the log
+// left alone.
+func openFile(path string, opts Options) (*Backend, error) {
 	if opts.ReadOnly {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, storage.ErrNotFound)
@@ -177,19 +201,11 @@ func Open(path string, opts Options) (*Backend, error) {
 		// with the log only checkpoints grow it, so it grows exactly.
 		db.AllocSize = 0
 	}
-	b := &Backend{db: db, path: path, cache: newRunCache(), seqMapBytesMax: opts.SeqMapBytesMax}
+	b := &Backend{db: db, path: path, cache: newRunCache(), seqMapBytesMax: opts.SeqMapBytesMax, logger: cmp.Or(opts.Logger, slog.Default())}
 	b.setEntryKey(opts.EntryKey)
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
-	}
-	if err := b.openLog(opts); err != nil {
-		db.Close()
-		return nil, err
-	}
-	b.prepareProbe(opts.ReadOnly)
-	if b.overlay {
-		b.readers.start(b.db)
 	}
 	return b, nil
 }

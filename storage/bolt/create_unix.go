@@ -4,6 +4,7 @@ package bolt
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,4 +22,17 @@ func lockedByAnother(name string) bool {
 	}
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	return false
+}
+
+// linkCount returns the number of hard links of the file at path, 0 when
+// unknown.
+func linkCount(path string) uint64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
 }

@@ -211,7 +211,31 @@
 // past it into a memory table. A writable open checkpoints it before it
 // returns, so that a recovered ledger is a plain file again; a read-only
 // open keeps it in memory and writes nothing. A log left by a crash is
-// replayed whatever Options.Log says. LogOn is LogModeDefault; LogOff
+// replayed whatever Options.Log says.
+//
+// The log is found from the file, not from the path string, and tied to
+// it (logidentity.go, docs/FORMAT.md "Recovery rules"). Its folder is
+// named from the file's real path, symbolic links resolved. The file's
+// meta bucket records the identity of its log (log_id, also in the header
+// of every segment), whether it is open (log_state, set before a handle's
+// first log record and cleared by a clean close) and the log's folder
+// (log_dir), by which an open through another hard link of the same file
+// finds it; a file with several hard links is opened through any of them,
+// and a copy never shares its original's log. Recovery is strict: only a
+// torn final record followed by unwritten space ends the log. A segment of
+// another log (another ledger's, or another lineage of this file's), a
+// damaged record with valid data after it, a gap or a missing segment, a
+// file in the folder the log did not write, and a missing folder when the
+// file says it is open fail the open, read-only or writable, with an error
+// matching storage.ErrCorrupt that names the segment and offset, and leave
+// the log untouched; AcceptLogLoss (ledgerctl accept-log-loss) is the
+// operator's explicit step past it. A log of an earlier version (no
+// headers, no log_id) is replayed by its own rules once and replaced.
+// A clean Close whose last step, removing the folder, fails (a stray file)
+// logs a warning to Options.Logger and returns nil: every commit is in
+// the file, which says so.
+//
+// LogOn is LogModeDefault; LogOff
 // commits every transaction straight to the file, a bbolt commit each,
 // which rewrites the last segment of every chain it appended to (up to
 // SegmentBytesMax each): small commits write more bytes than with the log,
@@ -260,7 +284,8 @@
 // With the log on, the ledger is the file plus, while it is open or after a
 // crash, the directory <path>-wal (mode 0700). Copy a ledger only while it
 // is closed, or with ledgerctl export; a copy of the file alone taken while
-// it is open lacks what the log holds. The log's segments are written with
+// it is open lacks what the log holds, and its open fails (the file says
+// its log is open) until AcceptLogLoss accepts that. The log's segments are written with
 // zeros before their first record; they grow from 1 MiB, each twice the
 // previous, to Options.LogSegmentSizeBytes (LogSegmentSizeDefault, 8 MiB),
 // and spares are zero-filled ahead only at that size, so a new log needs

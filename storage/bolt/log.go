@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -80,8 +80,16 @@ type memView struct {
 
 // logState is the part of Backend that runs the log.
 type logState struct {
-	log              *wal.Log
-	memtableBytesMax int64
+	log    *wal.Log
+	logDir string
+	logID  wal.ID
+	// logMarked is set once the file records logID as its open log
+	// (markLogOpen); owned by the holder of the writer slot.
+	logMarked bool
+	// closingCheckpoint is set while Close's final checkpoint runs: its
+	// transactions record log_state "closed".
+	closingCheckpoint bool
+	memtableBytesMax  int64
 
 	// writer is the writer slot: one writable transaction at a time.
 	writer chan struct{}
@@ -113,31 +121,53 @@ type logState struct {
 	checkpointFault atomic.Pointer[error]
 }
 
-// LogDirectory returns the log directory of the ledger file at path.
-func LogDirectory(path string) string { return path + LogDirectorySuffix }
+// LogDirectory returns the log directory of the ledger file at path: named
+// from the file's real path, with symbolic links resolved, so that every
+// path to one file names one log. (A file reached through another hard link
+// finds its log from what it records: see findLogDirectory.)
+func LogDirectory(path string) string {
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		path = resolved
+	}
+	return path + LogDirectorySuffix
+}
 
-// openLog opens the log, replays what the file does not hold yet and, on a
-// writable handle, checkpoints it right away, so that a recovered ledger is
-// a plain file again before Open returns.
+// openLog opens the file's log, replays what the file does not hold yet
+// and, on a writable handle, checkpoints it right away, so that a recovered
+// ledger is a plain file again before Open returns. The recovery rules are
+// in the package documentation and docs/FORMAT.md.
 func (b *Backend) openLog(opts Options) error {
-	dir := LogDirectory(b.path)
-	if opts.logOff() && !opts.ReadOnly {
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
+	ident, err := b.readLogIdentity()
+	if err != nil {
+		return err
 	}
-	segment := opts.LogSegmentSizeBytes
-	if segment == 0 {
-		segment = LogSegmentSizeDefault
-	}
-	b.memtableBytesMax = opts.MemtableBytesMax
-	if b.memtableBytesMax <= 0 {
-		b.memtableBytesMax = MemtableBytesMaxDefault
-	}
-	lg, err := wal.Open(dir, wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly,
-		Spares: logSpares(b.memtableBytesMax, segment)})
+	dir, exists, err := b.findLogDirectory(ident)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", b.path, err)
+	}
+	if exists && !ident.open {
+		// A log the file never recorded, with no record in it, is one whose
+		// creation stopped before the file recorded it.
+		if exists, err = b.removeUnrecordedLog(dir, ident, opts); err != nil {
+			return err
+		}
+	}
+	if !exists {
+		if ident.open {
+			return b.missingLogError(ident, dir)
+		}
+		if opts.ReadOnly || opts.logOff() {
+			return nil
+		}
+		checkpoint, err := b.checkpointLSN()
+		if err != nil {
+			return err
+		}
+		return b.startLog(opts, dir, checkpoint)
+	}
+	lg, err := wal.Open(dir, b.walOptions(opts, ident.id))
+	if err != nil {
+		return fmt.Errorf("open %s (log %s): %w", b.path, logName(ident.id), err)
 	}
 	replayed, last, err := b.replay(lg)
 	if err != nil {
@@ -155,6 +185,10 @@ func (b *Backend) openLog(opts Options) error {
 		}
 		return nil
 	}
+	if next := lg.NextLSN(); next != 0 && next != last+1 {
+		lg.Close()
+		return fmt.Errorf("open %s: %w: the log %s continues at LSN %d, the file at LSN %d", b.path, storage.ErrCorrupt, dir, next, last+1)
+	}
 	if !replayed.empty() {
 		if err := b.checkpoint(replayed); err != nil {
 			// The failed bbolt transaction rolled back; the first of a
@@ -162,11 +196,16 @@ func (b *Backend) openLog(opts Options) error {
 			// next Open skips. The log is as it was, and an Open with room
 			// for the checkpoint, or a read-only one, recovers every commit.
 			lg.Close()
+			if errors.Is(err, storage.ErrDuplicate) || errors.Is(err, storage.ErrCorrupt) {
+				// The records contradict the file: not a log of its state.
+				return fmt.Errorf("open %s: %w: the log %s holds commits that do not continue the file, and it is kept: %v",
+					b.path, storage.ErrCorrupt, dir, err)
+			}
 			if !errors.Is(err, storage.ErrIO) {
 				err = fmt.Errorf("%w: %w", storage.ErrIO, err)
 			}
 			return fmt.Errorf("open %s: the recovered log cannot be checkpointed into the file, and the log %s is kept: %w",
-				b.path, LogDirectory(b.path), err)
+				b.path, dir, err)
 		}
 	}
 	if lg.LastLSN() > 0 { // every record is in the file now, replayed or from before
@@ -175,20 +214,129 @@ func (b *Backend) openLog(opts Options) error {
 			return fmt.Errorf("open %s: %w", b.path, err)
 		}
 	}
-	if opts.logOff() {
+	if ident.id.IsZero() || opts.logOff() {
+		// A log of an earlier version is replaced by one with an identity;
+		// with the log off, none follows.
 		if err := lg.Close(); err != nil {
 			return fmt.Errorf("open %s: %w", b.path, err)
 		}
 		if err := lg.Remove(); err != nil {
 			return fmt.Errorf("open %s: %w", b.path, err)
 		}
-		return nil
+		if opts.logOff() {
+			if ident.open {
+				return b.markLogClosed()
+			}
+			return nil
+		}
+		return b.startLog(opts, dir, last)
 	}
+	b.useLog(lg, dir, ident.id, last)
+	b.logMarked = ident.open
+	return nil
+}
+
+// walOptions are the options of the file's log.
+func (b *Backend) walOptions(opts Options, id wal.ID) wal.Options {
+	segment := opts.LogSegmentSizeBytes
+	if segment == 0 {
+		segment = LogSegmentSizeDefault
+	}
+	b.memtableBytesMax = opts.MemtableBytesMax
+	if b.memtableBytesMax <= 0 {
+		b.memtableBytesMax = MemtableBytesMaxDefault
+	}
+	return wal.Options{SegmentSizeBytes: segment, ReadOnly: opts.ReadOnly, ID: id,
+		Spares: logSpares(b.memtableBytesMax, segment)}
+}
+
+// startLog creates a new log with a new identity, its first record to be
+// checkpoint+1. The file records it at the first writable transaction
+// (markLogOpen), before the log takes a record, so that an open that writes
+// nothing commits nothing; a crash before that leaves an empty log the
+// file does not name, which the next Open removes.
+func (b *Backend) startLog(opts Options, dir string, checkpoint uint64) error {
+	id := newLogID()
+	walOpts := b.walOptions(opts, id)
+	walOpts.Create = true
+	walOpts.FirstLSN = checkpoint + 1
+	lg, err := wal.Open(dir, walOpts)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", b.path, err)
+	}
+	b.writer = make(chan struct{}, 1)
+	b.lastLSN = checkpoint
+	b.durableLSN.Store(checkpoint)
+	b.useLog(lg, dir, id, checkpoint)
+	return nil
+}
+
+// useLog makes lg the log commits go to.
+func (b *Backend) useLog(lg *wal.Log, dir string, id wal.ID, last uint64) {
 	b.log = lg
+	b.logDir = dir
+	b.logID = id
 	b.overlay = true
 	b.active = newMemtable()
 	b.published.Store(&memView{tables: []*memtable{b.active}, asOf: last})
-	return nil
+}
+
+// removeUnrecordedLog handles a log folder beside a file that was closed
+// cleanly: one of the file's own log (a clean close that stopped before it
+// removed the folder) is kept and opened; one whose segments name another
+// log and hold no record is a creation that stopped before the file
+// recorded it, removed (a writable open) or ignored (a read-only one). A
+// foreign log that holds records is never skipped: the open fails. It
+// returns whether the folder is still there.
+func (b *Backend) removeUnrecordedLog(dir string, ident logIdentity, opts Options) (bool, error) {
+	if segments, err := filepath.Glob(filepath.Join(dir, "*.wal")); err == nil && len(segments) == 0 {
+		// No segment: a log that never took a record. What else is there
+		// is the log's (spares) or refused by its open.
+		if opts.ReadOnly {
+			return false, nil
+		}
+		lg, err := wal.Open(dir, wal.Options{ID: ident.id, Create: !ident.id.IsZero(), FirstLSN: 1})
+		if err != nil {
+			return true, fmt.Errorf("open %s: %w", b.path, err)
+		}
+		lg.Close()
+		if err := lg.Remove(); err != nil {
+			return true, fmt.Errorf("open %s: %w", b.path, err)
+		}
+		return false, nil
+	}
+	probe, err := wal.Open(dir, wal.Options{ReadOnly: true, ID: ident.id})
+	if err == nil {
+		probe.Close()
+		return true, nil
+	}
+	var foreign *wal.ForeignSegmentError
+	if !errors.As(err, &foreign) || foreign.Found.IsZero() {
+		return true, nil // the open proper reports it
+	}
+	other, err := wal.Open(dir, wal.Options{ReadOnly: opts.ReadOnly, ID: foreign.Found})
+	if err != nil || other.LastLSN() != 0 {
+		if other != nil {
+			other.Close()
+		}
+		return true, nil // the open proper reports the foreign segment
+	}
+	other.Close()
+	if opts.ReadOnly {
+		return false, nil
+	}
+	if err := other.Remove(); err != nil {
+		return true, fmt.Errorf("open %s: %w", b.path, err)
+	}
+	return false, nil
+}
+
+// logName names a log identity in messages.
+func logName(id wal.ID) string {
+	if id.IsZero() {
+		return "of an earlier version"
+	}
+	return id.String()
 }
 
 // replay reads the records past the file's checkpoint into a memory table.
@@ -556,6 +704,11 @@ func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable, after, through uint
 	if err != nil {
 		return err
 	}
+	if b.closingCheckpoint {
+		if err := g.putMeta(metaLogState, []byte(logStateClosed)); err != nil {
+			return err
+		}
+	}
 	return g.putMeta(metaCheckpointLSN, binary.BigEndian.AppendUint64(nil, through))
 }
 
@@ -606,6 +759,11 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 	}
 	record := encodeCommitAliased(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
+	if !b.logMarked {
+		if err := b.markLogOpenFirst(lsn); err != nil {
+			return 0, err
+		}
+	}
 	if err := b.log.AppendNoSync(lsn, record); err != nil {
 		err = fmt.Errorf("commit %s: %w", b.path, err)
 		if errors.Is(err, wal.ErrUnusable) {
@@ -619,6 +777,26 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 	b.active.apply(lsn, record, operations)
 	b.publish(func(v *memView) { v.asOf = lsn })
 	return lsn, nil
+}
+
+// markLogOpenFirst runs before the first record of a handle's log: the log
+// gets its first segment (naming its identity), then the file records that
+// the log is open, so that from then on it says it was not closed cleanly
+// until a close checkpoints everything. The writer holds no bbolt
+// transaction here (CommitAsync ended its view's).
+func (b *Backend) markLogOpenFirst(lsn uint64) error {
+	if err := b.log.Prepare(lsn); err != nil {
+		err = fmt.Errorf("commit %s: %w", b.path, err)
+		if errors.Is(err, wal.ErrUnusable) {
+			b.fail(err)
+		}
+		return err
+	}
+	if err := b.markLogOpen(b.logID, b.logDir); err != nil {
+		return fmt.Errorf("commit %s: %w", b.path, err)
+	}
+	b.logMarked = true
+	return nil
 }
 
 // syncThrough makes the log durable through lsn (a group sync: one
@@ -652,14 +830,27 @@ func (b *Backend) closeLog() error {
 	if err == nil && !b.active.empty() {
 		err = b.syncThrough(b.active.lastLSN)
 	}
+	// The final checkpoint records that the file is closed in each of its
+	// bbolt transactions: when the newest meta page is damaged, bbolt opens
+	// the file as of the transaction before, which then says so too and
+	// lacks at most the last commit, as a file without the log would.
+	// Written early, the mark is harmless: a log that is still there is
+	// replayed whatever the file says.
+	checkpointed := false
 	if err == nil && !b.active.empty() {
+		b.closingCheckpoint = b.logMarked
 		err = b.checkpoint(b.active)
+		b.closingCheckpoint = false
+		checkpointed = err == nil
 		if err == nil {
 			err = b.log.Release(b.active.lastLSN)
 		}
 	}
 	if closeErr := b.log.Close(); err == nil && closeErr != nil {
 		err = fmt.Errorf("close %s: %w", b.path, closeErr)
+	}
+	if err == nil && b.logMarked && !checkpointed {
+		err = b.markLogClosed()
 	}
 	if err != nil {
 		// The log stays: nothing acknowledged is lost, and the next Open
@@ -668,10 +859,13 @@ func (b *Backend) closeLog() error {
 			err = fmt.Errorf("%w: %w", storage.ErrIO, err)
 		}
 		return fmt.Errorf("close %s: the log %s is kept with every acknowledged commit, and the next Open checkpoints it: %w",
-			b.path, LogDirectory(b.path), err)
+			b.path, b.logDir, err)
 	}
 	if err := b.log.Remove(); err != nil {
-		return fmt.Errorf("close %s: %w", b.path, err)
+		// The file holds every commit and says so: what is left of the
+		// folder is clutter, not the outcome of the commits.
+		b.logger.Warn("bolt: the log folder of a cleanly closed ledger could not be removed",
+			"path", b.path, "log", b.logDir, "error", err)
 	}
 	return nil
 }

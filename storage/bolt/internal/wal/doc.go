@@ -75,6 +75,33 @@
 // segment still growing, and a record larger than a segment, always do. A recycled spare keeps its old records:
 // their LSNs are older than any the caller appends, so they end the log.
 //
+// # Identity and strict recovery
+//
+// A log opened with Options.ID (the bolt backend's) has an identity. Every
+// segment starts with a header (SegmentHeaderSizeBytes: magic, the ID, the
+// first LSN, the size it was created with, a CRC), written and synced
+// before the segment gets its name; its records follow the header. A
+// segment the log leaves for the next ends with a seal, a record header
+// with the length 1<<31 and the next segment's first LSN, synced before
+// the first record of the next one is. Every record leaves room for it.
+// Open then applies strict rules: a header missing, damaged, or naming
+// another first LSN or size than the file's; a segment of another log
+// (*ForeignSegmentError, checked for every segment before any gap); a
+// segment sealed with no successor; a record running past its file's
+// end; a valid record or seal, newer than the last good record, anywhere
+// behind the end of the last segment; a folder without segments; and a
+// file the log did not write, are errors wrapping storage.ErrCorrupt that
+// name the segment and the offset. Only a torn final record followed by
+// unwritten space (zeros, a torn record's bytes, a recycled spare's older
+// records) ends the log. Open changes nothing when it fails. Create makes
+// a new log with an identity, Prepare its first segment before its first
+// record; Salvage opens a log read-only keeping what precedes its first
+// damage (Damage says what), for an operator who accepts the loss.
+//
+// A log without an identity (the zero ID) is one written by an earlier
+// version, read by the rules of that version, where the log ends at the
+// first bad record of its last segment.
+//
 // # Caveats
 //
 // The CRC detects torn and partial writes, not tampering: a record rewritten

@@ -40,6 +40,8 @@ func FuzzOpen(f *testing.F) {
 	f.Add(valid, encodeSegment(5, [][]byte{[]byte("gap")}, 64), uint64(5))
 	f.Add(encodeSegment(1, [][]byte{[]byte("a"), []byte("b")}, 0), encodeSegment(3, [][]byte{[]byte("c")}, 0)[:10], uint64(3))
 	f.Add(make([]byte, 64), []byte(nil), uint64(0))
+	headed := encodeSegmentHeader(segmentHeader{id: testID, firstLSN: 1, sizeBytes: 256})
+	f.Add(append(headed, encodeSegment(1, [][]byte{[]byte("one")}, 256-len(headed))...), []byte(nil), uint64(0))
 	f.Fuzz(func(t *testing.T, first []byte, second []byte, secondLSN uint64) {
 		dir := fuzzDirectory(t)
 		files := map[uint64][]byte{1: first}
@@ -50,6 +52,18 @@ func FuzzOpen(f *testing.F) {
 			if err := os.WriteFile(segmentPath(dir, lsn), data, 0o600); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// The same files as a log with an identity: its headers and seals
+		// are parsed too, and refused only with ErrCorrupt.
+		if l, err := Open(dir, Options{SegmentSizeBytes: SegmentSizeMin, ReadOnly: true, ID: testID}); err == nil {
+			for _, err := range l.Records(0) {
+				if err != nil && !errors.Is(err, storage.ErrCorrupt) {
+					t.Fatalf("Records of a log with an identity: %v, want nil or ErrCorrupt", err)
+				}
+			}
+			l.Close()
+		} else if !errors.Is(err, storage.ErrCorrupt) {
+			t.Fatalf("Open with an identity: %v, want nil or ErrCorrupt", err)
 		}
 		l, err := Open(dir, Options{SegmentSizeBytes: SegmentSizeMin, ReadOnly: true})
 		if err != nil {

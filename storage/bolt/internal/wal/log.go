@@ -53,6 +53,25 @@ type Options struct {
 	// records it will hold); SparesDefault when zero, at most SparesMax.
 	// A caller that releases several segments at once keeps as many.
 	Spares int
+	// ID is the log's identity. Every segment of a log with an identity
+	// starts with a header that carries it (and the segment's first LSN and
+	// size), a segment the log left ends with a seal naming the next, and
+	// Open applies the strict recovery rules of the package documentation:
+	// a segment of another log is a *ForeignSegmentError, a log without
+	// segments is damage. The zero ID opens a log written by an earlier
+	// version: segments without headers, read by the rules of that version.
+	ID ID
+	// Create makes a new log with an identity: dir must be missing or hold
+	// no segment. Its first segment is made by Prepare or the first
+	// Append, named FirstLSN.
+	Create bool
+	// FirstLSN is the LSN of the first record of a log Create makes.
+	FirstLSN uint64
+	// Salvage opens a log read-only and, instead of failing at damage,
+	// keeps the records before it: the segments in order, each as far as
+	// its records are valid and continue the previous one, and nothing of
+	// a segment of another log. Damage returns what ended it.
+	Salvage bool
 }
 
 // Log is a write-ahead log: a directory of segment files holding records
@@ -63,6 +82,16 @@ type Log struct {
 	segmentSizeBytes int64
 	readOnly         bool
 	spares           *spares // nil when read-only
+
+	// id is Options.ID; headed is set when it is not zero. base is where
+	// a segment's records start (after its header) and sealReserve the
+	// room each keeps for its seal; both are 0 without an identity.
+	id          ID
+	headed      bool
+	base        int64
+	sealReserve int64
+	salvage     bool
+	damage      error
 
 	lastLSN atomic.Uint64
 
@@ -134,7 +163,18 @@ func Open(dir string, opts Options) (*Log, error) {
 	if spareCount < 0 || spareCount > SparesMax {
 		return nil, fmt.Errorf("wal: %d spares, want 1 to %d (0 for SparesDefault): %w", opts.Spares, SparesMax, ErrOptions)
 	}
-	l := &Log{dir: dir, segmentSizeBytes: segmentSizeBytes, readOnly: opts.ReadOnly}
+	if opts.Salvage {
+		opts.ReadOnly = true
+	}
+	if opts.Create && (opts.ReadOnly || opts.ID.IsZero() || opts.FirstLSN == 0) {
+		return nil, fmt.Errorf("wal: create %s: Create needs an ID, a FirstLSN and a writable log: %w", dir, ErrOptions)
+	}
+	l := &Log{dir: dir, segmentSizeBytes: segmentSizeBytes, readOnly: opts.ReadOnly,
+		id: opts.ID, headed: !opts.ID.IsZero(), salvage: opts.Salvage}
+	if l.headed {
+		l.base = SegmentHeaderSizeBytes
+		l.sealReserve = sealSizeBytes
+	}
 	if opts.ReadOnly {
 		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 			return l, nil
@@ -145,6 +185,16 @@ func Open(dir string, opts Options) (*Log, error) {
 	listing, err := l.list()
 	if err != nil {
 		return nil, err
+	}
+	if opts.Create && len(listing.segments) > 0 {
+		return nil, fmt.Errorf("wal: create %s: the folder holds segment %s: %w", dir, listing.segments[0].path, storage.ErrCorrupt)
+	}
+	if l.headed && !opts.Create && len(listing.segments) == 0 {
+		err := fmt.Errorf("wal: %s holds no segment: a log with an identity always keeps one (deleted?): %w", dir, storage.ErrCorrupt)
+		if !l.salvage {
+			return nil, err
+		}
+		l.damage = err
 	}
 	if !opts.ReadOnly {
 		l.spares = &spares{dir: dir, sizeBytes: segmentSizeBytes, max: spareCount, number: listing.numberNext}
@@ -170,6 +220,53 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.refillWhenFullSize()
 	}
 	return l, nil
+}
+
+// Prepare makes sure the log has a segment for the record lsn, the next to
+// be appended: a log with an identity then exists on disk, with that
+// identity, before its first record is acknowledged. It creates the first
+// segment of a log that has none, empty, and does nothing otherwise. A
+// failure is returned as Append's to start a segment is (the log is as it
+// was). Only the appending goroutine calls it.
+func (l *Log) Prepare(lsn uint64) error {
+	if l.readOnly {
+		return fmt.Errorf("wal: prepare %s: %w", l.dir, storage.ErrReadOnly)
+	}
+	if err := l.poisonedError(); err != nil {
+		return err
+	}
+	if l.current != nil {
+		return nil
+	}
+	if last := l.lastLSN.Load(); lsn == 0 || (last != 0 && lsn != last+1) {
+		panic(fmt.Sprintf("wal: prepare for LSN %d after LSN %d", lsn, last))
+	}
+	if err := l.startSegment(lsn, 0); err != nil {
+		if err := l.poisonedError(); err != nil {
+			return err
+		}
+		return fmt.Errorf("wal: start a segment at LSN %d in %s: %w: %w", lsn, l.dir, storage.ErrIO, err)
+	}
+	return nil
+}
+
+// Damage returns, for a log opened with Options.Salvage, the error that
+// ended the records it kept; nil when the whole log was valid.
+func (l *Log) Damage() error { return l.damage }
+
+// NextLSN returns the LSN the next Append must have: LastLSN()+1, or for a
+// log with an identity and no record the first LSN of its segment; 0 when
+// any LSN may come next (an empty log without identity).
+func (l *Log) NextLSN() uint64 {
+	if last := l.lastLSN.Load(); last > 0 {
+		return last + 1
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.headed && len(l.segments) > 0 {
+		return l.segments[len(l.segments)-1].firstLSN
+	}
+	return 0
 }
 
 // nextSegmentSizeBytes is the size of the next new segment: twice the
@@ -227,6 +324,12 @@ func (l *Log) list() (listing, error) {
 		} else if number, ok := parseNumbered(name, tempSuffix); ok {
 			found.temps = append(found.temps, path)
 			found.numberNext = max(found.numberNext, number+1)
+		} else if !l.salvage {
+			// A file the log did not write may be a segment renamed away
+			// (its records missing from the log) or an operator's: either
+			// way it is refused before anything is written.
+			return found, fmt.Errorf("wal: %s: %q is not a file of the log (a renamed segment, or a stray file): move it out of the folder: %w",
+				l.dir, name, storage.ErrCorrupt)
 		}
 	}
 	slices.SortFunc(found.segments, func(a, b segment) int {
@@ -258,41 +361,76 @@ func (l *Log) tidy(found listing) error {
 }
 
 // recover scans the segments, checks that each continues the previous one
-// and positions the appender after the last valid record.
+// and positions the appender after the last valid record. In salvage mode
+// damage ends the log where it starts instead of failing the open.
 func (l *Log) recover(segments []segment) error {
+	// A segment of another log is named as such, wherever it sorts: before
+	// the continuity checks would report it as a gap.
+	for i := range segments {
+		if err := l.checkIdentity(&segments[i]); err != nil {
+			if !l.salvage {
+				return err
+			}
+			l.damage = err
+			segments = segments[:i]
+			break
+		}
+	}
 	lastLSN := uint64(0)
 	for i := range segments {
 		last := i == len(segments)-1
 		segment := &segments[i]
-		if segment.firstLSN == 0 {
-			return fmt.Errorf("wal: segment %s: LSN 0 is never used: %w", segment.path, storage.ErrCorrupt)
-		}
 		flag := os.O_RDONLY
 		if last && !l.readOnly {
 			flag = os.O_RDWR
 		}
-		f, scan, err := openAndScan(segment, flag)
+		f, scan, err := l.openAndScan(segment, flag, lastLSN)
 		if err != nil {
+			if l.salvage && errors.Is(err, storage.ErrCorrupt) {
+				l.damage = err
+				segments = segments[:i]
+				break
+			}
 			return err
 		}
 		if !last {
 			f.Close()
-			next := segments[i+1]
-			if scan.records == 0 || scan.lastLSN+1 != next.firstLSN {
-				return fmt.Errorf("wal: segment %s: its records end at offset %d after %d records (last LSN %d), but the next segment %s starts at LSN %d: %w",
-					segment.path, scan.endOffset, scan.records, scan.lastLSN, filepath.Base(next.path), next.firstLSN, storage.ErrCorrupt)
+			if err := l.checkContinued(segment, scan, segments[i+1]); err != nil {
+				if l.salvage {
+					l.damage = err
+					if scan.records > 0 {
+						lastLSN = scan.lastLSN
+					}
+					segments = segments[:i+1]
+					break
+				}
+				return err
 			}
 			lastLSN = scan.lastLSN
 			continue
+		}
+		if l.headed {
+			if err := l.checkEnd(f, segment, scan); err != nil {
+				f.Close()
+				if !l.salvage {
+					return err
+				}
+				l.damage = err
+				if scan.records > 0 {
+					lastLSN = scan.lastLSN
+				}
+				break
+			}
 		}
 		if scan.records > 0 {
 			lastLSN = scan.lastLSN
 		}
 		if l.readOnly {
 			f.Close()
-		} else if scan.records == 0 && len(segments) == 1 {
+		} else if scan.records == 0 && len(segments) == 1 && !l.headed {
 			// The only segment holds no record: the log is empty, and the
-			// first Append may start from any LSN.
+			// first Append may start from any LSN. (A log with an identity
+			// keeps it: the segment is what names the log.)
 			f.Close()
 			if err := os.Remove(segment.path); err != nil {
 				return fmt.Errorf("wal: remove %s: %w: %w", segment.path, storage.ErrIO, err)
@@ -321,8 +459,52 @@ func (l *Log) recover(segments []segment) error {
 	return nil
 }
 
-// openAndScan opens a segment, records its size and scans it.
-func openAndScan(segment *segment, flag int) (*os.File, segmentScan, error) {
+// checkContinued checks that a segment that is not the last ends where the
+// next one starts.
+func (l *Log) checkContinued(segment *segment, scan segmentScan, next segment) error {
+	if scan.records > 0 && scan.lastLSN+1 == next.firstLSN {
+		return nil
+	}
+	return fmt.Errorf("wal: segment %s: its records end at offset %d after %d records (last LSN %d), but the next segment %s starts at LSN %d: %w",
+		segment.path, scan.endOffset, scan.records, scan.lastLSN, filepath.Base(next.path), next.firstLSN, storage.ErrCorrupt)
+}
+
+// checkEnd applies the strict rules to the end of the last segment of a log
+// with an identity: only a torn final record followed by unwritten space
+// ends the log. A seal there means the next segment is missing; a record
+// that runs past the file's end, or any valid record (or seal) newer than
+// the last good one behind the end, means the end is damage.
+func (l *Log) checkEnd(f *os.File, segment *segment, scan segmentScan) error {
+	if scan.sealed {
+		return fmt.Errorf("wal: segment %s: sealed at offset %d, continued by a segment starting at LSN %d that is missing: %w",
+			segment.path, scan.endOffset, scan.lastLSN+1, storage.ErrCorrupt)
+	}
+	if scan.overrun {
+		return fmt.Errorf("wal: segment %s: the record at offset %d runs past the end of the file: %w",
+			segment.path, scan.endOffset, storage.ErrCorrupt)
+	}
+	expected := segment.firstLSN
+	if scan.records > 0 {
+		expected = scan.lastLSN + 1
+	}
+	offset, lsn, found, err := laterRecord(f, segment.sizeBytes, scan.endOffset+RecordAlignmentBytes, expected)
+	if err != nil {
+		return err
+	}
+	if found {
+		return fmt.Errorf("wal: segment %s: the record at offset %d (LSN %d) is damaged, and a valid record of LSN %d follows at offset %d: %w",
+			segment.path, scan.endOffset, expected, lsn, offset, storage.ErrCorrupt)
+	}
+	return nil
+}
+
+// openAndScan opens a segment, records its size, checks its header (a log
+// with an identity) and scans it. lastLSN is the last record of the
+// segments before it, 0 for the first.
+func (l *Log) openAndScan(segment *segment, flag int, lastLSN uint64) (*os.File, segmentScan, error) {
+	if segment.firstLSN == 0 {
+		return nil, segmentScan{}, fmt.Errorf("wal: segment %s: LSN 0 is never used: %w", segment.path, storage.ErrCorrupt)
+	}
 	f, err := os.OpenFile(segment.path, flag, 0)
 	if err != nil {
 		return nil, segmentScan{}, fmt.Errorf("wal: open %s: %w: %w", segment.path, storage.ErrIO, err)
@@ -333,12 +515,68 @@ func openAndScan(segment *segment, flag int) (*os.File, segmentScan, error) {
 		return nil, segmentScan{}, fmt.Errorf("wal: stat %s: %w: %w", segment.path, storage.ErrIO, err)
 	}
 	segment.sizeBytes = info.Size()
-	scan, err := scanSegment(f, segment.sizeBytes, segment.firstLSN, func(Record) bool { return true })
+	if l.headed {
+		err = readSegmentHeader(f, segment, l.id)
+	} else {
+		err = checkNoHeader(f, segment)
+	}
+	if err != nil {
+		f.Close()
+		return nil, segmentScan{}, err
+	}
+	scan, err := scanSegment(f, segment.sizeBytes, l.base, segment.firstLSN, l.headed, func(Record) bool { return true })
 	if err != nil {
 		f.Close()
 		return nil, segmentScan{}, err
 	}
 	return f, scan, nil
+}
+
+// checkIdentity returns a *ForeignSegmentError when the segment's header
+// names another log than l's (or, without an identity, any log); other
+// damage is left to the scan.
+func (l *Log) checkIdentity(segment *segment) error {
+	f, err := os.Open(segment.path)
+	if err != nil {
+		return nil // the scan reports it
+	}
+	defer f.Close()
+	b := make([]byte, SegmentHeaderSizeBytes)
+	if _, err := f.ReadAt(b, 0); err != nil || !hasMagic(b) {
+		return nil
+	}
+	var found ID
+	copy(found[:], b[8:24])
+	if found != l.id {
+		return &ForeignSegmentError{Segment: segment.path, Found: found, Want: l.id}
+	}
+	return nil
+}
+
+// checkNoHeader refuses, in a log opened without an identity, a segment that
+// has a header: it belongs to a log with an identity, which a file that
+// records none cannot own.
+func checkNoHeader(f *os.File, segment *segment) error {
+	if segment.sizeBytes < SegmentHeaderSizeBytes {
+		return nil
+	}
+	b := make([]byte, SegmentHeaderSizeBytes)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return readError(f, 0, err)
+	}
+	if !hasMagic(b) {
+		return nil
+	}
+	var found ID
+	copy(found[:], b[8:24])
+	return &ForeignSegmentError{Segment: segment.path, Found: found}
+}
+
+// currentFirstLSN is the first LSN of the segment appended to.
+func (l *Log) currentFirstLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.segments[len(l.segments)-1].firstLSN
 }
 
 // LastLSN returns the LSN of the last record, 0 for an empty log.
@@ -414,8 +652,11 @@ func (l *Log) AppendNoSync(lsn uint64, payload []byte) error {
 		}
 		return err
 	}
+	if l.headed && l.currentRecords == 0 && l.current != nil && lsn != l.currentFirstLSN() {
+		panic(fmt.Sprintf("wal: append of LSN %d to the empty segment starting at LSN %d", lsn, l.currentFirstLSN()))
+	}
 	size := recordSizeBytes(len(payload))
-	if l.current == nil || (rotate && l.currentRecords > 0) || l.offset+size > l.capacity {
+	if l.current == nil || (rotate && l.currentRecords > 0) || l.offset+size+l.sealReserve > l.capacity {
 		if err := l.startSegment(lsn, size); err != nil {
 			if err := l.poisonedError(); err != nil {
 				return err
@@ -594,7 +835,11 @@ func (l *Log) poison(err error) error {
 // segment appended to.
 func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	replacing := l.current != nil && l.currentRecords == 0
-	sizeBytes := max(recordSizeBytes, l.nextSegmentSizeBytes(replacing))
+	sizeBytes := max(l.base+recordSizeBytes+l.sealReserve, l.nextSegmentSizeBytes(replacing))
+	var header []byte
+	if l.headed {
+		header = encodeSegmentHeader(segmentHeader{id: l.id, firstLSN: lsn, sizeBytes: sizeBytes})
+	}
 	target := segmentPath(l.dir, lsn)
 	if replacing && l.segments[len(l.segments)-1].firstLSN != lsn {
 		panic(fmt.Sprintf("wal: empty segment %s does not start at LSN %d", l.segments[len(l.segments)-1].path, lsn))
@@ -605,12 +850,20 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 		if err != nil {
 			return err
 		}
+		if header != nil {
+			// Durable before the spare becomes the segment: a segment
+			// never exists without its header.
+			if err := writeSegmentHeader(spare, segmentHeader{id: l.id, firstLSN: lsn, sizeBytes: sizeBytes}); err != nil {
+				os.Remove(spare)
+				return err
+			}
+		}
 		source = spare
 	} else {
 		// A segment still growing, a record larger than a segment, or one
 		// that does not fit the empty current segment: a file of its own.
 		source = filepath.Join(l.dir, tempName(l.spares.nextNumber()))
-		if err := createZeroed(source, sizeBytes, nil); err != nil {
+		if err := createZeroed(source, sizeBytes, nil, header); err != nil {
 			return err
 		}
 	}
@@ -627,12 +880,12 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 	if err != nil {
 		return l.abandonSegment(target, replacing, err)
 	}
-	if err := l.switchSegment(f); err != nil {
+	if err := l.switchSegment(f, lsn); err != nil {
 		f.Close()
 		return l.abandonSegment(target, replacing, err)
 	}
 	l.currentRecords = 0
-	l.offset = 0
+	l.offset = l.base
 	l.capacity = sizeBytes
 	l.mu.Lock()
 	if replacing {
@@ -647,16 +900,24 @@ func (l *Log) startSegment(lsn uint64, recordSizeBytes int64) error {
 }
 
 // switchSegment syncs the records of the segment appended to that no Sync
-// covered yet, then makes f the one appended to. A failed sync poisons the
-// log.
-func (l *Log) switchSegment(f *os.File) error {
+// covered yet, and in a log with an identity seals it (a seal naming
+// nextLSN after its last record, so that a missing successor is damage),
+// then makes f the one appended to. A failed sync poisons the log.
+func (l *Log) switchSegment(f *os.File, nextLSN uint64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.current != nil {
-		if last := l.lastLSN.Load(); l.durableLSN.Load() < last {
+		seal := l.headed && l.currentRecords > 0
+		if last := l.lastLSN.Load(); l.durableLSN.Load() < last || seal {
+			unsynced := l.durableLSN.Load() < last
 			_, _, err := l.writePending()
-			if err == nil {
+			if err == nil && seal {
+				err = writeAt(l.current, l.offset, [][]byte{encodeSeal(nextLSN)})
+			}
+			if err == nil && unsynced {
 				err = l.syncCurrent()
+			} else if err == nil {
+				err = syncData(l.current) // the seal alone: no record's Sync
 			}
 			if err != nil {
 				return l.poison(err)
@@ -666,7 +927,7 @@ func (l *Log) switchSegment(f *os.File) error {
 		l.current.Close()
 	}
 	l.current = f
-	l.durableEnd = 0
+	l.durableEnd = l.base
 	return nil
 }
 
@@ -781,7 +1042,7 @@ func (l *Log) yieldSegment(segment segment, afterLSN uint64, endLSN uint64, yiel
 	}
 	defer f.Close()
 	stopped := false
-	scan, err := scanSegment(f, segment.sizeBytes, segment.firstLSN, func(record Record) bool {
+	scan, err := scanSegment(f, segment.sizeBytes, l.base, segment.firstLSN, l.headed, func(record Record) bool {
 		if record.LSN > afterLSN && !yield(record, nil) {
 			stopped = true
 			return false

@@ -439,7 +439,12 @@ func recordOffsets(t failer, path string, firstLSN uint64) []int64 {
 	info, _ := f.Stat()
 	var offsets []int64
 	offset := int64(0)
-	_, err = scanSegment(f, info.Size(), firstLSN, func(record Record) bool {
+	head := make([]byte, SegmentHeaderSizeBytes)
+	f.ReadAt(head, 0)
+	if hasMagic(head) {
+		offset = SegmentHeaderSizeBytes
+	}
+	_, err = scanSegment(f, info.Size(), offset, firstLSN, offset > 0, func(record Record) bool {
 		offsets = append(offsets, offset)
 		offset += recordSizeBytes(len(record.Payload))
 		return true

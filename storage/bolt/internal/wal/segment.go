@@ -55,10 +55,10 @@ func parseNumbered(name string, suffix string) (uint64, bool) {
 }
 
 // createZeroed creates path (which must not exist) as a file of sizeBytes
-// zeros and makes its blocks and size durable, so that writes into it later
+// zeros (with header, when not nil, at its start) and makes its blocks and size durable, so that writes into it later
 // change no metadata and an fdatasync then flushes data only. It gives up
 // and removes the file when stop becomes true (the log is closing).
-func createZeroed(path string, sizeBytes int64, stop *atomic.Bool) (err error) {
+func createZeroed(path string, sizeBytes int64, stop *atomic.Bool, header []byte) (err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -78,6 +78,11 @@ func createZeroed(path string, sizeBytes int64, stop *atomic.Bool) (err error) {
 		}
 		chunk := zeroChunk[:min(zeroChunkSizeBytes, sizeBytes-offset)]
 		if _, err := f.WriteAt(chunk, offset); err != nil {
+			return err
+		}
+	}
+	if header != nil {
+		if _, err := f.WriteAt(header, 0); err != nil {
 			return err
 		}
 	}

@@ -72,7 +72,7 @@ func (s *spares) prepare(stop *atomic.Bool) (string, error) {
 	s.number++
 	s.mu.Unlock()
 	temp := filepath.Join(s.dir, tempName(number))
-	if err := createZeroed(temp, s.sizeBytes, stop); err != nil {
+	if err := createZeroed(temp, s.sizeBytes, stop, nil); err != nil {
 		return "", err
 	}
 	path := filepath.Join(s.dir, spareName(number))
