@@ -95,6 +95,9 @@ type pipeline struct {
 	keys []storage.ChainKey
 	// lanes is the committer's scratch for hashGroupInLanes.
 	lanes laneScratch
+	// trees gathers the chains' tree updates of the group's transaction;
+	// nil when the DB keeps no trees (Options.NoTrees).
+	trees *treeBatch
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -114,6 +117,9 @@ const groupsMergedMax = 4
 // instead of queueing groups without bound.
 func (db *DB) commitLoop() {
 	p := &pipeline{acks: make(chan durableGroup), idle: make(chan struct{}, 1)}
+	if !db.opts.NoTrees {
+		p.trees = newTreeBatch()
+	}
 	acknowledged := make(chan struct{})
 	go db.acknowledge(p, acknowledged)
 	defer func() {
@@ -284,10 +290,13 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		}
 		p.keys = prepareAppends(stx, pending, p.keys)
 		ahead := db.hashGroupInLanes(stx, pending, &p.lanes)
+		if p.trees != nil {
+			p.trees.reset()
+		}
 		poisoned, again := -1, false
 		tx := &Tx{}
 		for i, r := range pending {
-			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys} // one Tx per request, one allocation per group
+			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, trees: p.trees} // one Tx per request, one allocation per group
 			r.err, r.panicValue = r.call(tx, ahead, i)
 			if r.err != nil && r.panicValue == nil && retry(r.err) {
 				again = true // the store rolled the whole transaction back
@@ -311,6 +320,16 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			finishOne(pending[poisoned])
 			pending = append(pending[:poisoned:poisoned], pending[poisoned+1:]...)
 			continue
+		}
+		if p.trees != nil {
+			if err := p.trees.flush(context.Background(), stx); err != nil {
+				stx.Rollback()
+				if retry(err) {
+					continue
+				}
+				finish(pending, storageError(err))
+				return
+			}
 		}
 		start := time.Now()
 		wait, commitErr := commit(stx)

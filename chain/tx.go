@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,9 @@ type Tx struct {
 	// keys is the committer's scratch for the keys AppendBatch prepares
 	// (nil outside the committer: AppendBatch then makes its own).
 	keys *[]storage.ChainKey
+	// trees is the committer's treeBatch, which every append extends (nil
+	// outside the committer and with Options.NoTrees).
+	trees *treeBatch
 }
 
 // Context returns the context of the call that started the transaction.
@@ -95,6 +99,11 @@ func (tx *Tx) appendAhead(req Request, ahead *hashAhead, i int) (Result, error) 
 	tx.dirty = true
 	if err := tx.stx.Append(tx.ctx, e.Chain, rec, storage.Head{Seq: e.Seq, Hash: e.Hash, TimeUnixNano: e.TimeUnixNano}); err != nil {
 		return Result{}, tx.failed(err)
+	}
+	if tx.trees != nil {
+		if err := tx.trees.add(tx.ctx, tx.stx, e.Chain, e.Seq, &e.Hash); err != nil {
+			return Result{}, tx.failed(err)
+		}
 	}
 	return Result{Entry: e}, nil
 }
@@ -272,6 +281,9 @@ func (tx *Tx) StatePut(key, value []byte) error {
 	if !tx.stx.Writable() {
 		return ErrReadOnly
 	}
+	if err := checkStateKey(key); err != nil {
+		return err
+	}
 	tx.dirty = true
 	return tx.failed(tx.stx.StatePut(tx.ctx, key, value))
 }
@@ -281,6 +293,9 @@ func (tx *Tx) StateDelete(key []byte) error {
 	if !tx.stx.Writable() {
 		return ErrReadOnly
 	}
+	if err := checkStateKey(key); err != nil {
+		return err
+	}
 	tx.dirty = true
 	return tx.failed(tx.stx.StateDelete(tx.ctx, key))
 }
@@ -289,7 +304,13 @@ func (tx *Tx) StateDelete(key []byte) error {
 // when end is nil), descending when reverse is set. Keys and values are valid
 // until the transaction ends.
 func (tx *Tx) StateScan(start, end []byte, reverse bool) iter.Seq2[storage.KeyValue, error] {
+	if bytes.Compare(start, stateReservedEnd) < 0 {
+		start = stateReservedEnd // the engine's own keys are not the caller's
+	}
 	return func(yield func(storage.KeyValue, error) bool) {
+		if end != nil && bytes.Compare(end, start) <= 0 {
+			return
+		}
 		for kv, err := range tx.stx.StateScan(tx.ctx, start, end, reverse) {
 			if !yield(kv, tx.failed(err)) || err != nil {
 				return
