@@ -73,8 +73,8 @@ type EntryProof struct {
 	Checkpoint string `json:"checkpoint"` // the signed note
 	// Entry is the entry with the fields of a Format v1 export line.
 	Entry     chain.ExportLine `json:"entry"`
-	ChainSize uint64          `json:"chain_size"`
-	ChainRoot HexHash         `json:"chain_root"`
+	ChainSize uint64           `json:"chain_size"`
+	ChainRoot HexHash          `json:"chain_root"`
 	// Inclusion is the audit path of leaf seq-1 in the chain's tree.
 	Inclusion []HexHash `json:"inclusion"`
 	// ChainIndex is the chain's leaf in the checkpoint's tree, and
