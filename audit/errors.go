@@ -33,7 +33,7 @@ type EntryHashMismatchError struct {
 }
 
 func (e *EntryHashMismatchError) Error() string {
-	return fmt.Sprintf("audit: entry %q seq %d: hash %s, calculated %s", e.Chain, e.Seq,
+	return fmt.Sprintf("audit: entry hash mismatch: %q seq %d: expected %s, calculated %s", e.Chain, e.Seq,
 		hex.EncodeToString(e.Expected[:]), hex.EncodeToString(e.Calculated[:]))
 }
 
