@@ -134,6 +134,7 @@ func (db *DB) commitLoop() {
 		case first = <-db.queue:
 		case <-db.closing:
 			db.drain(p)
+			db.storeTreeRanges(p)
 			return
 		}
 		p.running.Store(true)
@@ -333,6 +334,9 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		}
 		start := time.Now()
 		wait, commitErr := commit(stx)
+		if commitErr == nil && p.trees != nil {
+			p.trees.committed()
+		}
 		if commitErr != nil && retry(commitErr) {
 			if db.metrics != nil {
 				db.metrics.GroupCommitted(len(pending), time.Since(start))
@@ -420,3 +424,24 @@ func finish(rs []*request, err error) {
 }
 
 func finishOne(r *request) { r.done <- struct{}{} }
+
+// storeTreeRanges stores the compact ranges the committer's cache holds
+// ahead of the store (see treeRangeLagMax), at Close, so that a file
+// closed cleanly has every range at its chain's head. A failure is logged:
+// the next Open for writing extends the ranges from the entries.
+func (db *DB) storeTreeRanges(p *pipeline) {
+	if p.trees == nil || db.readOnly {
+		return
+	}
+	stx, err := db.backend.Begin(context.Background(), true)
+	if err == nil {
+		if err = p.trees.flushCache(context.Background(), stx); err == nil {
+			err = stx.Commit()
+		} else {
+			stx.Rollback()
+		}
+	}
+	if err != nil {
+		db.log.Warn("chain trees' ranges not stored at close", "err", err)
+	}
+}

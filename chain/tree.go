@@ -80,21 +80,79 @@ type treeNode struct {
 
 // chainTree is one chain's tree during a transaction.
 type chainTree struct {
-	chain string
-	r     merkle.Range
-	nodes []treeNode // made in this transaction, at TreeStoredLevel and above
+	chain  string
+	r      merkle.Range
+	stored uint64     // the size of the range in the store
+	nodes  []treeNode // made in this transaction, at TreeStoredLevel and above
+}
+
+// treeRangeLagMax bounds how far a chain's stored compact range may lag
+// behind its entries: the committer stores the range when the lag would
+// reach it (and at Close), not with every transaction, so that an append
+// at a time to many chains (group commit) does not pay a state write per
+// append. A reader extends a lagging range from the last entries, at most
+// treeRangeLagMax-1 of them. The nodes at TreeStoredLevel and above are
+// stored in the transaction that completes them, always.
+const treeRangeLagMax = 16
+
+// cachedRange is a committed range and the size of its stored copy.
+type cachedRange struct {
+	r      merkle.Range
+	stored uint64
 }
 
 // treeBatch is the trees a storage transaction extends. The committer
 // keeps one, emptied before each transaction it begins, and stores what
 // changed before the commit: one range and the new nodes per chain.
+//
+// It also keeps the committed ranges of the chains it extended (cache),
+// so that an append to a chain whose range it holds at the right size reads
+// no state: the committer is its only user. A range of the wrong size (an
+// append by another process, on a shared store) is read from the store.
 type treeBatch struct {
 	chains map[string]*chainTree
 	order  []*chainTree
 	free   []*chainTree
+	cache  map[string]*cachedRange
 }
 
-func newTreeBatch() *treeBatch { return &treeBatch{chains: map[string]*chainTree{}} }
+// treeCacheChainsMax bounds the chains whose ranges a treeBatch keeps
+// between transactions (a range is at most 64 hashes).
+const treeCacheChainsMax = 1 << 16
+
+func newTreeBatch() *treeBatch {
+	return &treeBatch{chains: map[string]*chainTree{}, cache: map[string]*cachedRange{}}
+}
+
+// committed records the ranges of the transaction just committed in the
+// cache.
+func (b *treeBatch) committed() {
+	for _, t := range b.order {
+		c := b.cache[t.chain]
+		if c == nil {
+			if len(b.cache) >= treeCacheChainsMax {
+				continue // read from the store next time, and extended from its entries
+			}
+			c = &cachedRange{}
+			b.cache[t.chain] = c
+		}
+		c.r.Size, c.r.Hashes, c.stored = t.r.Size, append(c.r.Hashes[:0], t.r.Hashes...), t.stored
+	}
+}
+
+// flushCache stores the cached ranges that lag behind their chains; the
+// committer calls it at Close.
+func (b *treeBatch) flushCache(ctx context.Context, stx storage.Tx) error {
+	for chain, c := range b.cache {
+		if c.stored == c.r.Size {
+			continue
+		}
+		if err := stx.StatePut(ctx, treeRangeKey(chain), c.r.AppendBinary(nil)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // reset empties b for the next transaction, keeping its memory.
 func (b *treeBatch) reset() {
@@ -139,8 +197,12 @@ func (b *treeBatch) load(ctx context.Context, stx storage.Tx, chain string, size
 		t = &chainTree{}
 	}
 	t.chain = chain
-	if err := readRange(ctx, stx, chain, &t.r); err != nil {
+	if c := b.cache[chain]; c != nil && c.r.Size == size {
+		t.r.Size, t.r.Hashes, t.stored = c.r.Size, append(t.r.Hashes[:0], c.r.Hashes...), c.stored
+	} else if err := readRange(ctx, stx, chain, &t.r); err != nil {
 		return nil, err
+	} else {
+		t.stored = t.r.Size
 	}
 	if t.r.Size > size {
 		return nil, fmt.Errorf("%w: tree of chain %q has %d leaves, the chain %d entries", ErrCorrupt, chain, t.r.Size, size)
@@ -208,9 +270,13 @@ func (b *treeBatch) flush(ctx context.Context, stx storage.Tx) error {
 				return err
 			}
 		}
+		if t.r.Size-t.stored < treeRangeLagMax {
+			continue
+		}
 		if err := stx.StatePut(ctx, treeRangeKey(t.chain), t.r.AppendBinary(make([]byte, 0, 8+len(t.r.Hashes)*merkle.HashSize))); err != nil {
 			return err
 		}
+		t.stored = t.r.Size
 	}
 	return nil
 }
@@ -279,5 +345,31 @@ func (tx *Tx) catchUpTree(chain string, entriesMax uint64, done *bool) error {
 	b.order = append(b.order, t)
 	tx.dirty = true
 	*done = target == head.Seq
-	return tx.failed(b.flush(tx.ctx, tx.stx))
+	t.stored = 0 // always stored: the range is what catching up is for
+	if err := b.flush(tx.ctx, tx.stx); err != nil {
+		return tx.failed(err)
+	}
+	return nil
+}
+
+// currentRange returns the chain's compact range at its head, headSeq:
+// the stored one, extended from the last entries when it lags (by less
+// than treeRangeLagMax); ErrTreeBehind when it lags by more.
+func currentRange(ctx context.Context, stx storage.Tx, chain string, headSeq uint64) (merkle.Range, error) {
+	var r merkle.Range
+	if err := readRange(ctx, stx, chain, &r); err != nil {
+		return r, err
+	}
+	switch {
+	case r.Size == headSeq:
+		return r, nil
+	case r.Size > headSeq:
+		return r, fmt.Errorf("%w: tree of chain %q has %d leaves, the chain %d entries", ErrCorrupt, chain, r.Size, headSeq)
+	case headSeq-r.Size >= treeRangeLagMax:
+		return r, fmt.Errorf("%w: chain %q: tree of %d entries, chain of %d", ErrTreeBehind, chain, r.Size, headSeq)
+	}
+	t := chainTree{chain: chain, r: r}
+	var b treeBatch
+	err := b.extend(ctx, stx, &t, headSeq)
+	return t.r, err
 }

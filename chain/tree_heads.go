@@ -31,19 +31,23 @@ func treeHeadsKey(id merkle.Hash) []byte { return append([]byte(treeHeadsPrefix)
 func (db *DB) TreeHeads(ctx context.Context) ([]TreeHead, error) {
 	var heads []TreeHead
 	err := db.View(ctx, func(tx *Tx) error {
-		var r merkle.Range
+		// The heads first, then the trees: a store may not serve a read
+		// while it streams.
+		var chains []Head
 		for h, err := range tx.Chains("") {
 			if err != nil {
 				return err
 			}
-			if len(heads) == TreeHeadsChainsMax {
+			if len(chains) == TreeHeadsChainsMax {
 				return fmt.Errorf("chain: more than %d chains for one set of tree heads", TreeHeadsChainsMax)
 			}
-			if err := readRange(ctx, tx.stx, h.Chain, &r); err != nil {
+			chains = append(chains, h)
+		}
+		heads = make([]TreeHead, 0, len(chains))
+		for _, h := range chains {
+			r, err := currentRange(ctx, tx.stx, h.Chain, h.Seq)
+			if err != nil {
 				return tx.failed(err)
-			}
-			if r.Size != h.Seq {
-				return fmt.Errorf("%w: chain %q: tree of %d entries, chain of %d", ErrTreeBehind, h.Chain, r.Size, h.Seq)
 			}
 			heads = append(heads, TreeHead{Chain: h.Chain, Size: r.Size, Root: r.Root()})
 		}

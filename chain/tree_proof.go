@@ -16,12 +16,9 @@ func (tx *Tx) TreeHead(chain string) (TreeHead, error) {
 	if err != nil {
 		return TreeHead{}, err
 	}
-	var r merkle.Range
-	if err := readRange(tx.ctx, tx.stx, chain, &r); err != nil {
+	r, err := currentRange(tx.ctx, tx.stx, chain, head.Seq)
+	if err != nil {
 		return TreeHead{}, tx.failed(err)
-	}
-	if r.Size != head.Seq {
-		return TreeHead{}, fmt.Errorf("%w: chain %q: tree of %d entries, chain of %d", ErrTreeBehind, chain, r.Size, head.Seq)
 	}
 	return TreeHead{Chain: chain, Size: r.Size, Root: r.Root()}, nil
 }
@@ -65,21 +62,18 @@ func (tx *Tx) ConsistencyProof(chain string, size1, size2 uint64) ([]merkle.Hash
 // treeNodes returns the reader of the chain's tree nodes for proofs within
 // its first size leaves, after checking that the stored tree has them.
 func (tx *Tx) treeNodes(chain string, size uint64) (*storedNodes, error) {
-	var r merkle.Range
-	if err := readRange(tx.ctx, tx.stx, chain, &r); err != nil {
-		return nil, tx.failed(err)
+	head, err := tx.head(chain)
+	if err != nil {
+		return nil, err
 	}
-	if size > r.Size {
-		head, err := tx.head(chain)
-		if err != nil {
-			return nil, err
-		}
-		if size <= head.Seq {
-			return nil, fmt.Errorf("%w: chain %q: tree of %d entries, %d asked for", ErrTreeBehind, chain, r.Size, size)
-		}
+	if size > head.Seq {
 		return nil, fmt.Errorf("chain %q has %d entries, not %d: %w", chain, head.Seq, size, ErrNotFound)
 	}
-	return &storedNodes{tx: tx, chain: chain, size: r.Size}, nil
+	// A range within treeRangeLagMax of the head has every node stored.
+	if _, err := currentRange(tx.ctx, tx.stx, chain, head.Seq); err != nil {
+		return nil, tx.failed(err)
+	}
+	return &storedNodes{tx: tx, chain: chain, size: head.Seq}, nil
 }
 
 // storedNodes reads a chain's tree nodes: those at TreeStoredLevel and

@@ -1,0 +1,217 @@
+package chain_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ledgerworks/ledger/bench/workload"
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/merkle"
+	"github.com/ledgerworks/ledger/storage/bolt"
+)
+
+// openTreeBench is openCommitterBench's ledger, with or without the
+// Merkle trees' upkeep.
+func openTreeBench(b *testing.B, n int, noTrees bool) *chain.DB {
+	b.Helper()
+	dir := b.TempDir()
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		if shm, err := os.MkdirTemp("/dev/shm", "ledger-bench-"); err == nil {
+			dir = shm
+			b.Cleanup(func() { os.RemoveAll(shm) })
+		}
+	}
+	backend, err := bolt.Open(filepath.Join(dir, "ledger.db"), bolt.Options{Log: bolt.LogOn, MemtableBytesMax: int64(n)*1024 + 64<<20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := chain.OpenBackend(backend, chain.Options{NoTrees: noTrees})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+// cpuTime is the process's user and system CPU time so far: on a machine
+// that other work shares, the CPU a turn costs varies less than its wall
+// time.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// BenchmarkTreeUpkeep is P1's shape (Updates of 1,000 appends through
+// Tx.AppendBatch, random keys) into a ledger that keeps the Merkle trees
+// and one that does not (Options.NoTrees), taking turns every 10 Updates
+// so that both see the same load. Report "cost": the trees' ns per entry
+// over the other's, minus 1 (0.05 is 5%); "cpu-cost" the same of the
+// process's CPU time.
+func BenchmarkTreeUpkeep(b *testing.B) {
+	const turn = 10 * workload.BatchSize
+	n := max(b.N, turn) / turn * turn
+	with, without := openTreeBench(b, n, false), openTreeBench(b, n, true)
+	ctx := context.Background()
+	var base, got, baseCPU, gotCPU time.Duration
+	b.ResetTimer()
+	for stream := uint64(1); stream <= uint64(n/turn); stream++ {
+		c := cpuTime()
+		r, err := workload.UpdateBatches(ctx, without, "bench", stream, turn, workload.BatchSize)
+		if err != nil {
+			b.Fatal(err)
+		}
+		base += r.Total.Duration
+		c2 := cpuTime()
+		baseCPU += c2 - c
+		if r, err = workload.UpdateBatches(ctx, with, "bench", stream, turn, workload.BatchSize); err != nil {
+			b.Fatal(err)
+		}
+		got += r.Total.Duration
+		gotCPU += cpuTime() - c2
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(gotCPU)/float64(baseCPU)-1, "cpu-cost")
+	b.ReportMetric(float64(got.Nanoseconds())/float64(n), "ns/entry")
+	b.ReportMetric(float64(base.Nanoseconds())/float64(n), "no-trees-ns/entry")
+	b.ReportMetric(float64(got)/float64(base)-1, "cost")
+}
+
+// BenchmarkTreeUpkeepConcurrent is P2's shape (64 goroutines, one append
+// at a time each, group commit) with and without the trees, in turns of
+// 20,000 appends. Report "cost" and "cpu-cost" as BenchmarkTreeUpkeep
+// does.
+func BenchmarkTreeUpkeepConcurrent(b *testing.B) {
+	const appenders, turn = 64, 20_000
+	n := max(b.N, turn) / turn * turn
+	with, without := openTreeBench(b, n, false), openTreeBench(b, n, true)
+	ctx := context.Background()
+	var base, got, baseCPU, gotCPU time.Duration
+	b.ResetTimer()
+	for stream := uint64(1); stream <= uint64(n/turn); stream++ {
+		c := cpuTime()
+		r, err := workload.ConcurrentAppends(ctx, without, "bench", 2+stream, appenders, turn, false, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		base += r.Duration
+		c2 := cpuTime()
+		baseCPU += c2 - c
+		if r, err = workload.ConcurrentAppends(ctx, with, "bench", 2+stream, appenders, turn, false, 0); err != nil {
+			b.Fatal(err)
+		}
+		got += r.Duration
+		gotCPU += cpuTime() - c2
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(gotCPU)/float64(baseCPU)-1, "cpu-cost")
+	b.ReportMetric(float64(got.Nanoseconds())/float64(n), "ns/append")
+	b.ReportMetric(float64(base.Nanoseconds())/float64(n), "no-trees-ns/append")
+	b.ReportMetric(float64(got)/float64(base)-1, "cost")
+}
+
+// treeBenchEntries is the size of the chain of BenchmarkProofs:
+// LEDGER_BENCH_TREE_ENTRIES, 10,000,000 when unset.
+func treeBenchEntries(b *testing.B) uint64 {
+	if s := os.Getenv("LEDGER_BENCH_TREE_ENTRIES"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || n < 2 {
+			b.Fatalf("LEDGER_BENCH_TREE_ENTRIES=%q", s)
+		}
+		return n
+	}
+	return 10_000_000
+}
+
+// BenchmarkProofs builds one chain of LEDGER_BENCH_TREE_ENTRIES entries
+// (10,000,000 by default; building it takes minutes) and times an
+// inclusion proof of a random entry in the whole tree and a consistency
+// proof from a random earlier size, each in its own read transaction,
+// beside the baseline of reading one entry (DB.Get) the same way. Report
+// the ns of each and the proofs' sizes in bytes (32 per hash).
+func BenchmarkProofs(b *testing.B) {
+	n := treeBenchEntries(b)
+	dir := b.TempDir()
+	db, err := chain.Open(filepath.Join(dir, "ledger.db"), chain.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	const batch = 4096
+	reqs := make([]chain.Request, 0, batch)
+	for done := uint64(0); done < n; {
+		reqs = reqs[:0]
+		for i := 0; i < batch && done < n; i++ {
+			reqs = append(reqs, chain.Request{Chain: "big", Type: "bench/v1", Payload: []byte(strconv.FormatUint(done, 10))})
+			done++
+		}
+		if _, err := db.AppendBatch(ctx, reqs, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var head chain.TreeHead
+	if err := db.View(ctx, func(tx *chain.Tx) error {
+		head, err = tx.TreeHead("big")
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	seq := func(i int) uint64 { return 1 + (uint64(i)*2_654_435_761)%n }
+	var get, inclusion, consistency time.Duration
+	var inclusionBytes, consistencyBytes int
+	b.ResetTimer()
+	for i := range b.N {
+		s := seq(i)
+		start := time.Now()
+		if _, err := db.Get(ctx, "big", s); err != nil {
+			b.Fatal(err)
+		}
+		get += time.Since(start)
+		var p []merkle.Hash
+		start = time.Now()
+		err := db.View(ctx, func(tx *chain.Tx) error {
+			var err error
+			p, err = tx.InclusionProof("big", s, n)
+			return err
+		})
+		inclusion += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inclusionBytes = max(inclusionBytes, len(p)*merkle.HashSize)
+		start = time.Now()
+		err = db.View(ctx, func(tx *chain.Tx) error {
+			var err error
+			p, err = tx.ConsistencyProof("big", s, n)
+			return err
+		})
+		consistency += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		consistencyBytes = max(consistencyBytes, len(p)*merkle.HashSize)
+		if i == 0 {
+			e, _ := db.Get(ctx, "big", s)
+			var ip []merkle.Hash
+			db.View(ctx, func(tx *chain.Tx) error { ip, err = tx.InclusionProof("big", s, n); return err })
+			if err := merkle.VerifyInclusion(s-1, n, chain.LeafHash(e.Hash), ip, head.Root); err != nil {
+				b.Fatal(fmt.Errorf("proof does not verify: %w", err))
+			}
+		}
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(per(get), "get-ns")
+	b.ReportMetric(per(inclusion), "inclusion-ns")
+	b.ReportMetric(per(consistency), "consistency-ns")
+	b.ReportMetric(float64(inclusionBytes), "inclusion-bytes-max")
+	b.ReportMetric(float64(consistencyBytes), "consistency-bytes-max")
+	b.ReportMetric(per(inclusion)/per(get), "inclusion/get")
+}
