@@ -83,14 +83,16 @@ type chainTree struct {
 	chain  string
 	r      merkle.Range
 	stored uint64     // the size of the range in the store
+	first  uint64     // the size of the range when the transaction began with it
 	nodes  []treeNode // made in this transaction, at TreeStoredLevel and above
 }
 
 // treeRangeLagMax bounds how far a chain's stored compact range may lag
-// behind its entries: the committer stores the range when the lag would
-// reach it (and at Close), not with every transaction, so that an append
-// at a time to many chains (group commit) does not pay a state write per
-// append. A reader extends a lagging range from the last entries, at most
+// behind its entries: the committer stores the range of a chain that a
+// transaction extended by one entry only when the lag would reach it (and
+// at Close), so that an append at a time to many chains (group commit)
+// does not pay a state write per append; a transaction that appended
+// more to a chain stores its range. A reader extends a lagging range from the last entries, at most
 // treeRangeLagMax-1 of them. The nodes at TreeStoredLevel and above are
 // stored in the transaction that completes them, always.
 const treeRangeLagMax = 16
@@ -207,6 +209,7 @@ func (b *treeBatch) load(ctx context.Context, stx storage.Tx, chain string, size
 	if t.r.Size > size {
 		return nil, fmt.Errorf("%w: tree of chain %q has %d leaves, the chain %d entries", ErrCorrupt, chain, t.r.Size, size)
 	}
+	t.first = size
 	if t.r.Size < size {
 		if err := b.extend(ctx, stx, t, size); err != nil {
 			return nil, err
@@ -270,7 +273,11 @@ func (b *treeBatch) flush(ctx context.Context, stx storage.Tx) error {
 				return err
 			}
 		}
-		if t.r.Size-t.stored < treeRangeLagMax {
+		// One state write per single append is what group commit cannot
+		// afford; one amortized over several appends of the chain is cheap,
+		// and keeps the readers of many short chains (a checkpoint) from
+		// reading entries.
+		if t.r.Size-t.stored < treeRangeLagMax && t.r.Size-t.first < 2 {
 			continue
 		}
 		if err := stx.StatePut(ctx, treeRangeKey(t.chain), t.r.AppendBinary(make([]byte, 0, 8+len(t.r.Hashes)*merkle.HashSize))); err != nil {
