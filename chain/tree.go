@@ -87,6 +87,13 @@ type chainTree struct {
 	nodes  []treeNode // made in this transaction, at TreeStoredLevel and above
 }
 
+// keep is the merkle.Visit of t's appends: it keeps the nodes to store.
+func (t *chainTree) keep(level uint, index uint64, h *merkle.Hash) {
+	if level >= TreeStoredLevel {
+		t.nodes = append(t.nodes, treeNode{level: level, index: index, hash: *h})
+	}
+}
+
 // treeRangeLagMax bounds how far a chain's stored compact range may lag
 // behind its entries: the committer stores the range of a chain that a
 // transaction extended by one entry only when the lag would reach it (and
@@ -180,11 +187,7 @@ func (b *treeBatch) add(ctx context.Context, stx storage.Tx, chain string, seq u
 	if t.r.Size != seq-1 {
 		panic(fmt.Sprintf("chain: tree of %q at size %d extended by seq %d", chain, t.r.Size, seq))
 	}
-	t.r.Append(merkle.HashLeaf(hash[:]), func(level uint, index uint64, h *merkle.Hash) {
-		if level >= TreeStoredLevel {
-			t.nodes = append(t.nodes, treeNode{level: level, index: index, hash: *h})
-		}
-	})
+	t.r.Append(merkle.HashLeaf(hash[:]), t.keep)
 	return nil
 }
 
@@ -232,11 +235,7 @@ func (b *treeBatch) extend(ctx context.Context, stx storage.Tx, t *chainTree, si
 		if rec.Seq != t.r.Size+1 || len(rec.Data) < recordFieldsOffset {
 			return fmt.Errorf("%w: chain %q seq %d: entry not fit for its tree", ErrCorrupt, t.chain, rec.Seq)
 		}
-		t.r.Append(merkle.HashLeaf(rec.Data[recordHashOffset:recordFieldsOffset]), func(level uint, index uint64, h *merkle.Hash) {
-			if level >= TreeStoredLevel {
-				t.nodes = append(t.nodes, treeNode{level: level, index: index, hash: *h})
-			}
-		})
+		t.r.Append(merkle.HashLeaf(rec.Data[recordHashOffset:recordFieldsOffset]), t.keep)
 	}
 	if t.r.Size != size {
 		return fmt.Errorf("%w: chain %q holds %d entries below its head seq %d", ErrCorrupt, t.chain, t.r.Size, size)
