@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/merkle"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -311,4 +312,32 @@ func TestTreeRangesLagAndCatchUp(t *testing.T) {
 		}
 		assertVerifies(t, db)
 	})
+}
+
+// TestTreesOfTwoProcesses appends to the same chains from two ledgers on
+// one PostgreSQL schema, as two processes of a service do: each one's
+// cached ranges go stale when the other appends, and every tree must
+// still be the tree of the entries.
+func TestTreesOfTwoProcesses(t *testing.T) {
+	a, b := chaintest.OpenShared(t)
+	m := treeModel{}
+	for i := range 120 {
+		db := a
+		if i%3 == 0 {
+			db = b
+		}
+		m.add(mustAppend(t, db, chain.Request{Chain: fmt.Sprintf("shared/%d", i%2), Type: "t/v1", Payload: []byte{byte(i)}}))
+	}
+	for _, db := range []*chain.DB{a, b} {
+		heads, err := db.TreeHeads(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range heads {
+			if n := uint64(len(m[h.Chain])); h.Size != n || h.Root != m.root(h.Chain, n) {
+				t.Fatalf("%s: tree head %d, model %d", h.Chain, h.Size, n)
+			}
+		}
+		assertVerifies(t, db)
+	}
 }
