@@ -26,6 +26,7 @@ type verifyOptions struct {
 	expectHeads []string
 	checkpoint  string // a signed checkpoint the ledger must extend
 	key         string // its verifier key file
+	trees       bool   // also check the stored Merkle trees
 }
 
 // verifyJSON is the shape `verify -o json` prints.
@@ -88,6 +89,7 @@ func newVerifyCommand(a *app) *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.expectHeads, "expect-head", nil, "CHAIN:SEQ:HASH the chain must still hold (repeatable)")
 	cmd.Flags().StringVar(&opts.checkpoint, "checkpoint", "", "a signed checkpoint (from `ledgerctl checkpoint`) the ledger must extend; needs --key")
 	cmd.Flags().StringVar(&opts.key, "key", "", "the verifier key file of --checkpoint")
+	cmd.Flags().BoolVar(&opts.trees, "trees", false, "also check every chain's stored Merkle tree against its entries (a second pass)")
 	return cmd
 }
 
@@ -147,7 +149,7 @@ func verifyLedger(cmd *cobra.Command, a *app, chains []string, heads []chain.Hea
 	}
 	bar := newProgress(cmd, "verifying", total)
 	defer bar.finish()
-	opts := chain.VerifyOptions{Chains: chains, ExpectHeads: heads, ExpectTrees: trees,
+	opts := chain.VerifyOptions{Chains: chains, ExpectHeads: heads, ExpectTrees: trees, Trees: vo.trees,
 		Progress: func(p chain.Progress) { bar.set(p.Entries) }}
 	return verifyDatabase(ctx, db, opts, registeredChecks(), len(chains) == 0)
 }

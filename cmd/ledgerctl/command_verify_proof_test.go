@@ -59,6 +59,7 @@ func TestVerifyCheckpoint(t *testing.T) {
 	if out := l.must("verify", "--checkpoint", p.new, "--key", p.pub); !strings.HasPrefix(out, "intact:") {
 		t.Fatalf("verify: %q", out)
 	}
+	l.must("verify", "--trees")
 	db := l.open()
 	previous, err := db.Get(t.Context(), "acme/audit/events", 5)
 	db.Close()
