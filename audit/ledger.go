@@ -33,7 +33,14 @@ func CreateCheckpoint(ctx context.Context, db *chain.DB, signerKey string) ([]by
 	if err != nil {
 		return nil, cp, err
 	}
-	if err := db.RecordTreeHeads(ctx, cp.Root, heads); err != nil {
+	// The heads of an unchanged ledger are recorded already: the root
+	// names them.
+	if _, err := recorded(ctx, db, cp); errors.Is(err, ErrCheckpointUnknown) {
+		err = db.RecordTreeHeads(ctx, cp.Root, heads)
+		if err != nil {
+			return nil, cp, err
+		}
+	} else if err != nil {
 		return nil, cp, err
 	}
 	return signed, cp, nil
