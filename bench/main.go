@@ -69,6 +69,7 @@ func main() {
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine figures to this file")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated figures to run (P1..P7); all when empty")
 	flag.StringVar(&cfg.log, "log", "default", "how the ledger files commit: on (write-ahead log), off (straight to bbolt) or default")
+	flag.BoolVar(&noTrees, "no-trees", false, "write without the chains' Merkle trees (chain.Options.NoTrees), to measure what their upkeep costs")
 	flag.DurationVar(&cfg.budget, "budget", 15*time.Second, "time after which P2 and P4 stop early on a slow machine (0: none)")
 	flag.Parse()
 	if cfg.verifyChild != "" {
@@ -241,8 +242,12 @@ var logModes = map[string]bolt.LogMode{"default": bolt.LogDefault, "on": bolt.Lo
 // logMode is how the ledger files of the run commit (-log).
 var logMode = bolt.LogDefault
 
-// openLedger is chain.Open with the -log mode.
+// noTrees is -no-trees: the ledger files of the run keep no Merkle trees.
+var noTrees bool
+
+// openLedger is chain.Open with the -log and -no-trees modes.
 func openLedger(path string, opts chain.Options) (*chain.DB, error) {
+	opts.NoTrees = noTrees
 	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode, EntryKey: chain.RecordKey})
 	if err != nil {
 		return nil, err

@@ -97,6 +97,9 @@ type pipeline struct {
 	keys []storage.ChainKey
 	// lanes is the committer's scratch for hashGroupInLanes.
 	lanes laneScratch
+	// trees gathers the chains' tree updates of the group's transaction;
+	// nil when the DB keeps no trees (Options.NoTrees).
+	trees *treeBatch
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -116,6 +119,9 @@ const groupsMergedMax = 4
 // instead of queueing groups without bound.
 func (db *DB) commitLoop() {
 	p := &pipeline{acks: make(chan durableGroup), idle: make(chan struct{}, 1)}
+	if !db.opts.NoTrees {
+		p.trees = newTreeBatch()
+	}
 	acknowledged := make(chan struct{})
 	go db.acknowledge(p, acknowledged)
 	defer func() {
@@ -130,6 +136,7 @@ func (db *DB) commitLoop() {
 		case first = <-db.queue:
 		case <-db.closing:
 			db.drain(p)
+			db.storeTreeRanges(p)
 			return
 		}
 		p.running.Store(true)
@@ -286,11 +293,14 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		}
 		p.keys = prepareAppends(stx, pending, p.keys)
 		ahead := db.hashGroupInLanes(stx, pending, &p.lanes)
+		if p.trees != nil {
+			p.trees.reset()
+		}
 		poisoned, again := -1, false
 		tx := &Tx{}
 		for i, r := range pending {
 			r.notes = r.notes[:0]
-			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes} // one Tx per request, one allocation per group
+			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes, trees: p.trees} // one Tx per request, one allocation per group
 			r.err, r.panicValue = r.call(tx, ahead, i)
 			if r.err != nil && r.panicValue == nil && retry(r.err) {
 				again = true // the store rolled the whole transaction back
@@ -315,8 +325,21 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			pending = append(pending[:poisoned:poisoned], pending[poisoned+1:]...)
 			continue
 		}
+		if p.trees != nil {
+			if err := p.trees.flush(context.Background(), stx); err != nil {
+				stx.Rollback()
+				if retry(err) {
+					continue
+				}
+				finish(pending, storageError(err))
+				return
+			}
+		}
 		start := time.Now()
 		wait, commitErr := commit(stx)
+		if commitErr == nil && p.trees != nil {
+			p.trees.committed()
+		}
 		if commitErr != nil && retry(commitErr) {
 			if db.metrics != nil {
 				db.metrics.GroupCommitted(len(pending), time.Since(start))
@@ -407,3 +430,24 @@ func finish(rs []*request, err error) {
 }
 
 func finishOne(r *request) { r.done <- struct{}{} }
+
+// storeTreeRanges stores the compact ranges the committer's cache holds
+// ahead of the store (see treeRangeLagMax), at Close, so that a file
+// closed cleanly has every range at its chain's head. A failure is logged:
+// the next Open for writing extends the ranges from the entries.
+func (db *DB) storeTreeRanges(p *pipeline) {
+	if p.trees == nil || db.readOnly {
+		return
+	}
+	stx, err := db.backend.Begin(context.Background(), true)
+	if err == nil {
+		if err = p.trees.flushCache(context.Background(), stx); err == nil {
+			err = stx.Commit()
+		} else {
+			stx.Rollback()
+		}
+	}
+	if err != nil {
+		db.log.Warn("chain trees' ranges not stored at close", "err", err)
+	}
+}

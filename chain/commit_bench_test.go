@@ -89,13 +89,7 @@ func BenchmarkCommitterConcurrent(b *testing.B) {
 // folder when /dev/shm is one.
 func openCommitterBench(b *testing.B, n int) (*chain.DB, *bbolt.DB) {
 	b.Helper()
-	dir := b.TempDir()
-	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
-		if shm, err := os.MkdirTemp("/dev/shm", "ledger-bench-"); err == nil {
-			dir = shm
-			b.Cleanup(func() { os.RemoveAll(shm) })
-		}
-	}
+	dir := benchDir(b)
 	backend, err := bolt.Open(filepath.Join(dir, "ledger.db"), bolt.Options{
 		Log:              bolt.LogOn,
 		MemtableBytesMax: int64(n)*1024 + 64<<20, // about 700 bytes an entry: no checkpoint until Close
@@ -117,4 +111,16 @@ func openCommitterBench(b *testing.B, n int) (*chain.DB, *bbolt.DB) {
 		raw.Close()
 	})
 	return db, raw
+}
+
+// benchDir returns a folder for a benchmark's files, removed at cleanup: a
+// tmpfs one when /dev/shm is one, else the test's temporary folder.
+func benchDir(b *testing.B) string {
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		if shm, err := os.MkdirTemp("/dev/shm", "ledger-bench-"); err == nil {
+			b.Cleanup(func() { os.RemoveAll(shm) })
+			return shm
+		}
+	}
+	return b.TempDir()
 }

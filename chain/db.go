@@ -34,6 +34,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics receives counters and timings; none when nil.
 	Metrics Metrics
+	// NoTrees stops the upkeep of the chains' Merkle trees on append (see
+	// tree.go), to measure what it costs. Proofs and checkpoints then
+	// refuse the chains whose trees fell behind (ErrTreeBehind); the next
+	// Open for writing without NoTrees brings them up to date.
+	NoTrees bool
 }
 
 // Metrics is the engine's view of a metrics system; adapt it to yours.
@@ -131,6 +136,12 @@ func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
 		db.log = slog.Default()
 	}
 	go db.commitLoop()
+	if !db.readOnly && !opts.NoTrees {
+		if err := db.catchUpTrees(context.Background()); err != nil {
+			db.stopCommitter() // the caller still owns the backend and closes it
+			return nil, fmt.Errorf("chain: bringing the Merkle trees up to date: %w", err)
+		}
+	}
 	return db, nil
 }
 
@@ -150,6 +161,14 @@ func (db *DB) Close() error {
 	<-db.stopped
 	db.closeNotes()
 	return storageError(db.backend.Close())
+}
+
+// stopCommitter stops the committer of a DB that OpenBackend fails to
+// return, leaving the backend open.
+func (db *DB) stopCommitter() {
+	db.closed.Store(true)
+	close(db.closing)
+	<-db.stopped
 }
 
 // enter guards every call against a closed DB; when it returns nil, the

@@ -163,3 +163,8 @@ func storageError(err error) error {
 	}
 	return err
 }
+
+// ErrTreeBehind: a chain's Merkle tree holds fewer entries than the chain
+// (it was written with Options.NoTrees, or by a version without trees);
+// opening the ledger for writing brings it up to date.
+var ErrTreeBehind = errors.New("chain tree behind its entries")

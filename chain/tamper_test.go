@@ -300,6 +300,10 @@ func TestTamperDropLastEntriesHeadAndKeys(t *testing.T) {
 		r.setHead(l.entries["a"][2])
 	})
 	assertFailures(t, l.verify(t, chain.VerifyOptions{}).Failures)
+	// The chain's stored Merkle tree, left as it was, still has five
+	// leaves. A forger who rewrites the tree too is caught only by a saved
+	// head or a checkpoint.
+	assertFailures(t, l.verify(t, chain.VerifyOptions{Trees: true}).Failures, failureKey{"a", 5, chain.ReasonTreeMismatch})
 	assertFailures(t, l.verify(t, chain.VerifyOptions{ExpectHeads: []chain.Head{l.entries["a"][4].Head()}}).Failures,
 		failureKey{"a", 5, chain.ReasonHeadMismatch})
 }
@@ -318,6 +322,8 @@ func TestTamperRewriteChainWholesale(t *testing.T) {
 		r.setHead(last)
 	})
 	assertFailures(t, l.verify(t, chain.VerifyOptions{}).Failures)
+	// The stored Merkle tree, left as it was, is the old entries'.
+	assertFailures(t, l.verify(t, chain.VerifyOptions{Trees: true}).Failures, failureKey{"b", 3, chain.ReasonTreeMismatch})
 	saved := []chain.Head{l.entries["b"][0].Head(), l.entries["b"][2].Head()}
 	assertFailures(t, l.verify(t, chain.VerifyOptions{ExpectHeads: saved}).Failures, failureKey{"b", 3, chain.ReasonHeadMismatch})
 }

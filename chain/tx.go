@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ type Tx struct {
 	// notes collects the channels Notify named, fired once the
 	// transaction's commit is durable (nil outside the committer).
 	notes *[]string
+	// trees is the committer's treeBatch, which every append extends (nil
+	// outside the committer and with Options.NoTrees).
+	trees *treeBatch
 }
 
 // Context returns the context of the call that started the transaction.
@@ -98,6 +102,11 @@ func (tx *Tx) appendAhead(req Request, ahead *hashAhead, i int) (Result, error) 
 	tx.dirty = true
 	if err := tx.stx.Append(tx.ctx, e.Chain, rec, storage.Head{Seq: e.Seq, Hash: e.Hash, TimeUnixNano: e.TimeUnixNano}); err != nil {
 		return Result{}, tx.failed(err)
+	}
+	if tx.trees != nil {
+		if err := tx.trees.add(tx.ctx, tx.stx, e.Chain, e.Seq, &e.Hash); err != nil {
+			return Result{}, tx.failed(err)
+		}
 	}
 	return Result{Entry: e}, nil
 }
@@ -275,6 +284,9 @@ func (tx *Tx) StatePut(key, value []byte) error {
 	if !tx.stx.Writable() {
 		return ErrReadOnly
 	}
+	if err := checkStateKey(key); err != nil {
+		return err
+	}
 	tx.dirty = true
 	return tx.failed(tx.stx.StatePut(tx.ctx, key, value))
 }
@@ -284,6 +296,9 @@ func (tx *Tx) StateDelete(key []byte) error {
 	if !tx.stx.Writable() {
 		return ErrReadOnly
 	}
+	if err := checkStateKey(key); err != nil {
+		return err
+	}
 	tx.dirty = true
 	return tx.failed(tx.stx.StateDelete(tx.ctx, key))
 }
@@ -292,7 +307,13 @@ func (tx *Tx) StateDelete(key []byte) error {
 // when end is nil), descending when reverse is set. Keys and values are valid
 // until the transaction ends.
 func (tx *Tx) StateScan(start, end []byte, reverse bool) iter.Seq2[storage.KeyValue, error] {
+	if bytes.Compare(start, stateReservedEnd) < 0 {
+		start = stateReservedEnd // the engine's own keys are not the caller's
+	}
 	return func(yield func(storage.KeyValue, error) bool) {
+		if end != nil && bytes.Compare(end, start) <= 0 {
+			return
+		}
 		for kv, err := range tx.stx.StateScan(tx.ctx, start, end, reverse) {
 			if !yield(kv, tx.failed(err)) || err != nil {
 				return

@@ -78,6 +78,19 @@ type VerifyOptions struct {
 	Progress func(Progress)
 	// FailuresMax bounds the failures collected; FailuresMaxDefault when zero.
 	FailuresMax int
+	// ExpectTrees are tree heads taken earlier (a checkpoint's): the tree
+	// of each chain's entries at that size must have that root. This
+	// catches truncation (ReasonTruncated) and rewrites
+	// (ReasonTreeHeadMismatch) at any scale. Their chains' stored trees
+	// are checked too, as with Trees.
+	ExpectTrees []TreeHead
+	// Trees also checks every chain's stored Merkle tree (its compact
+	// range and stored nodes) against the tree of its entries
+	// (ReasonTreeMismatch). It is a second pass over the entries that
+	// hashes each with SHA-256 on one core, several times the cost of the
+	// entry checks, so it is asked for, not done by default: the trees are
+	// what proofs are made from, not what they are checked against.
+	Trees bool
 }
 
 // Report is the outcome of a verification.
@@ -240,6 +253,10 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 	if c.max <= 0 {
 		c.max = FailuresMaxDefault
 	}
+	trees := map[string][]TreeHead{}
+	for _, t := range opts.ExpectTrees {
+		trees[t.Chain] = append(trees[t.Chain], t)
+	}
 	expected := map[string][]Head{}
 	for _, h := range opts.ExpectHeads {
 		if !checkEmptyHead(h, c.add) {
@@ -252,7 +269,7 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 		}
 	}
 	verifyOne := func(chain string) error {
-		found, err := db.verifyChain(ctx, chain, expected[chain], &key, &report, c, progress)
+		found, err := db.verifyChain(ctx, chain, expected[chain], trees[chain], opts.Trees, &key, &report, c, progress)
 		if err != nil {
 			return err
 		}
@@ -260,6 +277,7 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 			report.Chains++
 		}
 		delete(expected, chain)
+		delete(trees, chain)
 		return nil
 	}
 	if len(opts.Chains) > 0 {
@@ -268,6 +286,9 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 		selected := slices.Clone(opts.Chains)
 		for _, h := range opts.ExpectHeads {
 			selected = append(selected, h.Chain)
+		}
+		for _, t := range opts.ExpectTrees {
+			selected = append(selected, t.Chain)
 		}
 		slices.Sort(selected)
 		for _, chain := range slices.Compact(selected) {
@@ -287,6 +308,14 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 			}
 		}
 	}
+	for chain, heads := range trees { // checkpointed chains that no longer exist
+		for _, t := range heads {
+			if t.Size > 0 {
+				c.add(Failure{Chain: chain, Seq: t.Size, Reason: ReasonTruncated,
+					Detail: fmt.Sprintf("checkpoint holds %d entries, the chain none", t.Size), Expected: Hash(t.Root)})
+			}
+		}
+	}
 	for chain, heads := range expected { // saved heads of chains that no longer exist
 		for _, h := range heads {
 			c.add(Failure{Chain: chain, Seq: h.Seq, Reason: ReasonHeadMismatch,
@@ -300,17 +329,24 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 
 // verifyChain verifies one chain in one read transaction; found is false
 // when the chain has no entries.
-func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, key *multisetKey, report *Report, c *collector, progress func()) (found bool, err error) {
+func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, trees []TreeHead, checkTrees bool, key *multisetKey, report *Report, c *collector, progress func()) (found bool, err error) {
 	v := NewChainVerifier(chain, c.add)
 	want := map[uint64]Hash{}
 	for _, h := range expected {
 		want[h.Seq] = h.Hash
 	}
 	err = db.View(ctx, func(tx *Tx) error {
+		failuresBefore := len(report.Failures)
 		stored, err := tx.Head(chain)
 		if errors.Is(err, ErrNotFound) {
 			for _, h := range expected {
 				c.add(Failure{Chain: chain, Seq: h.Seq, Reason: ReasonHeadMismatch, Detail: "chain has no entries", Expected: h.Hash})
+			}
+			for _, t := range trees {
+				if t.Size > 0 {
+					c.add(Failure{Chain: chain, Seq: t.Size, Reason: ReasonTruncated,
+						Detail: fmt.Sprintf("checkpoint holds %d entries, the chain none", t.Size), Expected: Hash(t.Root)})
+				}
 			}
 			return nil
 		}
@@ -341,6 +377,15 @@ func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, ke
 		for _, seq := range slices.Sorted(maps.Keys(want)) { // in seq order, so FailuresMax keeps the same ones every time
 			c.add(Failure{Chain: chain, Seq: seq, Reason: ReasonHeadMismatch,
 				Detail: fmt.Sprintf("saved head seq %d is beyond the chain's end at seq %d", seq, v.Last().Seq), Expected: want[seq]})
+		}
+		// A tree built from broken entries differs from the stored one as
+		// a consequence: only a chain whose entries hold has its stored
+		// tree reported.
+		entriesBroken := len(report.Failures) > failuresBefore || report.Truncated
+		if checkTrees || len(trees) > 0 {
+			if err := db.checkTree(ctx, tx, chain, trees, entriesBroken, c.add); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

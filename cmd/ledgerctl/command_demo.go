@@ -34,6 +34,9 @@ type demoEnv struct {
 	// checks are the registered derived-state checks, run by the final step.
 	checks []registeredCheck
 
+	// proofs carries the proof steps' key and first checkpoint (demo_proofs.go).
+	proofs demoProofState
+
 	// What the steps showed, for the final summary: retried requests that
 	// replayed, idempotency conflicts, and requests refused by a rule.
 	replays, conflicts, refusals int

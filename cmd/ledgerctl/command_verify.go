@@ -24,6 +24,9 @@ const expectHeadsMax = 10_000
 type verifyOptions struct {
 	file        string
 	expectHeads []string
+	checkpoint  string // a signed checkpoint the ledger must extend
+	key         string // its verifier key file
+	trees       bool   // also check the stored Merkle trees
 }
 
 // verifyJSON is the shape `verify -o json` prints.
@@ -84,6 +87,9 @@ func newVerifyCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&opts.file, "file", "", "verify this export (Format v1 JSON Lines; - for standard input) instead of the database")
 	cmd.Flags().StringArrayVar(&opts.expectHeads, "expect-head", nil, "CHAIN:SEQ:HASH the chain must still hold (repeatable)")
+	cmd.Flags().StringVar(&opts.checkpoint, "checkpoint", "", "a signed checkpoint (from `ledgerctl checkpoint`) the ledger must extend; needs --key")
+	cmd.Flags().StringVar(&opts.key, "key", "", "the verifier key file of --checkpoint")
+	cmd.Flags().BoolVar(&opts.trees, "trees", false, "also check every chain's stored Merkle tree against its entries (a second pass)")
 	return cmd
 }
 
@@ -100,12 +106,15 @@ func runVerify(cmd *cobra.Command, a *app, opts verifyOptions, chains []string) 
 	chains = slices.Compact(slices.Sorted(slices.Values(chains))) // each chain once, in report order
 	var report chain.Report
 	if cmd.Flags().Changed("file") {
+		if opts.checkpoint != "" {
+			return usageErrorf("verify --file checks an export; --checkpoint needs the ledger")
+		}
 		if len(chains) > 0 {
 			return usageErrorf("verify --file checks the whole export; name no chains with it")
 		}
 		report, err = verifyFile(cmd, opts.file, heads)
 	} else {
-		report, err = verifyLedger(cmd, a, chains, heads)
+		report, err = verifyLedger(cmd, a, chains, heads, opts)
 	}
 	if err != nil {
 		return err
@@ -120,13 +129,17 @@ func runVerify(cmd *cobra.Command, a *app, opts verifyOptions, chains []string) 
 	return nil
 }
 
-func verifyLedger(cmd *cobra.Command, a *app, chains []string, heads []chain.Head) (chain.Report, error) {
+func verifyLedger(cmd *cobra.Command, a *app, chains []string, heads []chain.Head, vo verifyOptions) (chain.Report, error) {
 	ctx := cmd.Context()
 	db, err := a.openDB(ctx, true)
 	if err != nil {
 		return chain.Report{}, err
 	}
 	defer db.Close()
+	trees, err := checkpointTrees(cmd, db, vo)
+	if err != nil {
+		return chain.Report{}, err
+	}
 	if err := requireChains(ctx, db, chains, heads); err != nil {
 		return chain.Report{}, err
 	}
@@ -136,7 +149,7 @@ func verifyLedger(cmd *cobra.Command, a *app, chains []string, heads []chain.Hea
 	}
 	bar := newProgress(cmd, "verifying", total)
 	defer bar.finish()
-	opts := chain.VerifyOptions{Chains: chains, ExpectHeads: heads,
+	opts := chain.VerifyOptions{Chains: chains, ExpectHeads: heads, ExpectTrees: trees, Trees: vo.trees,
 		Progress: func(p chain.Progress) { bar.set(p.Entries) }}
 	return verifyDatabase(ctx, db, opts, registeredChecks(), len(chains) == 0)
 }

@@ -7,8 +7,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ledgerworks/ledger/audit"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/checkpoint"
 	"github.com/ledgerworks/ledger/decimal"
+	"github.com/ledgerworks/ledger/merkle"
 	"github.com/ledgerworks/ledger/valuations"
 )
 
@@ -33,6 +36,13 @@ const (
 	codeCorrupt      = "CORRUPT"
 	codeStorage      = "STORAGE"
 	codeCanceled     = "CANCELED"
+	// codeProofRefused: a proof or a checkpoint did not verify (a bad
+	// signature, another origin, a root or size that does not match), or
+	// the ledger cannot show that it extends a checkpoint.
+	codeProofRefused = "PROOF_REFUSED"
+	// codeTreeBehind: a chain's Merkle tree does not cover its entries;
+	// opening the ledger for writing brings it up to date.
+	codeTreeBehind = "TREE_BEHIND"
 	// codeIncomplete: a valuation chain holds a half-written operation that
 	// cannot be completed or ordered (valuations.ErrIncomplete). No retry
 	// or other input fixes it; an operator has to look at the named entry.
@@ -77,6 +87,12 @@ func classify(err error) (exitCode int, code string) {
 	switch {
 	case errors.Is(err, errVerificationFailed):
 		return exitVerification, codeVerification
+	case errors.Is(err, checkpoint.ErrMalformed), errors.Is(err, audit.ErrMalformed):
+		return exitUsage, codeInvalidInput
+	case isProofRefusal(err):
+		return exitVerification, codeProofRefused
+	case errors.Is(err, chain.ErrTreeBehind):
+		return exitStorage, codeTreeBehind
 	case errors.As(err, &usage):
 		return exitUsage, codeUsage
 	case errors.Is(err, valuations.ErrIncomplete):
@@ -99,6 +115,22 @@ func classify(err error) (exitCode int, code string) {
 		return exitStorage, codeCanceled
 	}
 	return exitStorage, codeStorage
+}
+
+// isProofRefusal reports a proof or checkpoint that does not verify.
+func isProofRefusal(err error) bool {
+	var origin *checkpoint.OriginMismatchError
+	if errors.As(err, &origin) {
+		return true
+	}
+	for _, target := range []error{checkpoint.ErrSignature, merkle.ErrRootMismatch, merkle.ErrProofLength,
+		merkle.ErrIndexOutOfRange, merkle.ErrSizeOrder, audit.ErrEntryHashMismatch, audit.ErrSmallerSize,
+		audit.ErrChainMissing, audit.ErrOriginChanged, audit.ErrCheckpointUnknown} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // isDecimalError reports an amount or quantity that cannot be parsed or
