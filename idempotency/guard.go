@@ -144,22 +144,45 @@ const requestDomain = "idempotency/request/v1\x00"
 // RequestHash is the hash of a request: BLAKE3-256 over a domain prefix,
 // the operation and the request's defining fields, each length-prefixed.
 func RequestHash(operation string, fields []byte) [32]byte {
-	bp := hashBuffers.Get().(*[]byte)
-	b := append((*bp)[:0], requestDomain...)
+	return requestHash(operation, fields, false)
+}
+
+// requestHash is RequestHash of fields, or (canonical) of DefaultRequestFields
+// of the body fields, canonicalised straight into the hash's input.
+func requestHash(operation string, fields []byte, canonical bool) [32]byte {
+	hb := hashBuffers.Get().(*hashBuffer)
+	b := append(hb.b[:0], requestDomain...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(operation)))
 	b = append(b, operation...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(fields)))
-	b = append(b, fields...)
+	at := len(b)
+	b = append(b, 0, 0, 0, 0) // the length of the fields, set below
+	ok := false
+	if canonical {
+		b, ok = appendCanonicalJSON(b, fields, &hb.members)
+		if !ok {
+			b = b[:at+4]
+		}
+	}
+	if !ok {
+		b = append(b, fields...)
+	}
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	sum := blake3.Sum256(b)
-	if cap(b) <= 64<<10 {
-		*bp = b
-		hashBuffers.Put(bp)
+	if cap(b) <= 64<<10 && cap(hb.members) <= 1024 {
+		hb.b = b
+		hashBuffers.Put(hb)
 	}
 	return sum
 }
 
-// hashBuffers hold RequestHash's input (a hasher costs more than a copy).
-var hashBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// hashBuffer holds requestHash's input (a hasher costs more than a copy)
+// and the canonicaliser's scratch space.
+type hashBuffer struct {
+	b       []byte
+	members []member
+}
+
+var hashBuffers = sync.Pool{New: func() any { return &hashBuffer{b: make([]byte, 0, 1024)} }}
 
 // DefaultRequestFields is the RequestFields of a guard that sets none: the
 // body, canonicalised when it is JSON.
@@ -220,16 +243,16 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.refuse(w, r, c, OutcomeBadRequest, e)
 		return
 	}
-	fields := body
 	if g.opts.RequestFields != nil {
-		if fields, err = g.opts.RequestFields(r, body); err != nil {
+		fields, err := g.opts.RequestFields(r, body)
+		if err != nil {
 			g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeBodyUnreadable, Detail: err.Error()})
 			return
 		}
+		c.RequestHash = RequestHash(c.Operation, fields)
 	} else {
-		fields, _ = DefaultRequestFields(r, body)
+		c.RequestHash = requestHash(c.Operation, body, true) // DefaultRequestFields
 	}
-	c.RequestHash = RequestHash(c.Operation, fields)
 
 	now := g.now()
 	if g.opts.Cache != nil {
