@@ -291,7 +291,26 @@ func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.opts.RequestBodySizeMax+1))
+	var body []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= g.opts.RequestBodySizeMax {
+		// One read into a buffer of the announced size (and a byte more,
+		// to see a body that is longer than announced).
+		body = make([]byte, n+1)
+		var m int
+		m, err = io.ReadFull(r.Body, body)
+		body = body[:m]
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = nil
+		}
+		if err == nil && int64(m) > n {
+			var rest []byte
+			rest, err = io.ReadAll(io.LimitReader(r.Body, g.opts.RequestBodySizeMax+1-int64(m)))
+			body = append(body, rest...)
+		}
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, g.opts.RequestBodySizeMax+1))
+	}
 	r.Body.Close()
 	if err != nil {
 		return nil, &Error{Code: CodeBodyUnreadable, Detail: "reading the body failed", Err: err}
@@ -299,10 +318,18 @@ func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
 	if int64(len(body)) > g.opts.RequestBodySizeMax {
 		return nil, &Error{Code: CodeBodyTooLarge, Detail: fmt.Sprintf("the body exceeds %d bytes", g.opts.RequestBodySizeMax)}
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	br := &bodyReader{}
+	br.Reset(body)
+	r.Body = br
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return body, nil
 }
+
+// bodyReader is the body the guard puts back: a reader of the bytes it
+// read.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
 
 // existing answers a request whose scope already has a record. The hash is
 // checked first: a different request is a conflict whatever the state.
@@ -395,10 +422,10 @@ func (g *Guard) attrs(r *http.Request, c *Context) []slog.Attr {
 
 // replayHeaders returns the allow-listed headers of h.
 func (g *Guard) replayHeaders(h http.Header) http.Header {
-	out := http.Header{}
+	out := make(http.Header, len(h))
 	for k, v := range h {
-		if g.replayAllowed[http.CanonicalHeaderKey(k)] {
-			out[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+		if c := http.CanonicalHeaderKey(k); g.replayAllowed[c] {
+			out[c] = append([]string(nil), v...)
 		}
 	}
 	return out
