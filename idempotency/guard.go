@@ -256,7 +256,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 
 	now := g.now()
 	if g.opts.Cache != nil {
-		rec, found, err := g.opts.Cache.Get(r.Context(), c.Scope)
+		rec, found, err := g.cacheGet(r.Context(), c.Scope)
 		if err != nil {
 			g.metrics.CacheError()
 			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache get failed", append(g.attrs(r, c), slog.Any("error", err))...)
@@ -283,6 +283,18 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	c.Attempt = res.Record.Attempt
 	c.startedAt = now
 	g.execute(w, r, c, body, next)
+}
+
+// cacheGet reads the cache; an LRU's record is read in place.
+func (g *Guard) cacheGet(ctx context.Context, scope Scope) (Record, bool, error) {
+	if l, ok := g.opts.Cache.(*LRU); ok {
+		rec, found := l.shared(scope)
+		if !found {
+			return Record{}, false, nil
+		}
+		return *rec, true, nil
+	}
+	return g.opts.Cache.Get(ctx, scope)
 }
 
 // readBody reads the request body, up to the limit, and puts it back for
@@ -360,12 +372,20 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 	}
 }
 
-// writeResponse writes a stored response. Its header's keys are canonical
-// and its values are not changed, so they are shared, not copied.
+// writeResponse writes a stored response. Its header's keys are canonical;
+// its values are copied into one slice, so that nothing done to w's header
+// changes the stored (or cached) response.
 func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
 	h := w.Header()
+	n := 0
+	for _, v := range resp.Header {
+		n += len(v)
+	}
+	values := make([]string, 0, n)
 	for k, v := range resp.Header {
-		h[k] = v
+		i := len(values)
+		values = append(values, v...)
+		h[k] = values[i:len(values):len(values)]
 	}
 	if replayed {
 		h[ReplayedHeader] = replayedTrue
