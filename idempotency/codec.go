@@ -21,9 +21,10 @@ func encodeRecord(b []byte, r *Record) []byte {
 	b = append(b, recordVersion, statusCodes[r.Status])
 	b = append(b, r.RequestHash[:]...)
 	b = binary.BigEndian.AppendUint32(b, uint32(r.Attempt))
-	for _, t := range []time.Time{r.CreatedAt, r.UpdatedAt, r.LeaseExpiresAt, r.ExpiresAt} {
-		b = binary.BigEndian.AppendUint64(b, uint64(t.UnixNano()))
-	}
+	b = binary.BigEndian.AppendUint64(b, uint64(r.CreatedAt.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.UpdatedAt.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.LeaseExpiresAt.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.ExpiresAt.UnixNano()))
 	b = appendLP(b, r.Token)
 	b = appendLP(b, r.Failure)
 	if r.Response == nil {
@@ -39,7 +40,24 @@ func encodeRecord(b []byte, r *Record) []byte {
 			b = appendLP(b, v)
 		}
 	}
-	return appendLP(b, string(r.Response.Body))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Response.Body)))
+	return append(b, r.Response.Body...)
+}
+
+// encodedRecordLen is the length of encodeRecord's form of r.
+func encodedRecordLen(r *Record) int {
+	n := 2 + 32 + 4 + 4*8 + 4 + len(r.Token) + 4 + len(r.Failure) + 1
+	if r.Response == nil {
+		return n
+	}
+	n += 2 + 2 + 4 + len(r.Response.Body)
+	for k, vs := range r.Response.Header {
+		n += 4 + len(k) + 2
+		for _, v := range vs {
+			n += 4 + len(v)
+		}
+	}
+	return n
 }
 
 func appendLP(b []byte, s string) []byte {

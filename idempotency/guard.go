@@ -381,7 +381,7 @@ func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
 	for _, v := range resp.Header {
 		n += len(v)
 	}
-	values := make([]string, 0, n)
+	values := make([]string, 0, n+1)
 	for k, v := range resp.Header {
 		i := len(values)
 		values = append(values, v...)
@@ -390,7 +390,7 @@ func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
 	if replayed {
 		h[ReplayedHeader] = replayedTrue
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	h["Content-Length"] = append(values, strconv.Itoa(len(resp.Body)))[n:]
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }

@@ -25,3 +25,24 @@ func FuzzDefaultRequestHash(f *testing.F) {
 		}
 	})
 }
+
+// encodedRecordLen is the exact length of encodeRecord's form, which
+// putFinal allocates once.
+func TestEncodedRecordLen(t *testing.T) {
+	recs := []Record{
+		{Status: StatusProcessing, Token: "t1"},
+		{Status: StatusFailed, Token: "t2", Failure: "boom", Attempt: 3},
+		{Status: StatusSuccess, Token: "t3", Response: &Response{Status: 201, Body: []byte(`{"seq":1}`),
+			Header: map[string][]string{"Content-Type": {"application/json"}, "Link": {"<a>", "<b>"}}}},
+		{Status: StatusSuccess, Response: &Response{Status: 204}},
+	}
+	for _, r := range recs {
+		if got, want := encodedRecordLen(&r), len(encodeRecord(nil, &r)); got != want {
+			t.Errorf("encodedRecordLen(%+v) = %d, encoded %d bytes", r, got, want)
+		}
+		dec, err := decodeRecord(r.Scope, encodeRecord(nil, &r))
+		if err != nil || dec.Status != r.Status || dec.Token != r.Token {
+			t.Errorf("decodeRecord(encodeRecord(%+v)) = %+v, %v", r, dec, err)
+		}
+	}
+}

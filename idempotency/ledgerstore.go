@@ -309,7 +309,12 @@ func (s *LedgerStore) end(scope Scope, token string, done bool) {
 // least the backend's state keyspace can hold it in (cleanup scans the
 // records rather than an expiry index, so that a request writes one key).
 func putFinal(tx *chain.Tx, rec *Record) error {
-	return tx.StatePut(recordKey(rec.Scope), encodeRecord(nil, rec))
+	// Key and value in one allocation of their exact size.
+	s := rec.Scope
+	k := len(prefixRecord) + len(s.Operation) + len(s.User) + len(s.Key) + 2
+	b := scopeBytes(append(make([]byte, 0, k+encodedRecordLen(rec)), prefixRecord...), s)
+	b = encodeRecord(b, rec)
+	return tx.StatePut(b[:k:k], b[k:])
 }
 
 // finish writes the final record that final makes of the lease's record,
