@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -45,4 +46,30 @@ func TestEncodedRecordLen(t *testing.T) {
 			t.Errorf("decodeRecord(encodeRecord(%+v)) = %+v, %v", r, dec, err)
 		}
 	}
+}
+
+// decodeRecord rejects what is not a record without panicking, and what it
+// accepts encodes back to a record it decodes the same.
+func FuzzDecodeRecord(f *testing.F) {
+	recs := []Record{
+		{Status: StatusFailed, Token: "t", Failure: "boom", Attempt: 2},
+		{Status: StatusSuccess, Token: "t", Response: &Response{Status: 201, Body: []byte(`{"seq":1}`),
+			Header: map[string][]string{"Content-Type": {"application/json"}, "Link": {"<a>", "<b>"}}}},
+	}
+	for _, r := range recs {
+		b := encodeRecord(nil, &r)
+		f.Add(b)
+		f.Add(b[:len(b)-1])
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := decodeRecord(Scope{}, b)
+		if err != nil {
+			return
+		}
+		again, err := decodeRecord(Scope{}, encodeRecord(nil, &rec))
+		if err != nil || !reflect.DeepEqual(again, rec) {
+			t.Fatalf("decodeRecord(%x) = %+v; encoded and decoded again: %+v, %v", b, rec, again, err)
+		}
+	})
 }
