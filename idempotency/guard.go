@@ -33,6 +33,7 @@ type Guard struct {
 	keyHeader     string
 	retryAfterSec int
 	replayAllowed map[string]bool
+	lastOperation atomic.Pointer[operationName]
 }
 
 // New returns a Guard. It fails when Store or User is missing: a guard
@@ -135,7 +136,8 @@ func newTokenPrefix() string {
 }
 
 func newToken() string {
-	return tokenPrefix + strconv.FormatUint(tokenCounter.Add(1), 36)
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], tokenPrefix...), tokenCounter.Add(1), 36))
 }
 
 // requestDomain separates the guard's request hash from every other hash.
@@ -200,13 +202,22 @@ func (g *Guard) operation(r *http.Request) string {
 	}
 	p := r.Pattern
 	if p == "" {
-		return r.Method + " " + r.URL.Path
-	}
-	if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
+		p = r.URL.Path
+	} else if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
 		return p // the pattern names its method
 	}
-	return r.Method + " " + p
+	if last := g.lastOperation.Load(); last != nil && last.method == r.Method && last.path == p {
+		return last.operation
+	}
+	op := &operationName{method: r.Method, path: p, operation: r.Method + " " + p}
+	g.lastOperation.Store(op)
+	return op.operation
 }
+
+// operationName is the operation of a method and a route pattern (or
+// path): the guard keeps the last one, so that a route's requests share
+// its string rather than each building it.
+type operationName struct{ method, path, operation string }
 
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	values := r.Header.Values(g.keyHeader)
@@ -238,7 +249,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeKeyInvalid, Detail: err.Error()})
 		return
 	}
-	body, e := g.readBody(r)
+	body, e := g.readBody(r, &c.body)
 	if e != nil {
 		g.refuse(w, r, c, OutcomeBadRequest, e)
 		return
@@ -299,7 +310,7 @@ func (g *Guard) cacheGet(ctx context.Context, scope Scope) (Record, bool, error)
 
 // readBody reads the request body, up to the limit, and puts it back for
 // the handler.
-func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
+func (g *Guard) readBody(r *http.Request, br *bodyReader) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -330,7 +341,6 @@ func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
 	if int64(len(body)) > g.opts.RequestBodySizeMax {
 		return nil, &Error{Code: CodeBodyTooLarge, Detail: fmt.Sprintf("the body exceeds %d bytes", g.opts.RequestBodySizeMax)}
 	}
-	br := &bodyReader{}
 	br.Reset(body)
 	r.Body = br
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
