@@ -1,10 +1,13 @@
 package idempotency_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
@@ -82,10 +85,25 @@ func BenchmarkNewKeys(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			db := openLedger(b)
 			h := benchHandler(db, mode)
+			var store idempotency.Store
 			if mode != "unguarded" {
-				h = benchGuard(b, ledgerStore(b, db)).Middleware(h)
+				store = ledgerStore(b, db)
+				h = benchGuard(b, store).Middleware(h)
 			}
 			idempotencytest.RunClients(b, h, 64, 0, fmt.Sprint("new-", mode, b.N))
+			b.StopTimer()
+			// Every acknowledged request's entry, and its SUCCESS record, is
+			// in the ledger.
+			head, err := db.Head(context.Background(), paymentsChain)
+			if err != nil || head.Seq != uint64(b.N) {
+				b.Fatalf("%d requests acknowledged, the chain holds %d entries (%v)", b.N, head.Seq, err)
+			}
+			if store != nil {
+				recs, err := store.List(context.Background(), idempotency.Scope{}, idempotency.StatusSuccess, b.N+1, time.Now())
+				if err != nil || len(recs) != b.N {
+					b.Fatalf("%d requests acknowledged, %d SUCCESS records (%v)", b.N, len(recs), err)
+				}
+			}
 		})
 	}
 }
@@ -113,10 +131,21 @@ func BenchmarkReplays(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h := g.Middleware(benchHandler(db, "update"))
+			var runs atomic.Int64
+			inner := benchHandler(db, "update")
+			h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				runs.Add(1)
+				inner.ServeHTTP(w, r)
+			}))
 			const keys = 1000
 			idempotencytest.Seed(h, keys, "replay")
+			if n := runs.Swap(0); n != keys {
+				b.Fatalf("seeding %d keys ran the handler %d times", keys, n)
+			}
 			idempotencytest.RunClients(b, h, 2, keys, "replay")
+			if n := runs.Load(); n != 0 {
+				b.Fatalf("the handler ran %d times on replays", n)
+			}
 		})
 	}
 }

@@ -42,6 +42,19 @@ func (c *LRU) Get(_ context.Context, scope Scope) (Record, bool, error) {
 	return el.Value.(*Record).clone(), true, nil
 }
 
+// shared returns the cached record of scope without copying it: the
+// guard only reads it, and Add replaces a record rather than changing it.
+func (c *LRU) shared(scope Scope) (*Record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[scope]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*Record), true
+}
+
 // Add implements Cache.
 func (c *LRU) Add(_ context.Context, rec Record) error {
 	if !rec.Finished() {

@@ -25,25 +25,48 @@ var errNotCanonicalizable = errors.New("idempotency: not canonicalizable JSON")
 // between parsers), and for nesting deeper than 64; callers then hash the
 // bytes as they are.
 func CanonicalJSON(data []byte) ([]byte, error) {
+	out, ok := appendCanonicalJSON(make([]byte, 0, 2*len(data)+16), data, nil)
+	if !ok {
+		return nil, errNotCanonicalizable
+	}
+	return out, nil
+}
+
+// appendCanonicalJSON appends the canonical form of data to out (see
+// CanonicalJSON); members is scratch space for the objects' members. On
+// failure out holds garbage after its original length.
+func appendCanonicalJSON(out, data []byte, members *[]member) ([]byte, bool) {
 	if !utf8.Valid(data) {
-		return nil, errNotCanonicalizable
+		return out, false
 	}
-	p := canonParser{in: data, out: make([]byte, 0, len(data))}
+	p := canonParser{in: data, out: out}
+	if members != nil {
+		p.members = (*members)[:0]
+	}
 	p.ws()
-	if !p.value(0) {
-		return nil, errNotCanonicalizable
-	}
+	ok := p.value(0)
 	p.ws()
-	if p.pos != len(p.in) {
-		return nil, errNotCanonicalizable
+	ok = ok && p.pos == len(p.in)
+	if members != nil {
+		*members = p.members[:0]
 	}
-	return p.out, nil
+	return p.out, ok
 }
 
 type canonParser struct {
 	in  []byte
 	pos int
 	out []byte
+	// members is a stack of the members of the objects being read: an
+	// object's members follow those of the objects around it.
+	members []member
+}
+
+// member is an object member read: its unescaped key (in the input, or in
+// the escaped keys' buffer) and where its canonical value lies in out.
+type member struct {
+	key        []byte
+	start, end int
 }
 
 func (p *canonParser) ws() {
@@ -85,7 +108,7 @@ func (p *canonParser) value(depth int) bool {
 }
 
 func (p *canonParser) literal(lit string) bool {
-	if !bytes.HasPrefix(p.in[p.pos:], []byte(lit)) {
+	if len(p.in)-p.pos < len(lit) || string(p.in[p.pos:p.pos+len(lit)]) != lit {
 		return false
 	}
 	p.pos += len(lit)
@@ -131,15 +154,16 @@ func (p *canonParser) number() bool {
 	return true
 }
 
-// str reads a string token and returns its unescaped value.
-func (p *canonParser) str() (string, bool) {
+// str reads a string token and returns its unescaped value: a slice of the
+// input when it has no escapes.
+func (p *canonParser) str() ([]byte, bool) {
 	p.pos++ // the opening quote
 	start := p.pos
 	in := p.in
 	for p.pos < len(in) {
 		c := in[p.pos]
 		if c == '"' {
-			s := string(in[start:p.pos])
+			s := in[start:p.pos:p.pos]
 			p.pos++
 			return s, true
 		}
@@ -147,15 +171,15 @@ func (p *canonParser) str() (string, bool) {
 			return p.escapedStr(start)
 		}
 		if c < 0x20 {
-			return "", false
+			return nil, false
 		}
 		p.pos++
 	}
-	return "", false
+	return nil, false
 }
 
 // escapedStr continues str from the first backslash.
-func (p *canonParser) escapedStr(start int) (string, bool) {
+func (p *canonParser) escapedStr(start int) ([]byte, bool) {
 	in := p.in
 	buf := append([]byte(nil), in[start:p.pos]...)
 	for p.pos < len(in) {
@@ -163,16 +187,16 @@ func (p *canonParser) escapedStr(start int) (string, bool) {
 		switch {
 		case c == '"':
 			p.pos++
-			return string(buf), true
+			return buf, true
 		case c < 0x20:
-			return "", false
+			return nil, false
 		case c != '\\':
 			buf = append(buf, c)
 			p.pos++
 			continue
 		}
 		if p.pos+1 >= len(in) {
-			return "", false
+			return nil, false
 		}
 		e := in[p.pos+1]
 		p.pos += 2
@@ -192,25 +216,25 @@ func (p *canonParser) escapedStr(start int) (string, bool) {
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
-				return "", false
+				return nil, false
 			}
 			if utf16.IsSurrogate(r) {
 				if r >= 0xdc00 || p.pos+1 >= len(in) || in[p.pos] != '\\' || in[p.pos+1] != 'u' {
-					return "", false // a lone surrogate
+					return nil, false // a lone surrogate
 				}
 				p.pos += 2
 				r2, ok := p.hex4()
 				if !ok || r2 < 0xdc00 || r2 > 0xdfff {
-					return "", false
+					return nil, false
 				}
 				r = utf16.DecodeRune(r, r2)
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
-			return "", false
+			return nil, false
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 func (p *canonParser) hex4() (rune, bool) {
@@ -228,7 +252,7 @@ func (p *canonParser) hex4() (rune, bool) {
 const hexDigits = "0123456789abcdef"
 
 // appendCanonString appends s as a JSON string, escaping only what must be.
-func appendCanonString(out []byte, s string) []byte {
+func appendCanonString(out []byte, s []byte) []byte {
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -294,11 +318,8 @@ func (p *canonParser) object(depth int) bool {
 		p.out = append(p.out, '{', '}')
 		return true
 	}
-	type member struct {
-		key        string
-		start, end int // of the canonical value in p.out
-	}
-	var members []member
+	mark := len(p.members)
+	defer func() { p.members = p.members[:mark] }()
 	base := len(p.out)
 	for {
 		p.ws()
@@ -319,7 +340,7 @@ func (p *canonParser) object(depth int) bool {
 		if !p.value(depth + 1) {
 			return false
 		}
-		members = append(members, member{key, start, len(p.out)})
+		p.members = append(p.members, member{key, start, len(p.out)})
 		p.ws()
 		if p.pos >= len(p.in) {
 			return false
@@ -333,22 +354,15 @@ func (p *canonParser) object(depth int) bool {
 		}
 		p.pos++
 	}
+	members := p.members[mark:]
 	// The values were written in input order after base; write the object
 	// in key order behind them, then move it down over them.
-	slices.SortFunc(members, func(a, b member) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(members, compareMembers)
 	values := len(p.out)
 	p.out = append(p.out, '{')
 	for i, m := range members {
 		if i > 0 {
-			if members[i-1].key == m.key {
+			if bytes.Equal(members[i-1].key, m.key) {
 				return false
 			}
 			p.out = append(p.out, ',')
@@ -362,3 +376,5 @@ func (p *canonParser) object(depth int) bool {
 	p.out = p.out[:base+n]
 	return true
 }
+
+func compareMembers(a, b member) int { return bytes.Compare(a.key, b.key) }

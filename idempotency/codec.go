@@ -21,9 +21,10 @@ func encodeRecord(b []byte, r *Record) []byte {
 	b = append(b, recordVersion, statusCodes[r.Status])
 	b = append(b, r.RequestHash[:]...)
 	b = binary.BigEndian.AppendUint32(b, uint32(r.Attempt))
-	for _, t := range []time.Time{r.CreatedAt, r.UpdatedAt, r.LeaseExpiresAt, r.ExpiresAt} {
-		b = binary.BigEndian.AppendUint64(b, uint64(t.UnixNano()))
-	}
+	b = binary.BigEndian.AppendUint64(b, uint64(r.CreatedAt.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.UpdatedAt.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.LeaseExpiresAt.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.ExpiresAt.UnixNano()))
 	b = appendLP(b, r.Token)
 	b = appendLP(b, r.Failure)
 	if r.Response == nil {
@@ -39,7 +40,24 @@ func encodeRecord(b []byte, r *Record) []byte {
 			b = appendLP(b, v)
 		}
 	}
-	return appendLP(b, string(r.Response.Body))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Response.Body)))
+	return append(b, r.Response.Body...)
+}
+
+// encodedRecordLen is the length of encodeRecord's form of r.
+func encodedRecordLen(r *Record) int {
+	n := 2 + 32 + 4 + 4*8 + 4 + len(r.Token) + 4 + len(r.Failure) + 1
+	if r.Response == nil {
+		return n
+	}
+	n += 2 + 2 + 4 + len(r.Response.Body)
+	for k, vs := range r.Response.Header {
+		n += 4 + len(k) + 2
+		for _, v := range vs {
+			n += 4 + len(v)
+		}
+	}
+	return n
 }
 
 func appendLP(b []byte, s string) []byte {
@@ -68,19 +86,23 @@ func recordHeldBy(b []byte, status Status, token string) bool {
 	return len(b)-tokenAt-4 >= n && string(b[tokenAt+4:tokenAt+4+n]) == token
 }
 
-// decoder reads an encoded record; the first error sticks.
+// decoder reads an encoded record; the first error sticks. Its strings
+// are slices of one copy of the record (s), so that a record's names and
+// values cost one allocation.
 type decoder struct {
 	b   []byte
+	s   string // b as a string
+	off int
 	bad bool
 }
 
 func (d *decoder) take(n int) []byte {
-	if d.bad || n < 0 || len(d.b) < n {
+	if d.bad || n < 0 || len(d.b)-d.off < n {
 		d.bad = true
 		return nil
 	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
+	v := d.b[d.off : d.off+n : d.off+n]
+	d.off += n
 	return v
 }
 
@@ -110,27 +132,31 @@ func (d *decoder) time() time.Time {
 
 func (d *decoder) str() string {
 	n := d.u32()
-	if n > uint32(len(d.b)) {
+	if d.bad || n > uint32(len(d.b)-d.off) {
 		d.bad = true
 		return ""
 	}
-	return string(d.take(int(n)))
+	v := d.s[d.off : d.off+int(n)]
+	d.off += int(n)
+	return v
 }
 
 // decodeRecord decodes a record of scope from b.
 func decodeRecord(scope Scope, b []byte) (Record, error) {
-	d := decoder{b: b}
+	d := decoder{b: b, s: string(b)}
 	head := d.take(2)
 	if head == nil || head[0] != recordVersion {
 		return Record{}, errBadRecord
 	}
 	r := Record{Scope: scope}
-	for s, c := range statusCodes {
-		if c == head[1] {
-			r.Status = s
-		}
-	}
-	if r.Status == "" {
+	switch head[1] {
+	case statusCodes[StatusProcessing]:
+		r.Status = StatusProcessing
+	case statusCodes[StatusSuccess]:
+		r.Status = StatusSuccess
+	case statusCodes[StatusFailed]:
+		r.Status = StatusFailed
+	default:
 		return Record{}, errBadRecord
 	}
 	copy(r.RequestHash[:], d.take(32))
@@ -139,19 +165,27 @@ func decodeRecord(scope Scope, b []byte) (Record, error) {
 	r.Token = d.str()
 	r.Failure = d.str()
 	if has := d.take(1); has != nil && has[0] == 1 {
-		resp := &Response{Status: d.u16(), Header: http.Header{}}
+		resp := &Response{Status: d.u16()}
 		n := d.u16()
+		resp.Header = make(http.Header, min(n, 64))
 		for i := 0; i < n && !d.bad; i++ {
 			k := d.str()
 			m := d.u16()
+			vs := resp.Header[k]
+			if vs == nil && m <= len(d.b)-d.off {
+				vs = make([]string, 0, m)
+			}
 			for j := 0; j < m && !d.bad; j++ {
-				resp.Header[k] = append(resp.Header[k], d.str())
+				vs = append(vs, d.str())
+			}
+			if m > 0 {
+				resp.Header[k] = vs
 			}
 		}
 		resp.Body = []byte(d.str())
 		r.Response = resp
 	}
-	if d.bad || len(d.b) != 0 {
+	if d.bad || d.off != len(d.b) {
 		return Record{}, errBadRecord
 	}
 	return r, nil

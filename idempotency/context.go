@@ -51,6 +51,8 @@ type Context struct {
 	guard     *Guard
 	token     string
 	startedAt time.Time
+	body      bodyReader // the request's body, read by the guard
+	hb        heartbeat
 
 	mu        sync.Mutex
 	err       error

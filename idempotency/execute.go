@@ -125,7 +125,7 @@ type heartbeat struct {
 }
 
 func (g *Guard) startHeartbeat(r *http.Request, c *Context) *heartbeat {
-	hb := &heartbeat{}
+	hb := &c.hb
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	hb.t = time.AfterFunc(g.opts.HeartbeatInterval, func() {

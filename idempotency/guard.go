@@ -33,6 +33,7 @@ type Guard struct {
 	keyHeader     string
 	retryAfterSec int
 	replayAllowed map[string]bool
+	lastOperation atomic.Pointer[operationName]
 }
 
 // New returns a Guard. It fails when Store or User is missing: a guard
@@ -135,7 +136,8 @@ func newTokenPrefix() string {
 }
 
 func newToken() string {
-	return tokenPrefix + strconv.FormatUint(tokenCounter.Add(1), 36)
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], tokenPrefix...), tokenCounter.Add(1), 36))
 }
 
 // requestDomain separates the guard's request hash from every other hash.
@@ -144,22 +146,45 @@ const requestDomain = "idempotency/request/v1\x00"
 // RequestHash is the hash of a request: BLAKE3-256 over a domain prefix,
 // the operation and the request's defining fields, each length-prefixed.
 func RequestHash(operation string, fields []byte) [32]byte {
-	bp := hashBuffers.Get().(*[]byte)
-	b := append((*bp)[:0], requestDomain...)
+	return requestHash(operation, fields, false)
+}
+
+// requestHash is RequestHash of fields, or (canonical) of DefaultRequestFields
+// of the body fields, canonicalised straight into the hash's input.
+func requestHash(operation string, fields []byte, canonical bool) [32]byte {
+	hb := hashBuffers.Get().(*hashBuffer)
+	b := append(hb.b[:0], requestDomain...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(operation)))
 	b = append(b, operation...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(fields)))
-	b = append(b, fields...)
+	at := len(b)
+	b = append(b, 0, 0, 0, 0) // the length of the fields, set below
+	ok := false
+	if canonical {
+		b, ok = appendCanonicalJSON(b, fields, &hb.members)
+		if !ok {
+			b = b[:at+4]
+		}
+	}
+	if !ok {
+		b = append(b, fields...)
+	}
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	sum := blake3.Sum256(b)
-	if cap(b) <= 64<<10 {
-		*bp = b
-		hashBuffers.Put(bp)
+	if cap(b) <= 64<<10 && cap(hb.members) <= 1024 {
+		hb.b = b
+		hashBuffers.Put(hb)
 	}
 	return sum
 }
 
-// hashBuffers hold RequestHash's input (a hasher costs more than a copy).
-var hashBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// hashBuffer holds requestHash's input (a hasher costs more than a copy)
+// and the canonicaliser's scratch space.
+type hashBuffer struct {
+	b       []byte
+	members []member
+}
+
+var hashBuffers = sync.Pool{New: func() any { return &hashBuffer{b: make([]byte, 0, 1024)} }}
 
 // DefaultRequestFields is the RequestFields of a guard that sets none: the
 // body, canonicalised when it is JSON.
@@ -177,13 +202,22 @@ func (g *Guard) operation(r *http.Request) string {
 	}
 	p := r.Pattern
 	if p == "" {
-		return r.Method + " " + r.URL.Path
-	}
-	if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
+		p = r.URL.Path
+	} else if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
 		return p // the pattern names its method
 	}
-	return r.Method + " " + p
+	if last := g.lastOperation.Load(); last != nil && last.method == r.Method && last.path == p {
+		return last.operation
+	}
+	op := &operationName{method: r.Method, path: p, operation: r.Method + " " + p}
+	g.lastOperation.Store(op)
+	return op.operation
 }
+
+// operationName is the operation of a method and a route pattern (or
+// path): the guard keeps the last one, so that a route's requests share
+// its string rather than each building it.
+type operationName struct{ method, path, operation string }
 
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	values := r.Header.Values(g.keyHeader)
@@ -215,25 +249,25 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeKeyInvalid, Detail: err.Error()})
 		return
 	}
-	body, e := g.readBody(r)
+	body, e := g.readBody(r, &c.body)
 	if e != nil {
 		g.refuse(w, r, c, OutcomeBadRequest, e)
 		return
 	}
-	fields := body
 	if g.opts.RequestFields != nil {
-		if fields, err = g.opts.RequestFields(r, body); err != nil {
+		fields, err := g.opts.RequestFields(r, body)
+		if err != nil {
 			g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeBodyUnreadable, Detail: err.Error()})
 			return
 		}
+		c.RequestHash = RequestHash(c.Operation, fields)
 	} else {
-		fields, _ = DefaultRequestFields(r, body)
+		c.RequestHash = requestHash(c.Operation, body, true) // DefaultRequestFields
 	}
-	c.RequestHash = RequestHash(c.Operation, fields)
 
 	now := g.now()
 	if g.opts.Cache != nil {
-		rec, found, err := g.opts.Cache.Get(r.Context(), c.Scope)
+		rec, found, err := g.cacheGet(r.Context(), c.Scope)
 		if err != nil {
 			g.metrics.CacheError()
 			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache get failed", append(g.attrs(r, c), slog.Any("error", err))...)
@@ -262,13 +296,44 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	g.execute(w, r, c, body, next)
 }
 
+// cacheGet reads the cache; an LRU's record is read in place.
+func (g *Guard) cacheGet(ctx context.Context, scope Scope) (Record, bool, error) {
+	if l, ok := g.opts.Cache.(*LRU); ok {
+		rec, found := l.shared(scope)
+		if !found {
+			return Record{}, false, nil
+		}
+		return *rec, true, nil
+	}
+	return g.opts.Cache.Get(ctx, scope)
+}
+
 // readBody reads the request body, up to the limit, and puts it back for
 // the handler.
-func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
+func (g *Guard) readBody(r *http.Request, br *bodyReader) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.opts.RequestBodySizeMax+1))
+	var body []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= g.opts.RequestBodySizeMax {
+		// One read into a buffer of the announced size (and a byte more,
+		// to see a body that is longer than announced).
+		body = make([]byte, n+1)
+		var m int
+		m, err = io.ReadFull(r.Body, body)
+		body = body[:m]
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = nil
+		}
+		if err == nil && int64(m) > n {
+			var rest []byte
+			rest, err = io.ReadAll(io.LimitReader(r.Body, g.opts.RequestBodySizeMax+1-int64(m)))
+			body = append(body, rest...)
+		}
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, g.opts.RequestBodySizeMax+1))
+	}
 	r.Body.Close()
 	if err != nil {
 		return nil, &Error{Code: CodeBodyUnreadable, Detail: "reading the body failed", Err: err}
@@ -276,10 +341,17 @@ func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
 	if int64(len(body)) > g.opts.RequestBodySizeMax {
 		return nil, &Error{Code: CodeBodyTooLarge, Detail: fmt.Sprintf("the body exceeds %d bytes", g.opts.RequestBodySizeMax)}
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	br.Reset(body)
+	r.Body = br
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return body, nil
 }
+
+// bodyReader is the body the guard puts back: a reader of the bytes it
+// read.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
 
 // existing answers a request whose scope already has a record. The hash is
 // checked first: a different request is a conflict whatever the state.
@@ -310,17 +382,25 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 	}
 }
 
-// writeResponse writes a stored response. Its header's keys are canonical
-// and its values are not changed, so they are shared, not copied.
+// writeResponse writes a stored response. Its header's keys are canonical;
+// its values are copied into one slice, so that nothing done to w's header
+// changes the stored (or cached) response.
 func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
 	h := w.Header()
+	n := 0
+	for _, v := range resp.Header {
+		n += len(v)
+	}
+	values := make([]string, 0, n+1)
 	for k, v := range resp.Header {
-		h[k] = v
+		i := len(values)
+		values = append(values, v...)
+		h[k] = values[i:len(values):len(values)]
 	}
 	if replayed {
 		h[ReplayedHeader] = replayedTrue
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	h["Content-Length"] = append(values, strconv.Itoa(len(resp.Body)))[n:]
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }
@@ -372,10 +452,10 @@ func (g *Guard) attrs(r *http.Request, c *Context) []slog.Attr {
 
 // replayHeaders returns the allow-listed headers of h.
 func (g *Guard) replayHeaders(h http.Header) http.Header {
-	out := http.Header{}
+	out := make(http.Header, len(h))
 	for k, v := range h {
-		if g.replayAllowed[http.CanonicalHeaderKey(k)] {
-			out[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+		if c := http.CanonicalHeaderKey(k); g.replayAllowed[c] {
+			out[c] = append([]string(nil), v...)
 		}
 	}
 	return out

@@ -128,7 +128,8 @@ func (s *LedgerStore) shard(scope Scope) *leaseShard {
 func recordKey(scope Scope) []byte  { return scopeBytes(append([]byte(nil), prefixRecord...), scope) }
 func retriesKey(scope Scope) []byte { return scopeBytes(append([]byte(nil), prefixRetries...), scope) }
 
-// readDurable reads scope's finished record and retry count in tx.
+// readDurable reads scope's finished record in tx and, when there is none
+// (or it expired), its retry count.
 func readDurable(tx *chain.Tx, scope Scope, now time.Time) (rec Record, found bool, retries int, err error) {
 	v, err := tx.StateGet(recordKey(scope))
 	switch {
@@ -137,7 +138,9 @@ func readDurable(tx *chain.Tx, scope Scope, now time.Time) (rec Record, found bo
 		if err != nil {
 			return Record{}, false, 0, err
 		}
-		found = !rec.expired(now)
+		if found = !rec.expired(now); found {
+			return rec, true, 0, nil
+		}
 	case !errors.Is(err, chain.ErrNotFound):
 		return Record{}, false, 0, err
 	}
@@ -306,7 +309,12 @@ func (s *LedgerStore) end(scope Scope, token string, done bool) {
 // least the backend's state keyspace can hold it in (cleanup scans the
 // records rather than an expiry index, so that a request writes one key).
 func putFinal(tx *chain.Tx, rec *Record) error {
-	return tx.StatePut(recordKey(rec.Scope), encodeRecord(nil, rec))
+	// Key and value in one allocation of their exact size.
+	s := rec.Scope
+	k := len(prefixRecord) + len(s.Operation) + len(s.User) + len(s.Key) + 2
+	b := scopeBytes(append(make([]byte, 0, k+encodedRecordLen(rec)), prefixRecord...), s)
+	b = encodeRecord(b, rec)
+	return tx.StatePut(b[:k:k], b[k:])
 }
 
 // finish writes the final record that final makes of the lease's record,
