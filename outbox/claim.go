@@ -427,18 +427,22 @@ func expiredLeases(st txState, tx *chain.Tx, tenant, topic, deliveries string, n
 			next = deadline
 			break
 		}
-		group := binary.BigEndian.Uint64(rest[8:])
+		if len(kv.Value) != 8 {
+			return nil, next, fmt.Errorf("outbox: lease index key %x holds %d bytes", kv.Key, len(kv.Value))
+		}
+		group, held := binary.BigEndian.Uint64(rest[8:]), binary.BigEndian.Uint64(kv.Value)
 		ids, err := leaseEntryItems(tx, deliveries, group)
 		if err != nil {
 			return nil, next, err
 		}
-		for _, id := range ids {
-			r, err := recordOf(st, tenant, topic, id)
+		for i, found := 0, uint64(0); i < len(ids) && found < held; i++ { // the count ends the search
+			r, err := recordOf(st, tenant, topic, ids[i])
 			if err != nil {
 				return nil, next, err
 			}
 			if r.Status == Leased && r.Group == group && r.Due == deadline {
-				refs = append(refs, dueRef{due: deadline, seq: r.Seq, id: id})
+				refs = append(refs, dueRef{due: deadline, seq: r.Seq, id: ids[i]})
+				found++
 			}
 		}
 	}
