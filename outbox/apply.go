@@ -120,6 +120,7 @@ func lowerFloor(s stateStore, tenant, topic string, due int64) error {
 }
 
 func applyLease(s stateStore, tenant, topic string, e *chain.Entry, l *leaseEvent) error {
+	counts := leaseCounts{}
 	for _, it := range l.Items {
 		r, err := recordOf(s, tenant, topic, it.ID)
 		if err != nil {
@@ -131,16 +132,66 @@ func applyLease(s stateStore, tenant, topic string, e *chain.Entry, l *leaseEven
 		if it.Attempt != r.Attempts+1 {
 			return badTransition(it.ID, "lease of attempt %d after %d attempts", it.Attempt, r.Attempts)
 		}
-		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
+		if err := leaveIndex(s, tenant, &r, counts); err != nil {
 			return err
 		}
-		r.Status, r.Attempts, r.Token, r.Worker, r.Due = Leased, it.Attempt, e.Seq, l.Worker, l.Deadline
-		if err := putReady(s, tenant, it.ID, &r); err != nil {
-			return err
-		}
+		r.Status, r.Attempts, r.Token, r.Worker, r.Due, r.Group = Leased, it.Attempt, e.Seq, l.Worker, l.Deadline, e.Seq
+		counts.add(leaseKey(tenant, topic, r.Due, r.Group), 1)
 		if err := putRecord(s, tenant, it.ID, &r); err != nil {
 			return err
 		}
+	}
+	return counts.write(s)
+}
+
+// leaseCounts are the changes one entry makes to the counts of the lease
+// index's keys, written once at its end (a batch of a thousand outcomes
+// of one lease writes its key once).
+type leaseCounts map[string]int64
+
+func (c leaseCounts) add(key []byte, n int64) { c[string(key)] += n }
+
+func (c leaseCounts) write(s stateStore) error {
+	for k, n := range c {
+		if n == 0 {
+			continue
+		}
+		key := []byte(k)
+		v, found, err := s.get(key)
+		if err != nil {
+			return err
+		}
+		count := int64(0)
+		if found {
+			if len(v) != 8 {
+				return fmt.Errorf("outbox: lease index key %x holds %d bytes", key, len(v))
+			}
+			count = int64(binary.BigEndian.Uint64(v))
+		}
+		switch count += n; {
+		case count < 0:
+			return fmt.Errorf("outbox: lease index key %x would count %d messages", key, count)
+		case count == 0:
+			err = s.del(key)
+		default:
+			err = s.put(key, binary.BigEndian.AppendUint64(nil, uint64(count)))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaveIndex takes a pending or leased message out of the index it is
+// in: a pending one's ready key is deleted, a leased one is no longer
+// counted on its lease's key.
+func leaveIndex(s stateStore, tenant string, r *record, counts leaseCounts) error {
+	switch r.Status {
+	case Pending:
+		return s.del(readyKey(tenant, r.Topic, r.Due, r.Seq))
+	case Leased:
+		counts.add(leaseKey(tenant, r.Topic, r.Due, r.Group), -1)
 	}
 	return nil
 }
@@ -168,7 +219,8 @@ func currentLease(r *record, id ID, token uint64) error {
 	return nil
 }
 
-func applyHeartbeat(s stateStore, tenant, topic string, h *heartbeatEvent) error {
+func applyHeartbeat(s stateStore, tenant, topic string, e *chain.Entry, h *heartbeatEvent) error {
+	counts := leaseCounts{}
 	for _, it := range h.Items {
 		r, err := recordOf(s, tenant, topic, it.ID)
 		if err != nil {
@@ -177,21 +229,18 @@ func applyHeartbeat(s stateStore, tenant, topic string, h *heartbeatEvent) error
 		if err := currentLease(&r, it.ID, it.Token); err != nil {
 			return err
 		}
-		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
-			return err
-		}
-		r.Due = h.Deadline
-		if err := putReady(s, tenant, it.ID, &r); err != nil {
-			return err
-		}
+		counts.add(leaseKey(tenant, topic, r.Due, r.Group), -1)
+		r.Due, r.Group = h.Deadline, e.Seq
+		counts.add(leaseKey(tenant, topic, r.Due, r.Group), 1)
 		if err := putRecord(s, tenant, it.ID, &r); err != nil {
 			return err
 		}
 	}
-	return nil
+	return counts.write(s)
 }
 
 func applyOutcome(s stateStore, tenant, topic string, o *outcomeEvent) error {
+	counts := leaseCounts{}
 	for _, it := range o.Items {
 		r, err := recordOf(s, tenant, topic, it.ID)
 		if err != nil {
@@ -203,9 +252,8 @@ func applyOutcome(s stateStore, tenant, topic string, o *outcomeEvent) error {
 		if it.Attempt != r.Attempts {
 			return badTransition(it.ID, "outcome of attempt %d during attempt %d", it.Attempt, r.Attempts)
 		}
-		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
-			return err
-		}
+		counts.add(leaseKey(tenant, topic, r.Due, r.Group), -1)
+		r.Group = 0
 		if it.Kind == Delivered {
 			r.Status = Done
 			if err := putRecord(s, tenant, it.ID, &r); err != nil {
@@ -224,7 +272,7 @@ func applyOutcome(s stateStore, tenant, topic string, o *outcomeEvent) error {
 			return err
 		}
 	}
-	return nil
+	return counts.write(s)
 }
 
 // finishInQueue removes a delivered message from its ordering key's queue
@@ -253,6 +301,7 @@ func finishInQueue(s stateStore, tenant string, r *record) error {
 }
 
 func applyDead(s stateStore, tenant, topic string, d *deadEvent) error {
+	counts := leaseCounts{}
 	for _, it := range d.Items {
 		r, err := recordOf(s, tenant, topic, it.ID)
 		if err != nil {
@@ -261,10 +310,10 @@ func applyDead(s stateStore, tenant, topic string, d *deadEvent) error {
 		if r.Status != Pending && r.Status != Leased {
 			return badTransition(it.ID, "dead-lettered while %s", r.Status)
 		}
-		if err := s.del(readyKey(tenant, topic, r.Due, r.Seq)); err != nil {
+		if err := leaveIndex(s, tenant, &r, counts); err != nil {
 			return err
 		}
-		r.Status = Dead
+		r.Status, r.Group = Dead, 0
 		if err := putRecord(s, tenant, it.ID, &r); err != nil {
 			return err
 		}
@@ -272,7 +321,7 @@ func applyDead(s stateStore, tenant, topic string, d *deadEvent) error {
 			return err
 		}
 	}
-	return nil
+	return counts.write(s)
 }
 
 func applyRequeue(s stateStore, tenant, topic string, e *chain.Entry, q *requeueEvent) error {
@@ -312,7 +361,7 @@ func applyDelivery(s stateStore, tenant, topic string, e *chain.Entry) error {
 		if err != nil {
 			return err
 		}
-		return applyHeartbeat(s, tenant, topic, &h)
+		return applyHeartbeat(s, tenant, topic, e, &h)
 	case TypeOutcome:
 		o, err := decodeOutcome(e.Payload)
 		if err != nil {

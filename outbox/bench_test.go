@@ -199,6 +199,9 @@ func benchMessages() int {
 // appending n unkeyed entries of the same payload size, 1,000 per
 // transaction, to one chain. messages/s is the target's figure (at least
 // 50,000 embedded); ratio is the delivery's time over the baseline's.
+// cpu-ratio is the same over the process's CPU time (all threads), which
+// the other work on a shared machine moves less than the wall clock;
+// deliveries-entries counts the lease and outcome entries (the batches).
 func BenchmarkDeliver(b *testing.B) {
 	benchBackends(b, func(b *testing.B, open func() *chain.DB) {
 		ctx := context.Background()
@@ -233,7 +236,7 @@ func BenchmarkDeliver(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			start := time.Now()
+			start, startCPU := time.Now(), processCPU()
 			if err := w.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -241,14 +244,14 @@ func BenchmarkDeliver(b *testing.B) {
 			if err := w.Stop(ctx); err != nil {
 				b.Fatal(err)
 			}
-			measured := time.Since(start)
+			measured, measuredCPU := time.Since(start), processCPU()-startCPU
 			b.StopTimer()
 			s, err := outbox.Stats(ctx, db, "acme", "bench")
 			if err != nil || s[0].Done != int64(n) {
 				b.Fatalf("after the run: %+v %v", s, err)
 			}
 			base := open()
-			start = time.Now()
+			start, startCPU = time.Now(), processCPU()
 			reqs := make([]chain.Request, 0, 1000)
 			for first := 0; first < n; first += 1000 {
 				reqs = reqs[:0]
@@ -259,8 +262,18 @@ func BenchmarkDeliver(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			baseline := time.Since(start)
+			baseline, baselineCPU := time.Since(start), processCPU()-startCPU
 			b.ReportMetric(float64(n)/measured.Seconds(), "messages/s")
+			if dc, _ := outbox.DeliveriesChain("acme", "bench"); dc != "" {
+				if h, err := db.Head(ctx, dc); err == nil {
+					b.ReportMetric(float64(h.Seq), "deliveries-entries")
+				}
+			}
+			if baselineCPU > 0 {
+				b.ReportMetric(float64(measuredCPU.Microseconds())/float64(n), "cpu-us/message")
+				b.ReportMetric(float64(baselineCPU.Microseconds())/float64(n), "baseline-cpu-us/entry")
+				b.ReportMetric(measuredCPU.Seconds()/baselineCPU.Seconds(), "cpu-ratio")
+			}
 			b.ReportMetric(float64(n)/baseline.Seconds(), "baseline-entries/s")
 			b.ReportMetric(measured.Seconds()/baseline.Seconds(), "ratio")
 		}

@@ -2,10 +2,13 @@ package outbox
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/ledgerworks/ledger/chain"
@@ -166,17 +169,28 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 	if err != nil {
 		return Claim{}, err
 	}
-	due, next, err := dueMessages(tx, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
+	ready, nextReady, err := dueMessages(tx, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
 	if err != nil {
 		return Claim{}, err
 	}
-	if !next.IsZero() {
-		claim.NextDue = next
+	expired, nextExpired, err := expiredLeases(st, tx, tenant, topic, deliveries, now.UnixNano(), o.Max)
+	if err != nil {
+		return Claim{}, err
+	}
+	due, next := mergeDue(ready, expired, o.Max)
+	for _, n := range []int64{nextReady, nextExpired} {
+		if n != noneDue && (next == noneDue || n < next) {
+			next = n
+		}
+	}
+	if next != noneDue {
+		claim.NextDue = time.Unix(0, next)
 	}
 	var dead deadEvent
 	le := leaseEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
 	records := make([]record, 0, len(due))
-	for _, id := range due {
+	for _, d := range due {
+		id := d.id
 		r, err := recordOf(st, tenant, topic, id)
 		if err != nil {
 			return Claim{}, err
@@ -323,17 +337,52 @@ func settleFloor(st txState, tx *chain.Tx, tenant, topic string) error {
 	return st.put(floorKey(tenant, topic), encodeFloor(first))
 }
 
-// dueMessages returns up to max ids from the topic's ready index due at
-// now, read from the floor when it has one, and when the first one not
-// taken is due.
-func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]ID, time.Time, error) {
+// dueRef is a message a claim may take: due at due, enqueued at seq.
+type dueRef struct {
+	due int64
+	seq uint64
+	id  ID
+}
+
+// noneDue is the next due time when nothing waits.
+const noneDue = math.MinInt64
+
+func dueLess(a, b dueRef) bool { return a.due < b.due || a.due == b.due && a.seq < b.seq }
+
+// mergeDue merges the due pending messages and the expired leases, both in
+// (due, seq) order, into the first max of both in that order, and returns
+// the due time of the first one left out (noneDue when none is).
+func mergeDue(ready, expired []dueRef, max int) ([]dueRef, int64) {
+	out := make([]dueRef, 0, min(max, len(ready)+len(expired)))
+	i, j := 0, 0
+	for len(out) < max && (i < len(ready) || j < len(expired)) {
+		if j == len(expired) || i < len(ready) && dueLess(ready[i], expired[j]) {
+			out, i = append(out, ready[i]), i+1
+		} else {
+			out, j = append(out, expired[j]), j+1
+		}
+	}
+	next := int64(noneDue)
+	if i < len(ready) {
+		next = ready[i].due
+	}
+	if j < len(expired) && (next == noneDue || expired[j].due < next) {
+		next = expired[j].due
+	}
+	return out, next
+}
+
+// dueMessages returns, in (due, seq) order, up to max pending messages of
+// the topic's ready index due at now, read from the floor when it has one,
+// and the due time of the first one not taken (noneDue when none waits).
+func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]dueRef, int64, error) {
 	start := topicPrefix(tenant, stateReady, topic)
 	from := start
 	if hasFloor {
 		from = readyKey(tenant, topic, floor, 0)
 	}
-	var ids []ID
-	var next time.Time
+	var refs []dueRef
+	next := int64(noneDue)
 	for kv, err := range tx.StateScan(from, prefixEnd(start), false) {
 		if err != nil {
 			return nil, next, err
@@ -343,15 +392,92 @@ func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool,
 			return nil, next, fmt.Errorf("outbox: malformed ready key %x", kv.Key)
 		}
 		due := int64(binary.BigEndian.Uint64(rest) ^ (1 << 63))
-		if due > now || len(ids) == max {
-			next = time.Unix(0, due)
+		if due > now || len(refs) == max {
+			next = due
 			break
 		}
-		var id ID
-		copy(id[:], kv.Value)
-		ids = append(ids, id)
+		ref := dueRef{due: due, seq: binary.BigEndian.Uint64(rest[8:])}
+		copy(ref.id[:], kv.Value)
+		refs = append(refs, ref)
 	}
-	return ids, next, nil
+	return refs, next, nil
+}
+
+// expiredLeases returns, in (deadline, seq) order, at least the first max
+// leased messages of the topic whose lease expired at now (more when
+// leases share a deadline), and the deadline of the first lease not read
+// (noneDue when none is left). A lease index key names the lease or
+// heartbeat entry whose deadline its messages hold; of the entry's items,
+// those whose record still holds that deadline from that entry are
+// expired.
+func expiredLeases(st txState, tx *chain.Tx, tenant, topic, deliveries string, now int64, max int) ([]dueRef, int64, error) {
+	start := topicPrefix(tenant, stateLease, topic)
+	var refs []dueRef
+	next := int64(noneDue)
+	for kv, err := range tx.StateScan(start, prefixEnd(start), false) {
+		if err != nil {
+			return nil, next, err
+		}
+		rest := kv.Key[len(start):]
+		if len(rest) != 16 {
+			return nil, next, fmt.Errorf("outbox: malformed lease index key %x", kv.Key)
+		}
+		deadline := int64(binary.BigEndian.Uint64(rest) ^ (1 << 63))
+		if deadline > now || len(refs) >= max && deadline > refs[len(refs)-1].due {
+			next = deadline
+			break
+		}
+		if len(kv.Value) != 8 {
+			return nil, next, fmt.Errorf("outbox: lease index key %x holds %d bytes", kv.Key, len(kv.Value))
+		}
+		group, held := binary.BigEndian.Uint64(rest[8:]), binary.BigEndian.Uint64(kv.Value)
+		ids, err := leaseEntryItems(tx, deliveries, group)
+		if err != nil {
+			return nil, next, err
+		}
+		for i, found := 0, uint64(0); i < len(ids) && found < held; i++ { // the count ends the search
+			r, err := recordOf(st, tenant, topic, ids[i])
+			if err != nil {
+				return nil, next, err
+			}
+			if r.Status == Leased && r.Group == group && r.Due == deadline {
+				refs = append(refs, dueRef{due: deadline, seq: r.Seq, id: ids[i]})
+				found++
+			}
+		}
+	}
+	slices.SortFunc(refs, func(a, b dueRef) int { return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq)) })
+	return refs, next, nil
+}
+
+// leaseEntryItems reads the message ids of a lease or heartbeat entry.
+func leaseEntryItems(tx *chain.Tx, deliveries string, seq uint64) ([]ID, error) {
+	e, err := tx.Get(deliveries, seq)
+	if err != nil {
+		return nil, err
+	}
+	var ids []ID
+	switch e.Type {
+	case TypeLease:
+		l, err := decodeLease(e.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("entry %s seq %d: %w", deliveries, seq, err)
+		}
+		for _, it := range l.Items {
+			ids = append(ids, it.ID)
+		}
+	case TypeHeartbeat:
+		h, err := decodeHeartbeat(e.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("entry %s seq %d: %w", deliveries, seq, err)
+		}
+		for _, it := range h.Items {
+			ids = append(ids, it.ID)
+		}
+	default:
+		return nil, fmt.Errorf("outbox: lease index names %s seq %d of type %q", deliveries, seq, e.Type)
+	}
+	return ids, nil
 }
 
 // readMessage reads an enqueued message from its chain.
@@ -581,11 +707,10 @@ func HeartbeatTx(tx *chain.Tx, tenant, topic string, o RecordOptions, lease time
 	if len(ev.Items) == 0 {
 		return errs, nil
 	}
-	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeHeartbeat, Payload: ev.encode()}); err != nil {
+	res, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeHeartbeat, Payload: ev.encode()})
+	if err != nil {
 		return nil, err
 	}
-	if err := applyHeartbeat(st, tenant, topic, &ev); err != nil {
-		return nil, err
-	}
-	return errs, settleFloor(st, tx, tenant, topic)
+	return errs, applyHeartbeat(st, tenant, topic, &res.Entry, &ev) // it moves no ready key: the floor stays
+
 }

@@ -44,7 +44,9 @@
 // answers "when was this invoice email first tried, by which worker, and
 // what did the gateway answer", and `ledgerctl verify` proves that nobody
 // rewrote it. The delivery state (each message's status, the ready index
-// ordered by due time, the ordering keys' queues, the dead letters) is
+// of pending messages ordered by due time, the lease index of the lease
+// entries whose deadline messages still hold, the ordering keys' queues,
+// the dead letters) is
 // derived state in the state keyspace, written in the same transactions;
 // Check rebuilds it from the chains and Rebuild rewrites it.
 //
@@ -62,7 +64,7 @@
 // (TopicStats.BlockedKeys lists such keys).
 //
 // Claims read the ready index from its start (past a floor no ready key
-// lies below), never from a cursor, so a message whose transaction
+// lies below) and the lease index from its start, never from a cursor, so a message whose transaction
 // commits late is found however the commits interleave.
 //
 // # Caveats

@@ -329,12 +329,16 @@ func (s Status) String() string {
 
 // record is a message's derived state (state key m/<id>).
 type record struct {
-	Topic       string
-	Seq         uint64 // the enqueue's seq on the messages chain
-	Status      Status
-	Attempts    uint32
-	Due         int64  // pending: next attempt; leased: lease deadline
-	Token       uint64 // the current (or last) lease's seq on the deliveries chain
+	Topic    string
+	Seq      uint64 // the enqueue's seq on the messages chain
+	Status   Status
+	Attempts uint32
+	Due      int64  // pending: next attempt; leased: lease deadline
+	Token    uint64 // the current (or last) lease's seq on the deliveries chain
+	// Group is, while leased, the seq of the deliveries entry (the lease
+	// or its last heartbeat) that set Due: the message is counted on
+	// the lease index's key (Due, Group).
+	Group       uint64
 	Worker      string // the current (or last) holder
 	OrderingKey string
 	EnqueuedAt  int64
@@ -349,6 +353,7 @@ func (r *record) encode() []byte {
 	e.u32(r.Attempts)
 	e.i64(r.Due)
 	e.u64(r.Token)
+	e.u64(r.Group)
 	e.str(r.Worker)
 	e.str(r.OrderingKey)
 	e.i64(r.EnqueuedAt)
@@ -359,7 +364,7 @@ func (r *record) encode() []byte {
 func decodeRecord(b []byte) (record, error) {
 	d := newDecoder(b)
 	r := record{Topic: d.str(TopicLengthMax), Seq: d.u64(), Status: Status(d.u8()), Attempts: d.u32(), Due: d.i64(),
-		Token: d.u64(), Worker: d.str(WorkerIDLengthMax), OrderingKey: d.str(OrderingKeyLengthMax),
+		Token: d.u64(), Group: d.u64(), Worker: d.str(WorkerIDLengthMax), OrderingKey: d.str(OrderingKeyLengthMax),
 		EnqueuedAt: d.i64(), AgeFrom: d.i64()}
 	if d.err == nil && (r.Status < Pending || r.Status > Dead) {
 		d.fail("status %d", r.Status)

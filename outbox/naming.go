@@ -125,7 +125,10 @@ const (
 // State keys, all under "outbox/<tenant>/":
 //
 //	m/<id>                                 the message's record
-//	r/<topic>/<due><seq>                   ready index: claimable once due (pending or leased)
+//	r/<topic>/<due><seq>                   ready index: pending messages, claimable once due
+//	l/<topic>/<deadline><entry seq>        lease index: one key per lease (or heartbeat) entry
+//	                                       whose deadline some messages still hold, valued
+//	                                       their count; claimable once the deadline passed
 //	k/<topic>/<ordering key digest><seq>   one queue per ordering key, in enqueue order
 //	d/<topic>/<seq>                        dead messages
 //	f/<topic>/                             the ready index's floor (see floorKey)
@@ -140,6 +143,7 @@ const (
 	stateKeyQ   = "k"
 	stateDead   = "d"
 	stateFloor  = "f"
+	stateLease  = "l"
 )
 
 func tenantPrefix(tenant string) []byte { return []byte(Domain + "/" + tenant + "/") }
@@ -160,10 +164,12 @@ func readyKey(tenant, topic string, due int64, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
-// readyEnd bounds the ready index's keys due at or before now.
-func readyEnd(tenant, topic string, now int64) []byte {
-	k := topicPrefix(tenant, stateReady, topic)
-	return binary.BigEndian.AppendUint64(k, uint64(now+1)^(1<<63))
+// leaseKey is the lease index's key of the deliveries entry at seq (a
+// lease or a heartbeat) whose deadline its messages hold.
+func leaseKey(tenant, topic string, deadline int64, seq uint64) []byte {
+	k := topicPrefix(tenant, stateLease, topic)
+	k = binary.BigEndian.AppendUint64(k, uint64(deadline)^(1<<63))
+	return binary.BigEndian.AppendUint64(k, seq)
 }
 
 func orderingDigest(key string) [16]byte {

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -314,8 +316,9 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 		free := r.capacity() - held
 		asked, got := min(free, o.ClaimBatch), 0
 		// While handlers are busy, claim only once half a batch is free:
-		// every claim reads the ready index from its start, so many small
-		// claims cost more than a few large ones.
+		// every claim reads the ready index from its floor and the lease
+		// index from its start, so many small claims cost more than a few
+		// large ones.
 		if held > 0 && asked < o.ClaimBatch/2 {
 			asked = 0
 		}
@@ -560,23 +563,39 @@ func (r *topicRunner) extend(part []*inflight, now time.Time) {
 	}
 }
 
-// backlogScanMax bounds the ready keys one backlog report reads.
+// backlogScanMax bounds the index keys one backlog report reads.
 const backlogScanMax = 100_000
 
+// reportBacklog reports the messages due: the pending ones of the ready
+// index and those whose lease expired (each lease index key counts its
+// messages).
 func (r *topicRunner) reportBacklog(ctx context.Context) {
 	now := r.w.clock().UnixNano()
-	n, oldest := 0, int64(0)
+	n, oldest := 0, int64(math.MaxInt64)
 	_ = r.w.db.View(ctx, func(tx *chain.Tx) error {
-		start := topicPrefix(r.w.opts.Tenant, stateReady, r.topic)
-		for kv, err := range tx.StateScan(start, readyEnd(r.w.opts.Tenant, r.topic, now), false) {
-			if err != nil {
-				return err
-			}
-			if n == 0 && len(kv.Key) >= len(start)+8 {
-				oldest = int64(binary.BigEndian.Uint64(kv.Key[len(start):]) ^ (1 << 63))
-			}
-			if n++; n == backlogScanMax {
-				break
+		for _, kind := range []string{stateReady, stateLease} {
+			start := topicPrefix(r.w.opts.Tenant, kind, r.topic)
+			end := binary.BigEndian.AppendUint64(bytes.Clone(start), uint64(now+1)^(1<<63))
+			keys := 0
+			for kv, err := range tx.StateScan(start, end, false) {
+				if err != nil {
+					return err
+				}
+				if len(kv.Key) < len(start)+8 {
+					continue
+				}
+				if keys == 0 {
+					oldest = min(oldest, int64(binary.BigEndian.Uint64(kv.Key[len(start):])^(1<<63)))
+				}
+				switch {
+				case kind == stateReady:
+					n++
+				case len(kv.Value) == 8:
+					n += int(binary.BigEndian.Uint64(kv.Value))
+				}
+				if keys++; keys == backlogScanMax {
+					break
+				}
 			}
 		}
 		return nil
