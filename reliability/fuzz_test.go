@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -38,6 +39,12 @@ func FuzzParseMovementChain(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string) {
 		tenant, item, location, ok := stockmovement.ParseMovementChain(name)
 		built, err := stockmovement.MovementChain(tenant, item, location)
+		if ok && errors.Is(err, chain.ErrUnsafeName) {
+			// A name stored before the rules for new names (a "." or ".."
+			// component) is still read as a movement chain; only a new one
+			// cannot be built. Its parts must still be the name's own.
+			built, err = strings.Join([]string{tenant, stockmovement.Domain, item, location}, chain.NameSeparator), nil
+		}
 		if ok && (err != nil || built != name) {
 			t.Fatalf("ParseMovementChain(%q) = %q %q %q, which builds %q (%v)", name, tenant, item, location, built, err)
 		}
