@@ -1,10 +1,11 @@
 package idempotency
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
+	"time"
+
+	"github.com/ledgerworks/ledger/internal/problem"
 )
 
 // Code is the stable, machine-readable name of a refusal. Clients branch on
@@ -124,34 +125,9 @@ var titles = map[Code]string{
 	CodeBodyUnreadable:   "Request body could not be read",
 }
 
-// problemType is the RFC 9457 type URI of code.
-func problemType(code Code) string { return "urn:ledgerworks:idempotency:" + string(code) }
-
 // WriteProblem writes e as an application/problem+json body (RFC 9457)
 // with the status m gives its code, and Retry-After when set.
 func WriteProblem(w http.ResponseWriter, m StatusMap, e *Error) {
-	status := m.Status(e.Code)
-	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	w.WriteHeader(status)
-	title := titles[e.Code]
-	if title == "" {
-		title = http.StatusText(status)
-	}
-	body, _ := json.Marshal(problem{Type: problemType(e.Code), Title: title, Status: status, Code: string(e.Code), Detail: e.Detail})
-	body = append(body, '\n')
-	_, _ = w.Write(body)
-}
-
-// problem is an RFC 9457 problem details object with the guard's code.
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Code   string `json:"code"`
-	Detail string `json:"detail,omitempty"`
+	problem.Write(w, problem.Problem{Status: m.Status(e.Code), Code: string(e.Code), Title: titles[e.Code],
+		Detail: e.Detail, RetryAfter: time.Duration(e.RetryAfter) * time.Second})
 }

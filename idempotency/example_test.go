@@ -76,5 +76,5 @@ func Example() {
 	// Output:
 	// 201  {"payment":1}
 	// 201 true {"payment":1}
-	// 409  {"type":"urn:ledgerworks:idempotency:KEY_REUSED_WITH_DIFFERENT_REQUEST","title":"Idempotency-Key reused with a different request","status":409,"code":"KEY_REUSED_WITH_DIFFERENT_REQUEST","detail":"this key was used with a different request"}
+	// 409  {"type":"urn:ledgerworks:problem:KEY_REUSED_WITH_DIFFERENT_REQUEST","title":"Idempotency-Key reused with a different request","status":409,"code":"KEY_REUSED_WITH_DIFFERENT_REQUEST","detail":"this key was used with a different request"}
 }
