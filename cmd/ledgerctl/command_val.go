@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -100,18 +99,11 @@ func valDecimal(what, text string, scale uint8) (decimal.Decimal, error) {
 
 // valRate parses a unit cost or rate at the places it is written with.
 func valRate(what, text string) (*decimal.Decimal, error) {
-	if text == "" {
-		return nil, nil
+	d, err := wire.Rate(what, text)
+	if err != nil {
+		return nil, invalidInputf("%w", err)
 	}
-	scale := 0
-	if i := strings.IndexByte(text, '.'); i >= 0 {
-		scale = len(text) - i - 1
-	}
-	if scale > decimal.ScaleMax {
-		return nil, invalidInputf("%s %q has more than %d decimal places", what, text, decimal.ScaleMax)
-	}
-	d, err := valDecimal(what, text, uint8(scale))
-	return &d, err
+	return d, nil
 }
 
 func newValItemCommand(a *app, opts *valOptions) *cobra.Command {
