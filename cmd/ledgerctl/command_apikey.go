@@ -71,7 +71,6 @@ func keyStatus(k apikey.Key) string {
 	return "valid"
 }
 
-
 type apikeyCreateOptions struct {
 	tenant, name, scopes string
 }
