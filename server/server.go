@@ -95,6 +95,7 @@ type Server struct {
 	opts      Options
 	db        *chain.DB
 	auth      *apikey.Authenticator
+	ownsAuth  bool
 	store     idempotency.Store
 	guard     *idempotency.Guard
 	jobs      *idempotency.Jobs
@@ -155,6 +156,7 @@ func New(opts Options) (*Server, error) {
 		if s.auth, err = apikey.NewAuthenticator(opts.DB, apikey.AuthOptions{}); err != nil {
 			return nil, err
 		}
+		s.ownsAuth = true
 	}
 	if s.store = opts.IdempotencyStore; s.store == nil {
 		if s.store, err = idempotency.NewLedgerStore(opts.DB); err != nil {
@@ -308,12 +310,17 @@ func (s *Server) runJobs(ctx context.Context) {
 func (s *Server) Drain() { s.draining.Store(true) }
 
 // Stop stops the outbox workers (each finishes or abandons its attempts
-// within ctx) and the jobs. Call it after the HTTP server's Shutdown, so
-// that in-flight requests finish first.
+// within ctx) and the jobs, and closes the authenticator New made. Call it
+// after the HTTP server's Shutdown, so that in-flight requests finish
+// first.
 func (s *Server) Stop(ctx context.Context) error {
 	s.Drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ownsAuth {
+		s.auth.Close()
+		s.ownsAuth = false
+	}
 	if !s.started {
 		return nil
 	}
