@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,6 +143,9 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	}
 	ts.do(http.MethodPost, "/v1/outbox/requeue", token, "rq-2", api.OutboxRequeueRequest{IDs: []string{dead.Messages[0].ID}}).
 		wantProblem(t, http.StatusConflict, api.CodeNotDead)
+	if m := ts.do(http.MethodGet, "/metrics", "", "", nil); !strings.Contains(string(m.body), "outbox_attempts_total") {
+		t.Fatalf("/metrics lacks the outbox's series")
+	}
 	var stats api.OutboxStats
 	ts.do(http.MethodGet, "/v1/outbox/stats", token, "", nil).decode(t, http.StatusOK, &stats)
 	if len(stats.Topics) != 1 || stats.Topics[0].Done != 1 || stats.Topics[0].Dead != 0 {
