@@ -126,7 +126,9 @@ func TestTLS(t *testing.T) {
 	hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, hs, ln, time.Second, func(l net.Listener) error { return hs.ServeTLS(l, "", "") }) }()
+	go func() {
+		done <- srv.Serve(ctx, hs, ln, time.Second, func(l net.Listener) error { return hs.ServeTLS(l, "", "") })
+	}()
 	pool := x509.NewCertPool()
 	parsed, _ := x509.ParseCertificate(der)
 	pool.AddCert(parsed)
