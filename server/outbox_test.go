@@ -76,8 +76,7 @@ func TestOrphanLeasesReleasedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first.hs.Close()
-	first.srv.Stop(context.Background())
+	first.Close()
 
 	// Without the release, the orphan waits for its lease.
 	rc, url := newReceiver(t, func(int) int { return http.StatusOK })
@@ -88,8 +87,7 @@ func TestOrphanLeasesReleasedAtStart(t *testing.T) {
 		t.Fatal("delivered while another process's lease held the message")
 	case <-time.After(time.Second):
 	}
-	kept.hs.Close()
-	kept.srv.Stop(context.Background())
+	kept.Close()
 
 	ts := startServer(t, db, server.Options{ReleaseOrphans: true,
 		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})

@@ -193,3 +193,20 @@ func OutboxTopic(s outbox.TopicStats) api.OutboxTopic {
 	}
 	return t
 }
+
+// VerifyReport is a verification's report.
+func VerifyReport(r *chain.Report) api.VerifyReport {
+	out := api.VerifyReport{OK: r.OK(), Chains: r.Chains, Entries: r.Entries, Failures: []api.VerifyFailure{}, Truncated: r.Truncated}
+	var zero chain.Hash
+	for _, f := range r.Failures {
+		vf := api.VerifyFailure{Chain: f.Chain, Seq: f.Seq, Reason: string(f.Reason), Detail: f.Detail}
+		if f.Expected != zero {
+			vf.Expected = f.Expected.String()
+		}
+		if f.Calculated != zero {
+			vf.Calculated = f.Calculated.String()
+		}
+		out.Failures = append(out.Failures, vf)
+	}
+	return out
+}

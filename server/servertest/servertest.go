@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,31 @@ import (
 	"github.com/ledgerworks/ledger/server"
 )
 
+// Running is a server serving on 127.0.0.1.
+type Running struct {
+	Server *server.Server
+	// URL is the base URL, http://127.0.0.1:PORT.
+	URL  string
+	http *http.Server
+	once sync.Once
+}
+
+// Close shuts the HTTP server down (requests in flight finish) and stops
+// the server's background work; the ledger stays open. Start registers
+// it with tb.Cleanup; a test that restarts a server calls it first.
+func (r *Running) Close() {
+	r.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.http.Shutdown(ctx)
+		_ = r.Server.Stop(ctx)
+	})
+}
+
 // Start builds a server from opts (DB required; a silent logger when
-// opts.Logger is nil), starts it and serves it on a free port of
-// 127.0.0.1 until tb ends. It returns the server and its base URL
-// (http://127.0.0.1:PORT).
-func Start(tb testing.TB, opts server.Options) (*server.Server, string) {
+// opts.Logger is nil), starts it and serves it with its own timeouts on a
+// free port of 127.0.0.1 until tb ends or Close is called.
+func Start(tb testing.TB, opts server.Options) *Running {
 	tb.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -36,13 +57,14 @@ func Start(tb testing.TB, opts server.Options) (*server.Server, string) {
 	if err := srv.Start(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	url := Serve(tb, srv.Handler())
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Stop(ctx)
-	})
-	return srv, url
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &Running{Server: srv, URL: "http://" + ln.Addr().String(), http: srv.HTTPServer(server.Timeouts{})}
+	go func() { _ = r.http.Serve(ln) }()
+	tb.Cleanup(r.Close)
+	return r
 }
 
 // Serve serves h on a free port of 127.0.0.1 with the server's timeouts

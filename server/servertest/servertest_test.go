@@ -19,7 +19,7 @@ func TestStartAndBareAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	_, full := servertest.Start(t, server.Options{DB: db})
+	full := servertest.Start(t, server.Options{DB: db}).URL
 	bare := servertest.Serve(t, servertest.BareAppend(db, "bare"))
 	token := servertest.Key(t, db, "acme", apikey.ScopeWrite)
 	for _, base := range []string{full, bare} {
