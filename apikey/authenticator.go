@@ -52,14 +52,17 @@ type Authenticator struct {
 
 	refreshMu sync.Mutex // one reader of the chain at a time
 	// loadedNano is the start time of the last read of the chain that
-	// succeeded (the keys are at least that new); failedNano and failure
-	// the last that failed, answered again for RevocationDelay so that a
-	// damaged store is not read on every call.
+	// succeeded (the keys are at least that new), applied the count of
+	// notifications drained before it began; failedNano and failure are
+	// the last read that failed, answered again for RevocationDelay so
+	// that a damaged store is not read on every call.
 	loadedNano atomic.Int64
+	applied    atomic.Uint64
 	failedNano atomic.Int64
 	failure    atomic.Pointer[error]
-	// notified is set when a commit notification arrived since the last read.
-	notified atomic.Bool
+
+	noteMu sync.Mutex
+	notes  uint64 // notifications drained from sub.C
 }
 
 // NewAuthenticator subscribes to key changes and reads the system chain.
@@ -132,16 +135,32 @@ func (a *Authenticator) KeyIDOf(r *http.Request) (string, bool) {
 	return k.ID, true
 }
 
-// fresh reads the system chain again when the keys are RevocationDelay
-// old or a notification arrived; concurrent callers wait for one read.
-func (a *Authenticator) fresh(ctx context.Context) error {
+// generation drains the subscription and returns how many notifications
+// have arrived. Draining and counting are one step under noteMu, so a
+// caller that returns from Create or Revoke (whose notification was sent
+// before it returned) and then calls generation sees it counted, whichever
+// goroutine drained it.
+func (a *Authenticator) generation() uint64 {
+	a.noteMu.Lock()
+	defer a.noteMu.Unlock()
 	select {
 	case <-a.sub.C:
-		a.notified.Store(true)
+		a.notes++
 	default:
 	}
+	return a.notes
+}
+
+// fresh reads the system chain again when the keys are RevocationDelay
+// old or a notification arrived since the last read began; concurrent
+// callers wait for one read.
+func (a *Authenticator) fresh(ctx context.Context) error {
+	notes := a.generation()
 	start := a.now().UnixNano()
-	if !a.notified.Load() && start-a.loadedNano.Load() < int64(a.delay) {
+	current := func() bool {
+		return a.applied.Load() >= notes && start-a.loadedNano.Load() < int64(a.delay)
+	}
+	if current() {
 		return nil
 	}
 	if start-a.failedNano.Load() < int64(a.delay) {
@@ -151,27 +170,24 @@ func (a *Authenticator) fresh(ctx context.Context) error {
 	}
 	a.refreshMu.Lock()
 	defer a.refreshMu.Unlock()
-	// A read that started after this call did is as good as its own.
-	if !a.notified.Load() && a.loadedNano.Load() >= start {
+	if current() { // another caller's read, begun after this call's notifications, is as good
 		return nil
 	}
 	return a.refresh(ctx)
 }
 
-// refresh reads the system chain's new entries and applies them to a copy
-// of the keys. Callers hold refreshMu (or own a).
+// refresh reads the system chain's new entries and applies them. Callers
+// hold refreshMu (or own a).
 func (a *Authenticator) refresh(ctx context.Context) error {
+	notes := a.generation() // the read below sees every commit these announced
 	start := a.now().UnixNano()
-	a.notified.Store(false) // a commit from now on notifies again
-	err := a.read(ctx)
-	if err != nil {
+	if err := a.read(ctx); err != nil {
 		a.failure.Store(&err)
 		a.failedNano.Store(start)
-		a.notified.Store(true) // read again once the failure is old
 		return err
 	}
 	a.failure.Store(nil)
-	a.failedNano.Store(0)
+	a.applied.Store(notes)
 	a.loadedNano.Store(start)
 	return nil
 }
