@@ -113,15 +113,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestAuthenticateConcurrently(t *testing.T) {
 	chaintest.ForEachBackend(t, testOptions, func(t *testing.T, db *chain.DB) {
 		ctx := context.Background()
-		auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer auth.Close()
-		_, stable, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: "acme", Scopes: readScope()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		auth, _, stable := newKeyed(t, db)
 		var wg sync.WaitGroup
 		stop := make(chan struct{})
 		for range 4 {

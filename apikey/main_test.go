@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/storage/postgres"
@@ -92,4 +93,20 @@ func rapidCheck(t *testing.T, checks int, prop func(*rapid.T)) {
 	}
 	defer f.Value.Set(previous)
 	rapid.Check(t, prop)
+}
+
+// newKeyed returns an Authenticator of db (closed when the test ends) and a
+// new key of tenant acme with the read scope, with its token.
+func newKeyed(t *testing.T, db *chain.DB) (*apikey.Authenticator, apikey.Key, string) {
+	t.Helper()
+	auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(auth.Close)
+	key, token, err := apikey.Create(context.Background(), db, apikey.CreateRequest{Tenant: "acme", Scopes: []apikey.Scope{apikey.ScopeRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth, key, token
 }

@@ -61,15 +61,7 @@ func send(t *testing.T, url string, authorization ...string) answer {
 func TestMiddlewareOverHTTP(t *testing.T) {
 	chaintest.ForEachBackend(t, testOptions, func(t *testing.T, db *chain.DB) {
 		ctx := context.Background()
-		auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer auth.Close()
-		key, token, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: "acme", Scopes: []apikey.Scope{apikey.ScopeRead}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		auth, key, token := newKeyed(t, db)
 		url := serveKeys(t, auth)
 
 		a := send(t, url, "Bearer "+token)
