@@ -29,6 +29,9 @@ const (
 var checksExplicit bool
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(crashChildEnv); path != "" {
+		os.Exit(crashChild(path))
+	}
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { checksExplicit = checksExplicit || f.Name == "rapid.checks" })
 	_, set := os.LookupEnv("RAPID_CHECKS")
