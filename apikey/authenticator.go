@@ -192,42 +192,78 @@ func (a *Authenticator) refresh(ctx context.Context) error {
 	return nil
 }
 
-// read reads the system chain's entries after the last one applied and
-// applies them in order, under the write lock. An entry that does not link
-// or fit stops the read with an error; the entries before it stay applied.
+// readBatchMax bounds the entries one read holds in memory before they
+// are applied: a first read of a long system chain goes in batches. A
+// variable only so that a test can make batches small.
+var readBatchMax = 4096
+
+// read reads the system chain's entries after the last one applied, in
+// batches, and applies them in order under the write lock. An entry that
+// does not link or fit stops the read with an error; the entries before it
+// stay applied. The read ends at the head its first batch saw.
 func (a *Authenticator) read(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
 	defer cancel()
-	a.mu.RLock()
-	seq, hash := a.keys.seq, a.keys.hash
-	a.mu.RUnlock()
+	var target uint64 // the head's seq when the read began
+	for {
+		a.mu.RLock()
+		seq, hash := a.keys.seq, a.keys.hash
+		a.mu.RUnlock()
+		entries, head, err := a.readBatch(ctx, seq, hash, target)
+		if err != nil || len(entries) == 0 {
+			return err
+		}
+		if target == 0 {
+			target = head
+		}
+		if err := a.apply(entries); err != nil {
+			return err
+		}
+		if entries[len(entries)-1].Seq >= target {
+			return nil
+		}
+	}
+}
+
+// readBatch reads up to readBatchMax entries after seq (whose hash is
+// hash), up to the head's seq or to target when it is set, and returns
+// them with the head's seq.
+func (a *Authenticator) readBatch(ctx context.Context, seq uint64, hash chain.Hash, target uint64) ([]chain.Entry, uint64, error) {
 	var entries []chain.Entry
+	var headSeq uint64
 	err := a.db.View(ctx, func(tx *chain.Tx) error {
 		entries = entries[:0]
 		h, err := tx.Head(SystemChain)
 		if err != nil && !isNotFound(err) {
 			return err
 		}
+		headSeq = h.Seq
 		switch {
 		case h.Seq == seq && h.Hash == hash:
 			return nil
 		case h.Seq <= seq:
 			return &systemChainError{seq: h.Seq, reason: fmt.Sprintf("the head went back from seq %d, or its hash changed", seq)}
 		}
+		last := h.Seq
+		if target != 0 {
+			last = min(last, target)
+		}
 		for e, err := range tx.Entries(SystemChain, seq+1) {
 			if err != nil {
 				return err
 			}
-			if e.Seq > h.Seq {
+			if e.Seq > last || len(entries) == readBatchMax {
 				break
 			}
 			entries = append(entries, e)
 		}
 		return nil
 	})
-	if err != nil || len(entries) == 0 {
-		return err
-	}
+	return entries, headSeq, err
+}
+
+// apply applies entries read after the last one applied.
+func (a *Authenticator) apply(entries []chain.Entry) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i := range entries {

@@ -373,3 +373,34 @@ func TestAuthOptionsBounds(t *testing.T) {
 		}
 	}
 }
+
+// A system chain longer than a read batch is read in batches, in order.
+func TestReadInBatches(t *testing.T) {
+	defer apikey.SetReadBatchMax(3)()
+	chaintest.ForEachBackend(t, testOptions, func(t *testing.T, db *chain.DB) {
+		ctx := context.Background()
+		var tokens []string
+		for i := range 10 {
+			key, token, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: "acme", Name: fmt.Sprint(i), Scopes: readScope()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens = append(tokens, token)
+			if i%4 == 0 {
+				if _, err := apikey.Revoke(ctx, db, key.ID, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer auth.Close()
+		for i, token := range tokens {
+			if _, err := auth.Authenticate(ctx, token); (err == nil) != (i%4 != 0) {
+				t.Fatalf("key %d: %v", i, err)
+			}
+		}
+	})
+}
