@@ -45,6 +45,7 @@ type Authenticator struct {
 	db    *chain.DB
 	delay time.Duration
 	now   func() time.Time
+	base  time.Time // times below are nanoseconds since base, on the monotonic clock
 	sub   *chain.Subscription
 
 	mu   sync.RWMutex
@@ -76,7 +77,7 @@ func NewAuthenticator(db *chain.DB, opts AuthOptions) (*Authenticator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Authenticator{db: db, delay: opts.RevocationDelay, now: opts.Now, keys: newKeySet()}
+	a := &Authenticator{db: db, delay: opts.RevocationDelay, now: opts.Now, base: opts.Now(), keys: newKeySet()}
 	// Subscribe first: a change that commits during the first read is
 	// then heard of.
 	sub, err := db.Subscribe(context.Background(), NotifyChannel)
@@ -151,12 +152,17 @@ func (a *Authenticator) generation() uint64 {
 	return a.notes
 }
 
+// elapsed is the time since the Authenticator was made, in nanoseconds:
+// monotonic with time.Now, so a step of the wall clock does not stretch
+// the delay.
+func (a *Authenticator) elapsed() int64 { return int64(a.now().Sub(a.base)) }
+
 // fresh reads the system chain again when the keys are RevocationDelay
 // old or a notification arrived since the last read began; concurrent
 // callers wait for one read.
 func (a *Authenticator) fresh(ctx context.Context) error {
 	notes := a.generation()
-	start := a.now().UnixNano()
+	start := a.elapsed()
 	current := func() bool {
 		return a.applied.Load() >= notes && start-a.loadedNano.Load() < int64(a.delay)
 	}
@@ -180,7 +186,7 @@ func (a *Authenticator) fresh(ctx context.Context) error {
 // hold refreshMu (or own a).
 func (a *Authenticator) refresh(ctx context.Context) error {
 	notes := a.generation() // the read below sees every commit these announced
-	start := a.now().UnixNano()
+	start := a.elapsed()
 	if err := a.read(ctx); err != nil {
 		a.failure.Store(&err)
 		a.failedNano.Store(start)
