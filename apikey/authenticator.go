@@ -48,10 +48,12 @@ type Authenticator struct {
 	base  time.Time // times below are nanoseconds since base, on the monotonic clock
 	sub   *chain.Subscription
 
-	mu   sync.RWMutex
-	keys *keySet // applied to by refresh under mu; its records are replaced, never changed
-
+	// index is what Authenticate reads: id -> *record, each record
+	// replaced, never changed. keys, read and written under refreshMu
+	// only, is the chain's replay that fills it.
+	index     sync.Map
 	refreshMu sync.Mutex // one reader of the chain at a time
+	keys      *keySet
 	// loadedNano is the start time of the last read of the chain that
 	// succeeded (the keys are at least that new), applied the count of
 	// notifications drained before it began; failedNano and failure are
@@ -108,9 +110,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Key, er
 	if err := a.fresh(ctx); err != nil {
 		return Key{}, err
 	}
-	a.mu.RLock()
-	r := a.keys.records[p.id]
-	a.mu.RUnlock()
+	var r *record
+	if v, ok := a.index.Load(p.id); ok {
+		r = v.(*record)
+	}
 	digest := digestOf(p.id, p.secret[:])
 	if r == nil || !r.Digest.matches(&digest) || r.Key.Revoked() {
 		return Key{}, ErrUnauthenticated
@@ -204,7 +207,7 @@ func (a *Authenticator) refresh(ctx context.Context) error {
 var readBatchMax = 4096
 
 // read reads the system chain's entries after the last one applied, in
-// batches, and applies them in order under the write lock. An entry that
+// batches, and applies them in order. An entry that
 // does not link or fit stops the read with an error; the entries before it
 // stay applied. The read ends at the head its first batch saw.
 func (a *Authenticator) read(ctx context.Context) error {
@@ -212,10 +215,7 @@ func (a *Authenticator) read(ctx context.Context) error {
 	defer cancel()
 	var target uint64 // the head's seq when the read began
 	for {
-		a.mu.RLock()
-		seq, hash := a.keys.seq, a.keys.hash
-		a.mu.RUnlock()
-		entries, head, err := a.readBatch(ctx, seq, hash, target)
+		entries, head, err := a.readBatch(ctx, a.keys.seq, a.keys.hash, target)
 		if err != nil || len(entries) == 0 {
 			return err
 		}
@@ -268,19 +268,20 @@ func (a *Authenticator) readBatch(ctx context.Context, seq uint64, hash chain.Ha
 	return entries, headSeq, err
 }
 
-// apply applies entries read after the last one applied.
+// apply applies entries read after the last one applied and publishes
+// the records they make.
 func (a *Authenticator) apply(entries []chain.Entry) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	for i := range entries {
 		e := &entries[i]
 		if err := a.keys.link(e); err != nil {
 			return err
 		}
-		if err := a.keys.apply(e); err != nil {
+		r, err := a.keys.apply(e)
+		if err != nil {
 			return &systemChainError{seq: e.Seq, reason: err.Error()}
 		}
 		a.keys.advance(e)
+		a.index.Store(r.Key.ID, r)
 	}
 	return nil
 }
