@@ -144,8 +144,22 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	if m := ts.do(http.MethodGet, "/metrics", "", "", nil); !strings.Contains(string(m.body), "outbox_attempts_total") {
 		t.Fatalf("/metrics lacks the outbox's series")
 	}
+	var hist api.OutboxMessageHistory
+	ts.do(http.MethodGet, "/v1/outbox/messages/"+dead.Messages[0].ID, token, "", nil).decode(t, http.StatusOK, &hist)
+	types := map[string]int{}
+	for _, ev := range hist.History {
+		types[ev.Type]++
+	}
+	if hist.Message.ID != dead.Messages[0].ID || len(hist.History) < 5 || types[outbox.TypeRequeue] != 1 {
+		t.Fatalf("history %+v (types %v): want two leases, two outcomes, a dead letter and a requeue", hist, types)
+	}
 	var stats api.OutboxStats
-	ts.do(http.MethodGet, "/v1/outbox/stats", token, "", nil).decode(t, http.StatusOK, &stats)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ts.do(http.MethodGet, "/v1/outbox/stats", token, "", nil).decode(t, http.StatusOK, &stats)
+		if len(stats.Topics) == 1 && stats.Topics[0].Done == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(stats.Topics) != 1 || stats.Topics[0].Done != 1 || stats.Topics[0].Dead != 0 {
 		t.Fatalf("stats %+v", stats)
 	}

@@ -72,8 +72,9 @@ type Options struct {
 	Providers []Provider
 	// Deliveries are the outbox topics the server delivers by webhook.
 	Deliveries []Delivery
-	// ReleaseOrphans releases, at Start, every outbox lease as a transient
-	// failure due at once: right when the server is the only process that
+	// ReleaseOrphans releases, at Start, every outbox lease and every
+	// PROCESSING record of the replay guard as a transient failure, due at
+	// once: right when the server is the only process that
 	// writes the ledger (the embedded default), so every lease is an orphan
 	// of a process that died. Never set it for instances sharing a
 	// PostgreSQL database.
@@ -256,6 +257,16 @@ func (s *Server) Start(ctx context.Context) error {
 		return errors.New("server: already started")
 	}
 	if s.opts.ReleaseOrphans {
+		// The guard's PROCESSING records: the ledger store keeps them in
+		// memory, so only this process's can exist; none should be left
+		// before it serves.
+		lease := s.opts.IdempotencyLease
+		if lease == 0 {
+			lease = idempotency.LeaseDurationDefault
+		}
+		if _, err := s.jobs.RecoverStuckRecords(ctx, -lease-time.Second, idempotency.JobBatchSizeDefault); err != nil {
+			return fmt.Errorf("server: releasing orphaned idempotency records: %w", err)
+		}
 		n, err := ReleaseOrphanLeases(ctx, s.db, s.now(), s.opts.Deliveries)
 		if err != nil {
 			return fmt.Errorf("server: releasing orphaned outbox leases: %w", err)

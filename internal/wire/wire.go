@@ -210,3 +210,22 @@ func VerifyReport(r *chain.Report) api.VerifyReport {
 	}
 	return out
 }
+
+// OutboxEvent is one step of a message's delivery history.
+func OutboxEvent(ev outbox.Event) api.OutboxEvent {
+	j := api.OutboxEvent{Seq: ev.Seq, TimeUnixNano: ev.Time.UnixNano(), Type: ev.Type, Worker: ev.Worker, Attempt: ev.Attempt,
+		Token: ev.Token, Detail: ev.Detail, DurationNano: int64(ev.Duration)}
+	if !ev.Deadline.IsZero() {
+		j.Deadline = ev.Deadline.UnixNano()
+	}
+	if ev.Outcome != 0 {
+		j.Outcome = ev.Outcome.String()
+	}
+	if !ev.NextAttempt.IsZero() {
+		j.NextAttempt = ev.NextAttempt.UnixNano()
+	}
+	if ev.DeadReason != 0 {
+		j.DeadReason = ev.DeadReason.String()
+	}
+	return j
+}
