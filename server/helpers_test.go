@@ -161,3 +161,12 @@ func (ts *testServer) do(method, path, token, key string, body any) response {
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
+
+// marshalBody is v as JSON, nil when it does not encode.
+func marshalBody(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
