@@ -115,7 +115,9 @@ func TestBadInputWritesNothing(t *testing.T) {
 					t.Errorf("%s %s (%s): %d %s, want a 4xx", rt.Method, c.path, c.name, r.status, r.body)
 					continue
 				}
-				r.problem(t)
+				if p := r.problem(t); c.name == "no Idempotency-Key" && p.Code != api.CodeKeyRequired {
+					t.Errorf("%s %s without a key: %s, want %s", rt.Method, c.path, p.Code, api.CodeKeyRequired)
+				}
 			}
 		}
 		if n < 50 {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/server"
 )
+
+var refPattern = regexp.MustCompile(`"\$ref":"#/components/schemas/([^"]+)"`)
 
 // The document at /openapi.json names every route the mux serves and
 // nothing else, and every operation it documents answers over HTTP.
@@ -28,6 +31,24 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	r.decode(t, http.StatusOK, &doc)
 	if doc.OpenAPI != server.OpenAPIVersion {
 		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+	// Every $ref names a schema of the document.
+	var whole struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(r.body, &whole); err != nil {
+		t.Fatal(err)
+	}
+	refs := refPattern.FindAllSubmatch(r.body, -1)
+	if len(refs) < len(ts.srv.Routes()) {
+		t.Fatalf("%d $refs for %d routes", len(refs), len(ts.srv.Routes()))
+	}
+	for _, m := range refs {
+		if _, ok := whole.Components.Schemas[string(m[1])]; !ok {
+			t.Errorf("$ref %s names no schema", m[0])
+		}
 	}
 	documented := map[string]bool{}
 	for path, item := range doc.Paths {
