@@ -385,3 +385,73 @@ func TestReadInBatches(t *testing.T) {
 		}
 	})
 }
+
+// Two processes sharing a PostgreSQL ledger create keys and revoke the
+// same keys at once: the system chain serializes them (a revocation locks
+// its head and reads the record it replaces), so every key is created
+// once, revoked once, both revokers get the one revocation, and the state
+// equals the chain.
+func TestSharedLedgerConcurrentChanges(t *testing.T) {
+	one, two := chaintest.OpenShared(t)
+	ctx := context.Background()
+	const perProcess = 8
+	ids := make(chan string, 2*perProcess)
+	var wg sync.WaitGroup
+	for _, db := range []*chain.DB{one, two} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perProcess {
+				var key apikey.Key
+				err := chaintest.RetryRolledBack(func() error {
+					var err error
+					key, _, err = apikey.Create(ctx, db, apikey.CreateRequest{Tenant: "acme", Name: fmt.Sprint(i), Scopes: readScope()})
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids <- key.ID
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	if t.Failed() {
+		return
+	}
+	for id := range ids {
+		var got [2]apikey.Key
+		var revokers sync.WaitGroup
+		for i, db := range []*chain.DB{one, two} {
+			revokers.Add(1)
+			go func() {
+				defer revokers.Done()
+				err := chaintest.RetryRolledBack(func() error {
+					var err error
+					got[i], err = apikey.Revoke(ctx, db, id, "both")
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		revokers.Wait()
+		if got[0].RevokedUnixNano == 0 || got[0].RevokedUnixNano != got[1].RevokedUnixNano {
+			t.Fatalf("two revokers of %s got %d and %d", id, got[0].RevokedUnixNano, got[1].RevokedUnixNano)
+		}
+	}
+	head, err := one.Head(ctx, apikey.SystemChain)
+	if err != nil || head.Seq != 4*perProcess {
+		t.Fatalf("system chain head %+v %v, want %d entries", head, err, 4*perProcess)
+	}
+	keys, err := apikey.List(ctx, two, "acme")
+	if err != nil || len(keys) != 2*perProcess {
+		t.Fatalf("list: %d keys, %v", len(keys), err)
+	}
+	if failures, err := apikey.Check(ctx, one); err != nil || len(failures) > 0 {
+		t.Fatalf("check: %v %v", failures, err)
+	}
+}
