@@ -5,16 +5,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"pgregory.net/rapid"
 
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/chain/chaintest"
+	"github.com/ledgerworks/ledger/storage/postgres"
+	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
 // manualClock is a clock the test moves.
@@ -454,4 +458,78 @@ func TestSharedLedgerConcurrentChanges(t *testing.T) {
 	if failures, err := apikey.Check(ctx, one); err != nil || len(failures) > 0 {
 		t.Fatalf("check: %v %v", failures, err)
 	}
+}
+
+// A revocation cut from the end of the system chain (its row deleted and
+// the head set back, as an attacker with the database's password could)
+// is not seen by verify without a saved head; a running Authenticator
+// refuses the head that went back instead of taking the key for valid.
+func TestHeadGoingBackIsRefused(t *testing.T) {
+	if !pgtest.Available(t) {
+		return
+	}
+	url := pgtest.URL(t)
+	schema := pgtest.NewSchema(t, url)
+	ctx := context.Background()
+	b, err := postgres.Open(ctx, url, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := chain.OpenBackend(b, chain.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	clock := newManualClock()
+	auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auth.Close()
+	key, token, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: "acme", Scopes: readScope()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := db.Head(ctx, apikey.SystemChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apikey.Revoke(ctx, db, key.ID, "leaked"); err != nil {
+		t.Fatal(err)
+	}
+	revoked, err := db.Head(ctx, apikey.SystemChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.Authenticate(ctx, token); !errors.Is(err, apikey.ErrUnauthenticated) {
+		t.Fatalf("revoked key: %v", err)
+	}
+
+	conn, err := pgtest.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, sql := range []string{
+		"DELETE FROM " + pgx.Identifier{schema, "entries"}.Sanitize() + " WHERE chain_id = $1 AND seq = $2",
+		"UPDATE " + pgx.Identifier{schema, "chains"}.Sanitize() + " SET head_seq = $2 - 1, head_hash = $3, head_time = $4 WHERE chain_id = $1",
+	} {
+		args := []any{apikey.SystemChain, int64(created.Seq + 1)}
+		if strings.HasPrefix(sql, "UPDATE") {
+			args = append(args, created.Hash[:], created.TimeUnixNano)
+		}
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(apikey.RevocationDelayDefault)
+	if _, err := auth.Authenticate(ctx, token); !errors.Is(err, apikey.ErrSystemChain) {
+		t.Fatalf("after the revocation was cut: %v", err)
+	}
+	report, err := db.Verify(ctx, chain.VerifyOptions{ExpectHeads: []chain.Head{revoked}})
+	if err != nil || report.OK() {
+		t.Fatalf("verify against the saved head: %v %v", report.Failures, err)
+	}
+	plain, err := db.Verify(ctx, chain.VerifyOptions{})
+	t.Logf("verify without a saved head: %d failures %v", len(plain.Failures), err)
 }
