@@ -34,6 +34,7 @@ type Guard struct {
 	retryAfterSec int
 	replayAllowed map[string]bool
 	lastOperation atomic.Pointer[operationName]
+	beats         heartbeats
 }
 
 // New returns a Guard. It fails when Store or User is missing: a guard
@@ -292,7 +293,6 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		return
 	}
 	c.Attempt = res.Record.Attempt
-	c.startedAt = now
 	g.execute(w, r, c, body, next)
 }
 
@@ -450,8 +450,20 @@ func (g *Guard) attrs(r *http.Request, c *Context) []slog.Attr {
 	return attrs
 }
 
-// replayHeaders returns the allow-listed headers of h.
+// replayHeaders returns the allow-listed headers of h: h itself when
+// every one of its keys is canonical and allow-listed (stores encode or
+// copy what they keep, and the guard never changes a response's header).
 func (g *Guard) replayHeaders(h http.Header) http.Header {
+	all := true
+	for k := range h {
+		if !g.replayAllowed[k] { // the allow-list's keys are canonical
+			all = false
+			break
+		}
+	}
+	if all {
+		return h
+	}
 	out := make(http.Header, len(h))
 	for k, v := range h {
 		if c := http.CanonicalHeaderKey(k); g.replayAllowed[c] {

@@ -415,28 +415,6 @@ func (s *LedgerStore) Committed(ctx context.Context, scope Scope, token string) 
 	return committed, nil
 }
 
-// update runs fn in a ledger transaction and writes, in the same
-// transaction, the SUCCESS record of the attempt holding token with the
-// response fn returns (see Context.Update).
-func (s *LedgerStore) update(ctx context.Context, scope Scope, token string, expiresAt func() (time.Time, time.Time), fn func(tx *chain.Tx) (Response, error)) (Response, error) {
-	var resp Response
-	err := s.db.Update(ctx, func(tx *chain.Tx) error {
-		var err error
-		if resp, err = fn(tx); err != nil {
-			return err
-		}
-		exp, now := expiresAt()
-		return s.SucceedTx(tx, scope, token, resp, exp, now)
-	})
-	if err != nil {
-		s.end(scope, token, false)
-		return Response{}, err
-	}
-	s.noteDurable(scope)
-	s.end(scope, token, true)
-	return resp, nil
-}
-
 // noteDurable adds scope to the filter, and starts a rebuild in the
 // background when the filter holds more scopes than it was sized for.
 func (s *LedgerStore) noteDurable(scope Scope) {
