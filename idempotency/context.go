@@ -51,19 +51,28 @@ type Context struct {
 
 	guard *Guard
 	token string
-	body  bodyReader // the request's body, read by the guard
-	cw    captureWriter
-	ctx   guardContext  // the handler's request context
-	req   *http.Request // the request, for the heartbeat's log lines
+	// body is the raw body (with a cache and the default request fields),
+	// kept with a record the guard caches.
+	body []byte
+	run  *attempt // when the handler runs
 
 	mu        sync.Mutex
 	err       error
 	txPending bool // SucceedTx wrote the record into a ledger transaction
 	committed bool // Update committed the record
-	// final, finalTx and resp are Update's: the lease's record, the
-	// SUCCESS record written of it, and the response.
-	final, finalTx Record
-	resp           Response
+}
+
+// attempt is what a request whose handler runs needs beyond its Context,
+// made only then, so that a replay's or a refusal's Context stays small.
+type attempt struct {
+	req  *http.Request // the request, for the heartbeat's log lines
+	ctx  guardContext  // the handler's request context
+	body bodyReader    // the request's body, read by the guard
+	cw   captureWriter
+	// final and resp are Update's: the lease's record, made the SUCCESS
+	// record, and the response.
+	final Record
+	resp  Response
 }
 
 type contextKey struct{}
@@ -137,9 +146,11 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 	if err != nil {
 		return Response{}, err
 	}
-	// The record and the response live in c: the function below, called
-	// by the committer, is the request's only allocation here.
-	c.final = rec
+	// The record and the response live in the attempt: the function
+	// below, called by the committer, is the request's only allocation
+	// here. Each run of it makes the same fields of the record anew.
+	a := c.run
+	a.final = rec
 	err = ls.db.Update(ctx, func(tx *chain.Tx) error {
 		resp, err := fn(tx)
 		if err != nil {
@@ -149,11 +160,10 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 			return &Error{Code: CodeRequestFailed, Detail: "a 5xx response is never stored as a success"}
 		}
 		resp.Header = g.replayHeaders(resp.Header)
-		c.resp = resp
+		a.resp = resp
 		now := g.now()
-		final := &c.finalTx
-		*final = c.final
-		final.Status, final.Response, final.ExpiresAt, final.UpdatedAt = StatusSuccess, &c.resp, now.Add(g.opts.TTL), now
+		final := &a.final
+		final.Status, final.Response, final.ExpiresAt, final.UpdatedAt = StatusSuccess, &a.resp, now.Add(g.opts.TTL), now
 		return putFinal(tx, final)
 	})
 	if err == nil {
@@ -163,7 +173,7 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 	if err != nil {
 		return Response{}, err
 	}
-	resp := c.resp
+	resp := a.resp
 	c.mu.Lock()
 	c.committed = true
 	c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,10 +16,16 @@ import (
 // execute runs next for the attempt c holds, then stores its outcome and
 // writes its response.
 func (g *Guard) execute(w http.ResponseWriter, r *http.Request, c *Context, body []byte, next http.Handler) {
-	cw := &c.cw
+	a := &attempt{req: r, ctx: guardContext{Context: r.Context(), c: c}}
+	c.run = a
+	cw := &a.cw
 	*cw = captureWriter{w: w, limit: g.opts.ResponseSizeMax}
-	c.req = r
-	c.ctx = guardContext{Context: r.Context(), c: c}
+	if body != nil {
+		// The body, read by the guard, for the handler.
+		a.body.Reset(body)
+		r.Body = &a.body
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
 	g.beats.start(g, c)
 	done := false
 	defer func() {
@@ -32,7 +39,7 @@ func (g *Guard) execute(w http.ResponseWriter, r *http.Request, c *Context, body
 		_, _ = g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, g.now().Add(g.opts.TTL), g.now())
 		g.finish(r, c, OutcomeFailedTransient, http.StatusInternalServerError, slog.LevelError, slog.String("error", "handler panicked"))
 	}()
-	next.ServeHTTP(cw, r.WithContext(&c.ctx))
+	next.ServeHTTP(cw, r.WithContext(&a.ctx))
 	done = true
 	g.beats.stop(c)
 	g.settle(r, c, cw)
@@ -188,7 +195,7 @@ func (hb *heartbeats) loop(g *Guard) {
 
 // extend extends c's lease, and logs a failure while the attempt runs.
 func (hb *heartbeats) extend(g *Guard, c *Context) {
-	ctx := context.WithoutCancel(c.ctx.Context)
+	ctx := context.WithoutCancel(c.run.ctx.Context)
 	now := g.now()
 	err := g.store.Extend(ctx, c.Scope, c.token, now.Add(g.opts.LeaseDuration), now)
 	if err == nil {
@@ -200,9 +207,9 @@ func (hb *heartbeats) extend(g *Guard, c *Context) {
 	switch {
 	case !running: // the attempt ended meanwhile
 	case errors.Is(err, ErrLeaseLost):
-		g.log.LogAttrs(ctx, slog.LevelError, "idempotency lease lost while the handler runs", g.attrs(c.req, c)...)
+		g.log.LogAttrs(ctx, slog.LevelError, "idempotency lease lost while the handler runs", g.attrs(c.run.req, c)...)
 	default:
-		g.log.LogAttrs(ctx, slog.LevelWarn, "idempotency heartbeat failed", append(g.attrs(c.req, c), slog.Any("error", err))...)
+		g.log.LogAttrs(ctx, slog.LevelWarn, "idempotency heartbeat failed", append(g.attrs(c.run.req, c), slog.Any("error", err))...)
 	}
 }
 

@@ -250,33 +250,50 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeKeyInvalid, Detail: err.Error()})
 		return
 	}
-	body, e := g.readBody(r, &c.body)
+	body, e := g.readBody(r)
 	if e != nil {
 		g.refuse(w, r, c, OutcomeBadRequest, e)
 		return
 	}
-	if g.opts.RequestFields != nil {
+	hashed := g.opts.RequestFields != nil
+	if hashed {
 		fields, err := g.opts.RequestFields(r, body)
 		if err != nil {
 			g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeBodyUnreadable, Detail: err.Error()})
 			return
 		}
 		c.RequestHash = RequestHash(c.Operation, fields)
-	} else {
-		c.RequestHash = requestHash(c.Operation, body, true) // DefaultRequestFields
 	}
 
 	now := g.now()
 	if g.opts.Cache != nil {
+		if !hashed {
+			c.body = body
+		}
 		rec, found, err := g.cacheGet(r.Context(), c.Scope)
-		if err != nil {
+		switch {
+		case err != nil:
 			g.metrics.CacheError()
 			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache get failed", append(g.attrs(r, c), slog.Any("error", err))...)
-		} else if found && rec.Finished() && !rec.expired(now) && rec.RequestHash == c.RequestHash {
+		case !found || !rec.Finished() || rec.expired(now):
+		case !hashed && rec.sameBody(body):
+			c.RequestHash = rec.RequestHash
 			g.metrics.CacheHit()
 			g.existing(w, r, c, rec, false)
 			return
+		default:
+			if !hashed {
+				c.RequestHash, hashed = requestHash(c.Operation, body, true), true
+			}
+			if rec.RequestHash == c.RequestHash {
+				g.metrics.CacheHit()
+				g.existing(w, r, c, rec, false)
+				return
+			}
 		}
+	}
+	if !hashed {
+		c.RequestHash = requestHash(c.Operation, body, true) // DefaultRequestFields
 	}
 	c.token = newToken()
 	claim := Claim{Scope: c.Scope, RequestHash: c.RequestHash, Token: c.token, Now: now,
@@ -308,9 +325,9 @@ func (g *Guard) cacheGet(ctx context.Context, scope Scope) (Record, bool, error)
 	return g.opts.Cache.Get(ctx, scope)
 }
 
-// readBody reads the request body, up to the limit, and puts it back for
-// the handler.
-func (g *Guard) readBody(r *http.Request, br *bodyReader) ([]byte, *Error) {
+// readBody reads the request body, up to the limit (execute puts it back
+// for the handler).
+func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -341,9 +358,6 @@ func (g *Guard) readBody(r *http.Request, br *bodyReader) ([]byte, *Error) {
 	if int64(len(body)) > g.opts.RequestBodySizeMax {
 		return nil, &Error{Code: CodeBodyTooLarge, Detail: fmt.Sprintf("the body exceeds %d bytes", g.opts.RequestBodySizeMax)}
 	}
-	br.Reset(body)
-	r.Body = br
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return body, nil
 }
 
@@ -364,6 +378,8 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 		return
 	}
 	if fromStore && rec.Finished() && g.opts.Cache != nil {
+		rec.keepBody(c.body)
+		rec.replay = newReplayForm(rec.Response)
 		if err := g.opts.Cache.Add(r.Context(), rec); err != nil {
 			g.metrics.CacheError()
 			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache add failed", append(g.attrs(r, c), slog.Any("error", err))...)
@@ -374,7 +390,11 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 	case StatusSuccess:
 		c.Replayed = true
 		g.finish(r, c, OutcomeReplayed, rec.Response.Status, slog.LevelDebug)
-		writeResponse(w, rec.Response, true)
+		if rec.replay != nil {
+			rec.replay.write(w, rec.Response)
+		} else {
+			writeResponse(w, rec.Response, true)
+		}
 	case StatusFailed:
 		g.refuse(w, r, c, OutcomeRejected, &Error{Code: CodeRequestFailed, Detail: "this key's request failed permanently: " + rec.Failure})
 	default:
@@ -391,21 +411,61 @@ func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
 	for _, v := range resp.Header {
 		n += len(v)
 	}
-	values := make([]string, 0, n+1)
+	values := make([]string, 0, n+2)
 	for k, v := range resp.Header {
 		i := len(values)
 		values = append(values, v...)
 		h[k] = values[i:len(values):len(values)]
 	}
+	values = append(values, strconv.Itoa(len(resp.Body)))
+	h["Content-Length"] = values[n : n+1 : n+1]
 	if replayed {
-		h[ReplayedHeader] = replayedTrue
+		values = append(values, "true")
+		h[ReplayedHeader] = values[n+1 : n+2 : n+2]
 	}
-	h["Content-Length"] = append(values, strconv.Itoa(len(resp.Body)))[n:]
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }
 
-var replayedTrue = []string{"true"}
+// replayForm is a cached SUCCESS record's response made ready for replays:
+// its header's keys and values in slices, its Content-Length and the
+// replay mark after them, so that a replay iterates no map and formats
+// nothing, and copies the values into one slice (see writeResponse).
+type replayForm struct {
+	keys   []string
+	counts []int    // values per key
+	values []string // every key's values, then Content-Length and "true"
+}
+
+func newReplayForm(resp *Response) *replayForm {
+	if resp == nil {
+		return nil
+	}
+	f := &replayForm{keys: make([]string, 0, len(resp.Header)), counts: make([]int, 0, len(resp.Header))}
+	for k, v := range resp.Header {
+		f.keys = append(f.keys, k)
+		f.counts = append(f.counts, len(v))
+		f.values = append(f.values, v...)
+	}
+	f.values = append(f.values, strconv.Itoa(len(resp.Body)), "true")
+	return f
+}
+
+// write writes resp, the response f was made of, as a replay.
+func (f *replayForm) write(w http.ResponseWriter, resp *Response) {
+	h := w.Header()
+	values := append([]string(nil), f.values...)
+	at := 0
+	for i, k := range f.keys {
+		n := f.counts[i]
+		h[k] = values[at : at+n : at+n]
+		at += n
+	}
+	h["Content-Length"] = values[at : at+1 : at+1]
+	h[ReplayedHeader] = values[at+1 : at+2 : at+2]
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
 
 // refuse writes e as a problem and logs and counts outcome.
 func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, c *Context, outcome Outcome, e *Error) {
