@@ -53,8 +53,9 @@ type Context struct {
 	token string
 	// body is the raw body (with a cache and the default request fields),
 	// kept with a record the guard caches.
-	body []byte
-	run  *attempt // when the handler runs
+	body    []byte
+	bodyBuf *bodyBuffer // the buffer body was read into
+	run     *attempt    // when the handler runs
 
 	mu        sync.Mutex
 	err       error

@@ -91,6 +91,7 @@ func New(opts Options) (*Guard, error) {
 	if g.keyHeader == "" {
 		g.keyHeader = KeyHeaderDefault
 	}
+	g.keyHeader = http.CanonicalHeaderKey(g.keyHeader)
 	g.retryAfterSec = int((opts.RetryAfter + time.Second - 1) / time.Second)
 	allow := opts.ReplayHeaders
 	if allow == nil {
@@ -196,32 +197,37 @@ func DefaultRequestFields(_ *http.Request, body []byte) ([]byte, error) {
 	return body, nil
 }
 
-// operation returns the request's operation.
-func (g *Guard) operation(r *http.Request) string {
+// operation returns the request's operation, and whether it is known to
+// be valid.
+func (g *Guard) operation(r *http.Request) (string, bool) {
 	if g.opts.Operation != nil {
-		return g.opts.Operation(r)
+		return g.opts.Operation(r), false
 	}
 	p := r.Pattern
 	if p == "" {
 		p = r.URL.Path
 	} else if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
-		return p // the pattern names its method
+		return p, false // the pattern names its method
 	}
 	if last := g.lastOperation.Load(); last != nil && last.method == r.Method && last.path == p {
-		return last.operation
+		return last.operation, last.valid
 	}
 	op := &operationName{method: r.Method, path: p, operation: r.Method + " " + p}
+	op.valid = validName(op.operation, OperationSizeMax)
 	g.lastOperation.Store(op)
-	return op.operation
+	return op.operation, op.valid
 }
 
 // operationName is the operation of a method and a route pattern (or
 // path): the guard keeps the last one, so that a route's requests share
-// its string rather than each building it.
-type operationName struct{ method, path, operation string }
+// its string, and its validation, rather than each building it.
+type operationName struct {
+	method, path, operation string
+	valid                   bool
+}
 
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	values := r.Header.Values(g.keyHeader)
+	values := r.Header[g.keyHeader] // canonical (New)
 	if len(values) == 0 {
 		if g.opts.RequireKey {
 			g.refuse(w, r, nil, OutcomeBadRequest, &Error{Code: CodeKeyRequired, Detail: "this route requires an " + g.keyHeader + " header"})
@@ -245,12 +251,14 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.refuse(w, r, nil, OutcomeUnauthenticated, &Error{Code: CodeUnauthenticated, Detail: "no authenticated user", Err: err})
 		return
 	}
-	c := &Context{Scope: Scope{Operation: g.operation(r), User: user, Key: key}, guard: g}
-	if err := c.Scope.Validate(); err != nil {
+	op, opValid := g.operation(r)
+	c := &Context{Scope: Scope{Operation: op, User: user, Key: key}, guard: g}
+	if err := c.Scope.validate(opValid, true); err != nil {
 		g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeKeyInvalid, Detail: err.Error()})
 		return
 	}
-	body, e := g.readBody(r)
+	body, e := g.readBody(r, c)
+	defer c.releaseBody()
 	if e != nil {
 		g.refuse(w, r, c, OutcomeBadRequest, e)
 		return
@@ -325,9 +333,33 @@ func (g *Guard) cacheGet(ctx context.Context, scope Scope) (Record, bool, error)
 	return g.opts.Cache.Get(ctx, scope)
 }
 
+// bodyBuffer holds the buffer of a request's body.
+type bodyBuffer struct{ b []byte }
+
+// bodyBuffers pools the buffers of the bodies of requests whose handler
+// does not run (replays, refusals): a handler that runs keeps its body.
+var bodyBuffers = sync.Pool{New: func() any { return new(bodyBuffer) }}
+
+// bodyPooledSizeMax bounds the buffers bodyBuffers keeps.
+const bodyPooledSizeMax = 64 << 10
+
+// releaseBody returns the buffer of c's body to the pool, unless the
+// handler ran (it keeps the body).
+func (c *Context) releaseBody() {
+	bb := c.bodyBuf
+	if bb == nil {
+		return
+	}
+	c.bodyBuf, c.body = nil, nil
+	if c.run != nil || cap(bb.b) > bodyPooledSizeMax {
+		bb.b = nil
+	}
+	bodyBuffers.Put(bb)
+}
+
 // readBody reads the request body, up to the limit (execute puts it back
-// for the handler).
-func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
+// for the handler), into a buffer of c's.
+func (g *Guard) readBody(r *http.Request, c *Context) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -336,7 +368,16 @@ func (g *Guard) readBody(r *http.Request) ([]byte, *Error) {
 	if n := r.ContentLength; n > 0 && n <= g.opts.RequestBodySizeMax {
 		// One read into a buffer of the announced size (and a byte more,
 		// to see a body that is longer than announced).
-		body = make([]byte, n+1)
+		if g.opts.RequestFields == nil { // which may keep what it is given
+			bb := bodyBuffers.Get().(*bodyBuffer)
+			c.bodyBuf = bb
+			if int64(cap(bb.b)) <= n {
+				bb.b = make([]byte, n+1)
+			}
+			body = bb.b[:n+1]
+		} else {
+			body = make([]byte, n+1)
+		}
 		var m int
 		m, err = io.ReadFull(r.Body, body)
 		body = body[:m]

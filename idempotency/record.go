@@ -85,7 +85,7 @@ func (r *Record) keepBody(body []byte) {
 	switch {
 	case body == nil:
 	case len(body) <= rawBodyKeptMax:
-		r.rawBody = body // the guard's own copy, not changed after
+		r.rawBody = bytes.Clone(body) // the guard reuses its buffers
 	default:
 		r.rawDigest = RequestHash(rawDomain, body)
 	}
