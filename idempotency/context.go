@@ -143,7 +143,8 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 	// The lease is checked and marked committing before the transaction,
 	// so that the committer, which runs fn for every request of its group
 	// one after the other, only encodes and writes the record.
-	rec, err := ls.begin(c.Scope, c.token, g.now())
+	began := g.now()
+	rec, err := ls.begin(c.Scope, c.token, began)
 	if err != nil {
 		return Response{}, err
 	}
@@ -162,9 +163,8 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 		}
 		resp.Header = g.replayHeaders(resp.Header)
 		a.resp = resp
-		now := g.now()
-		final := &a.final
-		final.Status, final.Response, final.ExpiresAt, final.UpdatedAt = StatusSuccess, &a.resp, now.Add(g.opts.TTL), now
+		final := &a.final // finished when the commit began
+		final.Status, final.Response, final.ExpiresAt, final.UpdatedAt = StatusSuccess, &a.resp, began.Add(g.opts.TTL), began
 		return putFinal(tx, final)
 	})
 	if err == nil {

@@ -61,9 +61,9 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 	now := g.now()
 	expiresAt := now.Add(g.opts.TTL)
 	if txPending {
-		start := time.Now()
+		start := g.storeStart()
 		ok, err := g.store.(TxStore).Committed(ctx, c.Scope, c.token)
-		g.metrics.StoreLatency("committed", time.Since(start))
+		g.storeLatency("committed", start)
 		if err != nil {
 			g.finish(r, c, OutcomeStoreError, status, slog.LevelError, slog.Any("error", err))
 			return
@@ -82,14 +82,14 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 		if handlerErr != nil {
 			failure = handlerErr.Error()
 		}
-		start := time.Now()
+		start := g.storeStart()
 		err := g.store.Fail(ctx, c.Scope, c.token, failure, expiresAt, now)
-		g.metrics.StoreLatency("fail", time.Since(start))
+		g.storeLatency("fail", start)
 		g.ended(r, c, OutcomeFailedPermanent, status, err)
 	case failed || notStored:
-		start := time.Now()
+		start := g.storeStart()
 		res, err := g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, expiresAt, now)
-		g.metrics.StoreLatency("release", time.Since(start))
+		g.storeLatency("release", start)
 		outcome := OutcomeFailedTransient
 		if notStored && !failed {
 			outcome = OutcomeNotStored
@@ -101,9 +101,9 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 	default:
 		resp := cw.response()
 		resp.Header = g.replayHeaders(resp.Header)
-		start := time.Now()
+		start := g.storeStart()
 		err := g.store.Succeed(ctx, c.Scope, c.token, resp, expiresAt, now)
-		g.metrics.StoreLatency("succeed", time.Since(start))
+		g.storeLatency("succeed", start)
 		g.ended(r, c, OutcomeExecuted, status, err)
 	}
 }

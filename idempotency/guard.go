@@ -35,6 +35,7 @@ type Guard struct {
 	replayAllowed map[string]bool
 	lastOperation atomic.Pointer[operationName]
 	beats         heartbeats
+	timed         bool // Options.Metrics is set: store calls are timed
 }
 
 // New returns a Guard. It fails when Store or User is missing: a guard
@@ -84,6 +85,8 @@ func New(opts Options) (*Guard, error) {
 	}
 	if g.metrics == nil {
 		g.metrics = noMetrics{}
+	} else {
+		g.timed = true
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -306,9 +309,9 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	c.token = newToken()
 	claim := Claim{Scope: c.Scope, RequestHash: c.RequestHash, Token: c.token, Now: now,
 		LeaseExpiresAt: now.Add(g.opts.LeaseDuration), ExpiresAt: now.Add(g.opts.TTL)}
-	start := time.Now()
+	start := g.storeStart()
 	res, err := g.store.Create(r.Context(), claim)
-	g.metrics.StoreLatency("create", time.Since(start))
+	g.storeLatency("create", start)
 	if err != nil {
 		g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
 		return
@@ -319,6 +322,22 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	c.Attempt = res.Record.Attempt
 	g.execute(w, r, c, body, next)
+}
+
+// storeStart is the start of a store call, for storeLatency; without
+// metrics no clock is read.
+func (g *Guard) storeStart() time.Time {
+	if !g.timed {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// storeLatency reports the latency of the store call op that began at start.
+func (g *Guard) storeLatency(op string, start time.Time) {
+	if g.timed {
+		g.metrics.StoreLatency(op, time.Since(start))
+	}
 }
 
 // cacheGet reads the cache; an LRU's record is read in place.
