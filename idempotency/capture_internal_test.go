@@ -1,9 +1,12 @@
 package idempotency
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,5 +88,25 @@ func TestHeartbeatsEndWhenIdle(t *testing.T) {
 	defer g.beats.mu.Unlock()
 	if !g.beats.ticking {
 		t.Fatal("no heartbeat goroutine for a running attempt")
+	}
+}
+
+// A running attempt whose lease is lost is logged once and no longer
+// extended.
+func TestHeartbeatLeaseLost(t *testing.T) {
+	var logs bytes.Buffer
+	g := &Guard{store: NewMemoryStore(), now: time.Now, log: slog.New(slog.NewTextHandler(&logs, nil)),
+		opts: Options{HeartbeatInterval: time.Hour, LeaseDuration: 2 * time.Hour}}
+	r := httptest.NewRequest(http.MethodPost, "/p", nil)
+	c := &Context{Scope: Scope{Operation: "POST /p", User: "u", Key: "k"}, guard: g, token: "not-held",
+		run: &attempt{req: r, ctx: guardContext{Context: r.Context()}}}
+	g.beats.start(g, c)
+	defer g.beats.stop(c)
+	g.beats.extend(g, c)
+	g.beats.mu.Lock()
+	_, running := g.beats.running[c]
+	g.beats.mu.Unlock()
+	if running || !strings.Contains(logs.String(), "lease lost") {
+		t.Fatalf("after a lost lease: still extended %v, log %q", running, logs.String())
 	}
 }

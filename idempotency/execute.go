@@ -201,12 +201,16 @@ func (hb *heartbeats) extend(g *Guard, c *Context) {
 	if err == nil {
 		return
 	}
+	lost := errors.Is(err, ErrLeaseLost)
 	hb.mu.Lock()
 	_, running := hb.running[c]
+	if running && lost {
+		delete(hb.running, c) // no lease left to extend
+	}
 	hb.mu.Unlock()
 	switch {
 	case !running: // the attempt ended meanwhile
-	case errors.Is(err, ErrLeaseLost):
+	case lost:
 		g.log.LogAttrs(ctx, slog.LevelError, "idempotency lease lost while the handler runs", g.attrs(c.run.req, c)...)
 	default:
 		g.log.LogAttrs(ctx, slog.LevelWarn, "idempotency heartbeat failed", append(g.attrs(c.run.req, c), slog.Any("error", err))...)
