@@ -254,28 +254,35 @@ const hexDigits = "0123456789abcdef"
 // appendCanonString appends s as a JSON string, escaping only what must be.
 func appendCanonString(out []byte, s []byte) []byte {
 	out = append(out, '"')
-	for i := 0; i < len(s); i++ {
+	for {
+		// The run of bytes written as they are, appended at once.
+		i := 0
+		for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
+			i++
+		}
+		out = append(out, s[:i]...)
+		if i == len(s) {
+			return append(out, '"')
+		}
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
+		s = s[i+1:]
+		switch c {
+		case '"', '\\':
 			out = append(out, '\\', c)
-		case c >= 0x20:
-			out = append(out, c)
-		case c == '\n':
+		case '\n':
 			out = append(out, '\\', 'n')
-		case c == '\r':
+		case '\r':
 			out = append(out, '\\', 'r')
-		case c == '\t':
+		case '\t':
 			out = append(out, '\\', 't')
-		case c == '\b':
+		case '\b':
 			out = append(out, '\\', 'b')
-		case c == '\f':
+		case '\f':
 			out = append(out, '\\', 'f')
 		default:
 			out = append(out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
-	return append(out, '"')
 }
 
 func (p *canonParser) array(depth int) bool {

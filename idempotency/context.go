@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,17 +49,31 @@ type Context struct {
 	// Replayed is set when the response came from the store.
 	Replayed bool
 
-	guard     *Guard
-	token     string
-	startedAt time.Time
-	body      bodyReader // the request's body, read by the guard
-	hb        heartbeat
+	guard *Guard
+	token string
+	// body is the raw body (with a cache and the default request fields),
+	// kept with a record the guard caches.
+	body    []byte
+	bodyBuf *bodyBuffer // the buffer body was read into
+	run     *attempt    // when the handler runs
 
 	mu        sync.Mutex
 	err       error
 	txPending bool // SucceedTx wrote the record into a ledger transaction
 	committed bool // Update committed the record
-	txResp    Response
+}
+
+// attempt is what a request whose handler runs needs beyond its Context,
+// made only then, so that a replay's or a refusal's Context stays small.
+type attempt struct {
+	req  *http.Request // the request, for the heartbeat's log lines
+	ctx  guardContext  // the handler's request context
+	body bodyReader    // the request's body, read by the guard
+	cw   captureWriter
+	// final and resp are Update's: the lease's record, made the SUCCESS
+	// record, and the response.
+	final Record
+	resp  Response
 }
 
 type contextKey struct{}
@@ -105,7 +120,7 @@ func (c *Context) SucceedTx(tx *chain.Tx, status int, header http.Header, body [
 		return err
 	}
 	c.mu.Lock()
-	c.txPending, c.txResp = true, resp
+	c.txPending = true
 	c.mu.Unlock()
 	return nil
 }
@@ -124,29 +139,58 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 	if !ok {
 		return Response{}, ErrTxUnsupported
 	}
-	resp, err := ls.update(ctx, c.Scope, c.token, func() (time.Time, time.Time) {
-		now := c.guard.now()
-		return now.Add(c.guard.opts.TTL), now
-	}, func(tx *chain.Tx) (Response, error) {
-		resp, err := fn(tx)
-		if err == nil && resp.Status >= 500 {
-			err = &Error{Code: CodeRequestFailed, Detail: "a 5xx response is never stored as a success"}
-		}
-		resp.Header = c.guard.replayHeaders(resp.Header)
-		return resp, err
-	})
+	g := c.guard
+	// The lease is checked and marked committing before the transaction,
+	// so that the committer, which runs fn for every request of its group
+	// one after the other, only encodes and writes the record.
+	began := g.now()
+	rec, err := ls.begin(c.Scope, c.token, began)
 	if err != nil {
 		return Response{}, err
 	}
+	// The record and the response live in the attempt: the function
+	// below, called by the committer, is the request's only allocation
+	// here. Each run of it makes the same fields of the record anew.
+	a := c.run
+	a.final = rec
+	err = ls.db.Update(ctx, func(tx *chain.Tx) error {
+		resp, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		if resp.Status >= 500 {
+			return &Error{Code: CodeRequestFailed, Detail: "a 5xx response is never stored as a success"}
+		}
+		resp.Header = g.replayHeaders(resp.Header)
+		a.resp = resp
+		final := &a.final // finished when the commit began
+		final.Status, final.Response, final.ExpiresAt, final.UpdatedAt = StatusSuccess, &a.resp, began.Add(g.opts.TTL), began
+		return putFinal(tx, final)
+	})
+	if err == nil {
+		ls.noteDurable(c.Scope) // before the lease that hides the record is dropped
+	}
+	ls.end(c.Scope, c.token, err == nil)
+	if err != nil {
+		return Response{}, err
+	}
+	resp := a.resp
 	c.mu.Lock()
-	c.committed, c.txResp = true, resp
+	c.committed = true
 	c.mu.Unlock()
 	return resp, nil
 }
 
 // WriteResponse writes resp to w: what a handler that used Context.Update
 // sends back.
-func WriteResponse(w http.ResponseWriter, resp Response) { writeResponse(w, &resp, false) }
+// The guard sends a response written to its writer after the handler
+// returns: resp's header and body must not change after the call.
+func WriteResponse(w http.ResponseWriter, resp Response) {
+	if cw, ok := w.(*captureWriter); ok && cw.take(&resp) {
+		return
+	}
+	writeResponse(w, &resp, false)
+}
 
 // TxStore is a Store that can write a SUCCESS record inside a ledger
 // transaction (Context.SucceedTx).
@@ -169,8 +213,16 @@ func (c *Context) LedgerKey(prefix string) string { return ScopeLedgerKey(prefix
 
 // ScopeLedgerKey is Context.LedgerKey of a scope.
 func ScopeLedgerKey(prefix string, s Scope) string {
-	b := make([]byte, 0, 64+len(s.Operation)+len(s.User)+len(s.Key))
-	b = append(b, "idempotency/ledger-key/v1\x00"...)
-	sum := blake3.Sum256(scopeBytes(b, s))
-	return prefix + hex.EncodeToString(sum[:16])
+	var in [len(ledgerKeyDomain) + OperationSizeMax + UserSizeMax + KeySizeMax + 2]byte
+	sum := blake3.Sum256(scopeBytes(append(in[:0], ledgerKeyDomain...), s))
+	var digits [32]byte
+	hex.Encode(digits[:], sum[:16])
+	var b strings.Builder
+	b.Grow(len(prefix) + len(digits))
+	b.WriteString(prefix)
+	b.Write(digits[:])
+	return b.String()
 }
+
+// ledgerKeyDomain separates ScopeLedgerKey's hash from every other hash.
+const ledgerKeyDomain = "idempotency/ledger-key/v1\x00"

@@ -74,7 +74,15 @@
 // without waiting for their WAL flush, for the same reason. LedgerStore
 // rules new keys out with an in-memory filter of the stored scopes, which
 // NewLedgerStore builds by reading every record's key once (16 bits a
-// scope), and rebuilds after cleanup and when it fills.
+// scope), which grows by layers as it fills, and which is rebuilt after
+// cleanup.
+//
+// A cached record keeps, beside the response, the raw body of the retry
+// that matched it (up to 4 KiB; the hash of a longer one), so that a retry
+// sending the same bytes is answered without its body being canonicalised:
+// size an LRU for both. The guard sends the response a handler hands to
+// WriteResponse after the handler returns: the handler must not change it
+// afterwards.
 //
 // Exactly once holds within one store. Effects outside it (an email, a card
 // capture) are exactly once only where their receiver deduplicates on the

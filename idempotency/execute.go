@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,35 +16,39 @@ import (
 // execute runs next for the attempt c holds, then stores its outcome and
 // writes its response.
 func (g *Guard) execute(w http.ResponseWriter, r *http.Request, c *Context, body []byte, next http.Handler) {
-	cw := &captureWriter{w: w, header: http.Header{}, limit: g.opts.ResponseSizeMax}
-	hb := g.startHeartbeat(r, c)
+	a := &attempt{req: r, ctx: guardContext{Context: r.Context(), c: c}}
+	c.run = a
+	cw := &a.cw
+	*cw = captureWriter{w: w, limit: g.opts.ResponseSizeMax}
+	if body != nil {
+		// The body, read by the guard, for the handler.
+		a.body.Reset(body)
+		r.Body = &a.body
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	g.beats.start(g, c)
 	done := false
 	defer func() {
 		if done {
 			return
 		}
 		// The handler panicked: the attempt failed transiently.
-		hb.stop()
+		g.beats.stop(c)
 		ctx, cancel := storeCtx(r)
 		defer cancel()
 		_, _ = g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, g.now().Add(g.opts.TTL), g.now())
 		g.finish(r, c, OutcomeFailedTransient, http.StatusInternalServerError, slog.LevelError, slog.String("error", "handler panicked"))
 	}()
-	next.ServeHTTP(cw, r.WithContext(contextWith(r, c)))
+	next.ServeHTTP(cw, r.WithContext(&a.ctx))
 	done = true
-	hb.stop()
+	g.beats.stop(c)
 	g.settle(r, c, cw)
 	cw.send()
 }
 
 // settle records the end of the attempt in the store.
 func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
-	ctx, cancel := storeCtx(r)
-	defer cancel()
 	status := cw.statusCode()
-	now := g.now()
-	expiresAt := now.Add(g.opts.TTL)
-
 	c.mu.Lock()
 	handlerErr, txPending, committed := c.err, c.txPending, c.committed
 	c.mu.Unlock()
@@ -51,10 +56,14 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 		g.finish(r, c, OutcomeExecuted, status, slog.LevelDebug)
 		return
 	}
+	ctx, cancel := storeCtx(r)
+	defer cancel()
+	now := g.now()
+	expiresAt := now.Add(g.opts.TTL)
 	if txPending {
-		start := time.Now()
+		start := g.storeStart()
 		ok, err := g.store.(TxStore).Committed(ctx, c.Scope, c.token)
-		g.metrics.StoreLatency("committed", time.Since(start))
+		g.storeLatency("committed", start)
 		if err != nil {
 			g.finish(r, c, OutcomeStoreError, status, slog.LevelError, slog.Any("error", err))
 			return
@@ -73,14 +82,14 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 		if handlerErr != nil {
 			failure = handlerErr.Error()
 		}
-		start := time.Now()
+		start := g.storeStart()
 		err := g.store.Fail(ctx, c.Scope, c.token, failure, expiresAt, now)
-		g.metrics.StoreLatency("fail", time.Since(start))
+		g.storeLatency("fail", start)
 		g.ended(r, c, OutcomeFailedPermanent, status, err)
 	case failed || notStored:
-		start := time.Now()
+		start := g.storeStart()
 		res, err := g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, expiresAt, now)
-		g.metrics.StoreLatency("release", time.Since(start))
+		g.storeLatency("release", start)
 		outcome := OutcomeFailedTransient
 		if notStored && !failed {
 			outcome = OutcomeNotStored
@@ -90,10 +99,11 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 		}
 		g.ended(r, c, outcome, status, err)
 	default:
-		resp := Response{Status: status, Header: g.replayHeaders(cw.header), Body: cw.buf.Bytes()}
-		start := time.Now()
+		resp := cw.response()
+		resp.Header = g.replayHeaders(resp.Header)
+		start := g.storeStart()
 		err := g.store.Succeed(ctx, c.Scope, c.token, resp, expiresAt, now)
-		g.metrics.StoreLatency("succeed", time.Since(start))
+		g.storeLatency("succeed", start)
 		g.ended(r, c, OutcomeExecuted, status, err)
 	}
 }
@@ -113,48 +123,98 @@ func (g *Guard) ended(r *http.Request, c *Context, outcome Outcome, status int, 
 	g.finish(r, c, outcome, status, level)
 }
 
-func contextWith(r *http.Request, c *Context) context.Context {
-	return context.WithValue(r.Context(), contextKey{}, c)
+// guardContext is a request's context carrying its Context: the Context
+// holds it, so that attaching the Context costs no allocation.
+type guardContext struct {
+	context.Context
+	c *Context
 }
 
-// heartbeat extends a running attempt's lease every HeartbeatInterval.
-type heartbeat struct {
+func (gc *guardContext) Value(key any) any {
+	if key == (contextKey{}) {
+		return gc.c
+	}
+	return gc.Context.Value(key)
+}
+
+// heartbeats extends the leases of a guard's running attempts: one
+// goroutine, running while attempts run, extends every running attempt's
+// lease each HeartbeatInterval, so that each is extended within an interval
+// of its start and every interval after, and an attempt costs no timer of
+// its own.
+type heartbeats struct {
 	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
+	running map[*Context]struct{}
+	ticking bool
 }
 
-func (g *Guard) startHeartbeat(r *http.Request, c *Context) *heartbeat {
-	hb := &c.hb
+// start registers c's attempt.
+func (hb *heartbeats) start(g *Guard, c *Context) {
 	hb.mu.Lock()
-	defer hb.mu.Unlock()
-	hb.t = time.AfterFunc(g.opts.HeartbeatInterval, func() {
-		ctx, cancel := storeCtx(r)
-		defer cancel()
-		now := g.now()
-		err := g.store.Extend(ctx, c.Scope, c.token, now.Add(g.opts.LeaseDuration), now)
-		hb.mu.Lock()
-		defer hb.mu.Unlock()
-		if hb.stopped {
-			return
-		}
-		if errors.Is(err, ErrLeaseLost) {
-			g.log.LogAttrs(r.Context(), slog.LevelError, "idempotency lease lost while the handler runs", g.attrs(r, c)...)
-			return
-		}
-		if err != nil {
-			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency heartbeat failed", append(g.attrs(r, c), slog.Any("error", err))...)
-		}
-		hb.t.Reset(g.opts.HeartbeatInterval)
-	})
-	return hb
-}
-
-func (hb *heartbeat) stop() {
-	hb.mu.Lock()
-	hb.stopped = true
-	hb.t.Stop()
+	if hb.running == nil {
+		hb.running = map[*Context]struct{}{}
+	}
+	hb.running[c] = struct{}{}
+	if !hb.ticking {
+		hb.ticking = true
+		go hb.loop(g)
+	}
 	hb.mu.Unlock()
+}
+
+// stop unregisters c's attempt: its lease is not extended again.
+func (hb *heartbeats) stop(c *Context) {
+	hb.mu.Lock()
+	delete(hb.running, c)
+	hb.mu.Unlock()
+}
+
+// loop extends the running attempts' leases until none runs.
+func (hb *heartbeats) loop(g *Guard) {
+	t := time.NewTicker(g.opts.HeartbeatInterval)
+	defer t.Stop()
+	var batch []*Context
+	for range t.C {
+		hb.mu.Lock()
+		if len(hb.running) == 0 {
+			hb.ticking = false
+			hb.mu.Unlock()
+			return
+		}
+		batch = batch[:0]
+		for c := range hb.running {
+			batch = append(batch, c)
+		}
+		hb.mu.Unlock()
+		for _, c := range batch {
+			hb.extend(g, c)
+		}
+		clear(batch)
+	}
+}
+
+// extend extends c's lease, and logs a failure while the attempt runs.
+func (hb *heartbeats) extend(g *Guard, c *Context) {
+	ctx := context.WithoutCancel(c.run.ctx.Context)
+	now := g.now()
+	err := g.store.Extend(ctx, c.Scope, c.token, now.Add(g.opts.LeaseDuration), now)
+	if err == nil {
+		return
+	}
+	lost := errors.Is(err, ErrLeaseLost)
+	hb.mu.Lock()
+	_, running := hb.running[c]
+	if running && lost {
+		delete(hb.running, c) // no lease left to extend
+	}
+	hb.mu.Unlock()
+	switch {
+	case !running: // the attempt ended meanwhile
+	case lost:
+		g.log.LogAttrs(ctx, slog.LevelError, "idempotency lease lost while the handler runs", g.attrs(c.run.req, c)...)
+	default:
+		g.log.LogAttrs(ctx, slog.LevelWarn, "idempotency heartbeat failed", append(g.attrs(c.run.req, c), slog.Any("error", err))...)
+	}
 }
 
 // captureWriter buffers a handler's response so that it is stored before
@@ -162,7 +222,9 @@ func (hb *heartbeat) stop() {
 // it to passing writes through; such a response is not stored.
 type captureWriter struct {
 	w           http.ResponseWriter
-	header      http.Header
+	header      http.Header // made on the first call of Header
+	direct      Response    // a response WriteResponse handed over whole
+	hasDirect   bool
 	buf         bytes.Buffer
 	limit       int
 	status      int
@@ -173,7 +235,48 @@ type captureWriter struct {
 	oversize    bool
 }
 
-func (cw *captureWriter) Header() http.Header { return cw.header }
+func (cw *captureWriter) Header() http.Header {
+	cw.undirect()
+	if cw.header == nil {
+		cw.header = http.Header{}
+	}
+	return cw.header
+}
+
+// take records resp, written by WriteResponse before anything else, as
+// the response, without copying it; false when something was written, or
+// a header asked for, before.
+func (cw *captureWriter) take(resp *Response) bool {
+	if cw.wroteHeader || cw.header != nil || resp.Status < 200 || len(resp.Body) > cw.limit {
+		return false
+	}
+	cw.direct, cw.hasDirect = *resp, true
+	cw.wroteHeader, cw.status = true, resp.Status
+	return true
+}
+
+// undirect turns a response taken whole into a header and a buffered
+// body, before anything else is done to the writer.
+func (cw *captureWriter) undirect() {
+	if !cw.hasDirect {
+		return
+	}
+	resp := cw.direct
+	cw.direct, cw.hasDirect = Response{}, false
+	cw.header = make(http.Header, len(resp.Header))
+	for k, v := range resp.Header {
+		cw.header[k] = append([]string(nil), v...)
+	}
+	cw.buf.Write(resp.Body)
+}
+
+// response is the captured response.
+func (cw *captureWriter) response() Response {
+	if cw.hasDirect {
+		return cw.direct
+	}
+	return Response{Status: cw.statusCode(), Header: cw.header, Body: cw.buf.Bytes()}
+}
 
 func (cw *captureWriter) WriteHeader(status int) {
 	if cw.wroteHeader || status < 200 { // informational responses are neither stored nor sent
@@ -190,6 +293,7 @@ func (cw *captureWriter) statusCode() int {
 }
 
 func (cw *captureWriter) Write(p []byte) (int, error) {
+	cw.undirect()
 	if !cw.wroteHeader {
 		cw.WriteHeader(http.StatusOK)
 	}
@@ -210,6 +314,7 @@ func (cw *captureWriter) pass() {
 	if cw.passing {
 		return
 	}
+	cw.undirect()
 	cw.passing = true
 	h := cw.w.Header()
 	for k, v := range cw.header {
@@ -238,6 +343,7 @@ func (cw *captureWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, http.ErrNotSupported
 	}
+	cw.undirect()
 	cw.hijacked, cw.passing = true, true
 	return h.Hijack()
 }
@@ -247,5 +353,6 @@ func (cw *captureWriter) send() {
 	if cw.passing {
 		return
 	}
-	writeResponse(cw.w, &Response{Status: cw.statusCode(), Header: cw.header, Body: cw.buf.Bytes()}, false)
+	resp := cw.response()
+	writeResponse(cw.w, &resp, false)
 }

@@ -34,6 +34,8 @@ type Guard struct {
 	retryAfterSec int
 	replayAllowed map[string]bool
 	lastOperation atomic.Pointer[operationName]
+	beats         heartbeats
+	timed         bool // Options.Metrics is set: store calls are timed
 }
 
 // New returns a Guard. It fails when Store or User is missing: a guard
@@ -83,6 +85,8 @@ func New(opts Options) (*Guard, error) {
 	}
 	if g.metrics == nil {
 		g.metrics = noMetrics{}
+	} else {
+		g.timed = true
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -90,6 +94,7 @@ func New(opts Options) (*Guard, error) {
 	if g.keyHeader == "" {
 		g.keyHeader = KeyHeaderDefault
 	}
+	g.keyHeader = http.CanonicalHeaderKey(g.keyHeader)
 	g.retryAfterSec = int((opts.RetryAfter + time.Second - 1) / time.Second)
 	allow := opts.ReplayHeaders
 	if allow == nil {
@@ -195,32 +200,37 @@ func DefaultRequestFields(_ *http.Request, body []byte) ([]byte, error) {
 	return body, nil
 }
 
-// operation returns the request's operation.
-func (g *Guard) operation(r *http.Request) string {
+// operation returns the request's operation, and whether it is known to
+// be valid.
+func (g *Guard) operation(r *http.Request) (string, bool) {
 	if g.opts.Operation != nil {
-		return g.opts.Operation(r)
+		return g.opts.Operation(r), false
 	}
 	p := r.Pattern
 	if p == "" {
 		p = r.URL.Path
 	} else if i := strings.IndexAny(p, " \t"); i > 0 && !strings.Contains(p[:i], "/") {
-		return p // the pattern names its method
+		return p, false // the pattern names its method
 	}
 	if last := g.lastOperation.Load(); last != nil && last.method == r.Method && last.path == p {
-		return last.operation
+		return last.operation, last.valid
 	}
 	op := &operationName{method: r.Method, path: p, operation: r.Method + " " + p}
+	op.valid = validName(op.operation, OperationSizeMax)
 	g.lastOperation.Store(op)
-	return op.operation
+	return op.operation, op.valid
 }
 
 // operationName is the operation of a method and a route pattern (or
 // path): the guard keeps the last one, so that a route's requests share
-// its string rather than each building it.
-type operationName struct{ method, path, operation string }
+// its string, and its validation, rather than each building it.
+type operationName struct {
+	method, path, operation string
+	valid                   bool
+}
 
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	values := r.Header.Values(g.keyHeader)
+	values := r.Header[g.keyHeader] // canonical (New)
 	if len(values) == 0 {
 		if g.opts.RequireKey {
 			g.refuse(w, r, nil, OutcomeBadRequest, &Error{Code: CodeKeyRequired, Detail: "this route requires an " + g.keyHeader + " header"})
@@ -244,45 +254,64 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.refuse(w, r, nil, OutcomeUnauthenticated, &Error{Code: CodeUnauthenticated, Detail: "no authenticated user", Err: err})
 		return
 	}
-	c := &Context{Scope: Scope{Operation: g.operation(r), User: user, Key: key}, guard: g}
-	if err := c.Scope.Validate(); err != nil {
+	op, opValid := g.operation(r)
+	c := &Context{Scope: Scope{Operation: op, User: user, Key: key}, guard: g}
+	if err := c.Scope.validate(opValid, true); err != nil {
 		g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeKeyInvalid, Detail: err.Error()})
 		return
 	}
-	body, e := g.readBody(r, &c.body)
+	body, e := g.readBody(r, c)
+	defer c.releaseBody()
 	if e != nil {
 		g.refuse(w, r, c, OutcomeBadRequest, e)
 		return
 	}
-	if g.opts.RequestFields != nil {
+	hashed := g.opts.RequestFields != nil
+	if hashed {
 		fields, err := g.opts.RequestFields(r, body)
 		if err != nil {
 			g.refuse(w, r, c, OutcomeBadRequest, &Error{Code: CodeBodyUnreadable, Detail: err.Error()})
 			return
 		}
 		c.RequestHash = RequestHash(c.Operation, fields)
-	} else {
-		c.RequestHash = requestHash(c.Operation, body, true) // DefaultRequestFields
 	}
 
 	now := g.now()
 	if g.opts.Cache != nil {
+		if !hashed {
+			c.body = body
+		}
 		rec, found, err := g.cacheGet(r.Context(), c.Scope)
-		if err != nil {
+		switch {
+		case err != nil:
 			g.metrics.CacheError()
 			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache get failed", append(g.attrs(r, c), slog.Any("error", err))...)
-		} else if found && rec.Finished() && !rec.expired(now) && rec.RequestHash == c.RequestHash {
+		case !found || !rec.Finished() || rec.expired(now):
+		case !hashed && rec.sameBody(body):
+			c.RequestHash = rec.RequestHash
 			g.metrics.CacheHit()
 			g.existing(w, r, c, rec, false)
 			return
+		default:
+			if !hashed {
+				c.RequestHash, hashed = requestHash(c.Operation, body, true), true
+			}
+			if rec.RequestHash == c.RequestHash {
+				g.metrics.CacheHit()
+				g.existing(w, r, c, rec, false)
+				return
+			}
 		}
+	}
+	if !hashed {
+		c.RequestHash = requestHash(c.Operation, body, true) // DefaultRequestFields
 	}
 	c.token = newToken()
 	claim := Claim{Scope: c.Scope, RequestHash: c.RequestHash, Token: c.token, Now: now,
 		LeaseExpiresAt: now.Add(g.opts.LeaseDuration), ExpiresAt: now.Add(g.opts.TTL)}
-	start := time.Now()
+	start := g.storeStart()
 	res, err := g.store.Create(r.Context(), claim)
-	g.metrics.StoreLatency("create", time.Since(start))
+	g.storeLatency("create", start)
 	if err != nil {
 		g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
 		return
@@ -292,8 +321,23 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		return
 	}
 	c.Attempt = res.Record.Attempt
-	c.startedAt = now
 	g.execute(w, r, c, body, next)
+}
+
+// storeStart is the start of a store call, for storeLatency; without
+// metrics no clock is read.
+func (g *Guard) storeStart() time.Time {
+	if !g.timed {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// storeLatency reports the latency of the store call op that began at start.
+func (g *Guard) storeLatency(op string, start time.Time) {
+	if g.timed {
+		g.metrics.StoreLatency(op, time.Since(start))
+	}
 }
 
 // cacheGet reads the cache; an LRU's record is read in place.
@@ -308,9 +352,33 @@ func (g *Guard) cacheGet(ctx context.Context, scope Scope) (Record, bool, error)
 	return g.opts.Cache.Get(ctx, scope)
 }
 
-// readBody reads the request body, up to the limit, and puts it back for
-// the handler.
-func (g *Guard) readBody(r *http.Request, br *bodyReader) ([]byte, *Error) {
+// bodyBuffer holds the buffer of a request's body.
+type bodyBuffer struct{ b []byte }
+
+// bodyBuffers pools the buffers of the bodies of requests whose handler
+// does not run (replays, refusals): a handler that runs keeps its body.
+var bodyBuffers = sync.Pool{New: func() any { return new(bodyBuffer) }}
+
+// bodyPooledSizeMax bounds the buffers bodyBuffers keeps.
+const bodyPooledSizeMax = 64 << 10
+
+// releaseBody returns the buffer of c's body to the pool, unless the
+// handler ran (it keeps the body).
+func (c *Context) releaseBody() {
+	bb := c.bodyBuf
+	if bb == nil {
+		return
+	}
+	c.bodyBuf, c.body = nil, nil
+	if c.run != nil || cap(bb.b) > bodyPooledSizeMax {
+		bb.b = nil
+	}
+	bodyBuffers.Put(bb)
+}
+
+// readBody reads the request body, up to the limit (execute puts it back
+// for the handler), into a buffer of c's.
+func (g *Guard) readBody(r *http.Request, c *Context) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -319,7 +387,16 @@ func (g *Guard) readBody(r *http.Request, br *bodyReader) ([]byte, *Error) {
 	if n := r.ContentLength; n > 0 && n <= g.opts.RequestBodySizeMax {
 		// One read into a buffer of the announced size (and a byte more,
 		// to see a body that is longer than announced).
-		body = make([]byte, n+1)
+		if g.opts.RequestFields == nil { // which may keep what it is given
+			bb := bodyBuffers.Get().(*bodyBuffer)
+			c.bodyBuf = bb
+			if int64(cap(bb.b)) <= n {
+				bb.b = make([]byte, n+1)
+			}
+			body = bb.b[:n+1]
+		} else {
+			body = make([]byte, n+1)
+		}
 		var m int
 		m, err = io.ReadFull(r.Body, body)
 		body = body[:m]
@@ -341,9 +418,6 @@ func (g *Guard) readBody(r *http.Request, br *bodyReader) ([]byte, *Error) {
 	if int64(len(body)) > g.opts.RequestBodySizeMax {
 		return nil, &Error{Code: CodeBodyTooLarge, Detail: fmt.Sprintf("the body exceeds %d bytes", g.opts.RequestBodySizeMax)}
 	}
-	br.Reset(body)
-	r.Body = br
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return body, nil
 }
 
@@ -364,6 +438,8 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 		return
 	}
 	if fromStore && rec.Finished() && g.opts.Cache != nil {
+		rec.keepBody(c.body)
+		rec.replay = newReplayForm(rec.Response)
 		if err := g.opts.Cache.Add(r.Context(), rec); err != nil {
 			g.metrics.CacheError()
 			g.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency cache add failed", append(g.attrs(r, c), slog.Any("error", err))...)
@@ -374,7 +450,11 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 	case StatusSuccess:
 		c.Replayed = true
 		g.finish(r, c, OutcomeReplayed, rec.Response.Status, slog.LevelDebug)
-		writeResponse(w, rec.Response, true)
+		if rec.replay != nil {
+			rec.replay.write(w, rec.Response)
+		} else {
+			writeResponse(w, rec.Response, true)
+		}
 	case StatusFailed:
 		g.refuse(w, r, c, OutcomeRejected, &Error{Code: CodeRequestFailed, Detail: "this key's request failed permanently: " + rec.Failure})
 	default:
@@ -391,21 +471,61 @@ func writeResponse(w http.ResponseWriter, resp *Response, replayed bool) {
 	for _, v := range resp.Header {
 		n += len(v)
 	}
-	values := make([]string, 0, n+1)
+	values := make([]string, 0, n+2)
 	for k, v := range resp.Header {
 		i := len(values)
 		values = append(values, v...)
 		h[k] = values[i:len(values):len(values)]
 	}
+	values = append(values, strconv.Itoa(len(resp.Body)))
+	h["Content-Length"] = values[n : n+1 : n+1]
 	if replayed {
-		h[ReplayedHeader] = replayedTrue
+		values = append(values, "true")
+		h[ReplayedHeader] = values[n+1 : n+2 : n+2]
 	}
-	h["Content-Length"] = append(values, strconv.Itoa(len(resp.Body)))[n:]
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }
 
-var replayedTrue = []string{"true"}
+// replayForm is a cached SUCCESS record's response made ready for replays:
+// its header's keys and values in slices, its Content-Length and the
+// replay mark after them, so that a replay iterates no map and formats
+// nothing, and copies the values into one slice (see writeResponse).
+type replayForm struct {
+	keys   []string
+	counts []int    // values per key
+	values []string // every key's values, then Content-Length and "true"
+}
+
+func newReplayForm(resp *Response) *replayForm {
+	if resp == nil {
+		return nil
+	}
+	f := &replayForm{keys: make([]string, 0, len(resp.Header)), counts: make([]int, 0, len(resp.Header))}
+	for k, v := range resp.Header {
+		f.keys = append(f.keys, k)
+		f.counts = append(f.counts, len(v))
+		f.values = append(f.values, v...)
+	}
+	f.values = append(f.values, strconv.Itoa(len(resp.Body)), "true")
+	return f
+}
+
+// write writes resp, the response f was made of, as a replay.
+func (f *replayForm) write(w http.ResponseWriter, resp *Response) {
+	h := w.Header()
+	values := append([]string(nil), f.values...)
+	at := 0
+	for i, k := range f.keys {
+		n := f.counts[i]
+		h[k] = values[at : at+n : at+n]
+		at += n
+	}
+	h["Content-Length"] = values[at : at+1 : at+1]
+	h[ReplayedHeader] = values[at+1 : at+2 : at+2]
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
 
 // refuse writes e as a problem and logs and counts outcome.
 func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, c *Context, outcome Outcome, e *Error) {
@@ -450,8 +570,20 @@ func (g *Guard) attrs(r *http.Request, c *Context) []slog.Attr {
 	return attrs
 }
 
-// replayHeaders returns the allow-listed headers of h.
+// replayHeaders returns the allow-listed headers of h: h itself when
+// every one of its keys is canonical and allow-listed (stores encode or
+// copy what they keep, and the guard never changes a response's header).
 func (g *Guard) replayHeaders(h http.Header) http.Header {
+	all := true
+	for k := range h {
+		if !g.replayAllowed[k] { // the allow-list's keys are canonical
+			all = false
+			break
+		}
+	}
+	if all {
+		return h
+	}
 	out := make(http.Header, len(h))
 	for k, v := range h {
 		if c := http.CanonicalHeaderKey(k); g.replayAllowed[c] {

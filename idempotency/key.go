@@ -90,13 +90,18 @@ func validName(s string, max int) bool {
 }
 
 // Validate checks the scope's limits; the error wraps ErrInvalidScope.
-func (s Scope) Validate() error {
+func (s Scope) Validate() error { return s.validate(false, false) }
+
+// validate is Validate of a scope whose operation is known to be valid
+// when opValid is set, and whose key ParseKey returned when keyParsed is
+// (ParseKey's rules are stricter than a scope's).
+func (s Scope) validate(opValid, keyParsed bool) error {
 	switch {
-	case !validName(s.Operation, OperationSizeMax):
+	case !opValid && !validName(s.Operation, OperationSizeMax):
 		return &scopeError{"operation", s.Operation}
 	case !validName(s.User, UserSizeMax):
 		return &scopeError{"user", s.User}
-	case !validName(s.Key, KeySizeMax):
+	case !keyParsed && !validName(s.Key, KeySizeMax):
 		return &scopeError{"key", s.Key}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,9 +53,7 @@ type LedgerStore struct {
 	seed   maphash.Seed
 	shards [ledgerShards]leaseShard
 	filter scopeFilter
-	// rebuilding is set while a rebuild the filter asked for runs.
-	rebuilding atomic.Bool
-	reader     storage.KeyReader // the backend's, for alive; nil without one
+	reader storage.KeyReader // the backend's, for alive; nil without one
 	// filterScopes is how many scopes the last rebuild found.
 	filterScopes atomic.Int64
 }
@@ -106,7 +103,7 @@ func NewLedgerStore(db *chain.DB) (*LedgerStore, error) {
 	}
 	s.reader, _ = db.Backend().(storage.KeyReader)
 	s.filter.seed = maphash.MakeSeed()
-	s.filter.cur = newBloom(0)
+	s.filter.layers = []*bloom{newBloom(0)}
 	if err := s.rebuildFilter(context.Background()); err != nil {
 		return nil, err
 	}
@@ -415,65 +412,44 @@ func (s *LedgerStore) Committed(ctx context.Context, scope Scope, token string) 
 	return committed, nil
 }
 
-// update runs fn in a ledger transaction and writes, in the same
-// transaction, the SUCCESS record of the attempt holding token with the
-// response fn returns (see Context.Update).
-func (s *LedgerStore) update(ctx context.Context, scope Scope, token string, expiresAt func() (time.Time, time.Time), fn func(tx *chain.Tx) (Response, error)) (Response, error) {
-	var resp Response
-	err := s.db.Update(ctx, func(tx *chain.Tx) error {
-		var err error
-		if resp, err = fn(tx); err != nil {
-			return err
-		}
-		exp, now := expiresAt()
-		return s.SucceedTx(tx, scope, token, resp, exp, now)
-	})
-	if err != nil {
-		s.end(scope, token, false)
-		return Response{}, err
-	}
-	s.noteDurable(scope)
-	s.end(scope, token, true)
-	return resp, nil
-}
-
-// noteDurable adds scope to the filter, and starts a rebuild in the
-// background when the filter holds more scopes than it was sized for.
-func (s *LedgerStore) noteDurable(scope Scope) {
-	if s.filter.add(scope) && s.rebuilding.CompareAndSwap(false, true) {
-		go func() {
-			defer s.rebuilding.Store(false)
-			if err := s.rebuildFilter(context.Background()); err != nil && !errors.Is(err, chain.ErrClosed) {
-				slog.Default().Warn("idempotency: rebuilding the scope filter failed", slog.Any("error", err))
-			}
-		}()
-	}
-}
+// noteDurable adds scope to the filter.
+func (s *LedgerStore) noteDurable(scope Scope) { s.filter.add(scope) }
 
 // rebuildFilter builds a new scope filter from the stored records and
-// retry counts, sized for them, while adds go to both filters.
+// retry counts, sized for them (the scopes it finds, the ones a previous
+// rebuild found and the ones added since), while adds go to both filters.
+// A filter that the scan overfills (at open, or after much growth) is
+// built once more at the size the scan found.
 func (s *LedgerStore) rebuildFilter(ctx context.Context) error {
-	b := s.filter.startRebuild(int(s.filterScopes.Load()))
-	n := 0
-	err := s.db.View(ctx, func(tx *chain.Tx) error {
-		for _, prefix := range [][]byte{prefixRecord, prefixRetries} {
-			for kv, err := range tx.StateScan(prefix, prefixEnd(prefix), false) {
-				if err != nil {
-					return err
-				}
-				if scope, ok := parseScope(kv.Key[len(prefix):]); ok {
-					b.add(s.filter.hashes(scope))
-					n++
+	scopes := max(s.filterScopes.Load(), s.filter.added())
+	for {
+		b := s.filter.startRebuild(int(scopes))
+		n := int64(0)
+		err := s.db.View(ctx, func(tx *chain.Tx) error {
+			for _, prefix := range [][]byte{prefixRecord, prefixRetries} {
+				for kv, err := range tx.StateScan(prefix, prefixEnd(prefix), false) {
+					if err != nil {
+						return err
+					}
+					if h1, h2, ok := s.filter.keyHashes(kv.Key[len(prefix):]); ok {
+						b.add(h1, h2)
+						n++
+					}
 				}
 			}
+			return nil
+		})
+		if err == nil && n > b.sized {
+			s.filter.finishRebuild(b, false)
+			scopes = n
+			continue
 		}
-		return nil
-	})
-	s.filter.finishRebuild(b, err == nil)
-	if err == nil {
-		s.filterScopes.Store(int64(n))
+		s.filter.finishRebuild(b, err == nil)
+		if err == nil {
+			s.filterScopes.Store(n)
+		}
+		return err
 	}
-	return err
 }
 
 // RecoverStuck implements Store. Only leases of this process exist to be

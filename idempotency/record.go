@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"bytes"
 	"net/http"
 	"time"
 )
@@ -58,6 +59,47 @@ type Record struct {
 	LeaseExpiresAt time.Time
 	// ExpiresAt is when the record is purged and its key becomes reusable.
 	ExpiresAt time.Time
+
+	// rawBody, or over rawBodyKeptMax bytes its hash rawDigest, is, in a
+	// record the guard cached, the raw body of the retry whose request hash
+	// matched (neither when the guard's RequestFields select the fields):
+	// a retry with the same bytes then matches without its body being
+	// canonicalised and hashed. Stores do not keep them.
+	rawBody   []byte
+	rawDigest [32]byte
+	// replay is, in a record the guard cached, its response made ready for
+	// replays (immutable, shared by the record's copies).
+	replay *replayForm
+}
+
+// rawBodyKeptMax bounds the raw body a cached record keeps; a longer
+// one's hash is kept instead.
+const rawBodyKeptMax = 4 << 10
+
+// rawDomain separates the hash of a kept raw body from request hashes.
+const rawDomain = "idempotency/raw-body/v1\x00"
+
+// keepBody keeps, in a record about to be cached, the raw body of the
+// retry whose request hash matched (nil: none, the fields were selected).
+func (r *Record) keepBody(body []byte) {
+	switch {
+	case body == nil:
+	case len(body) <= rawBodyKeptMax:
+		r.rawBody = bytes.Clone(body) // the guard reuses its buffers
+	default:
+		r.rawDigest = RequestHash(rawDomain, body)
+	}
+}
+
+// sameBody reports whether body is the raw body the record keeps.
+func (r *Record) sameBody(body []byte) bool {
+	switch {
+	case r.rawBody != nil:
+		return bytes.Equal(r.rawBody, body)
+	case r.rawDigest != [32]byte{} && len(body) > rawBodyKeptMax:
+		return RequestHash(rawDomain, body) == r.rawDigest
+	}
+	return false
 }
 
 // Finished reports whether the record is SUCCESS or FAILED.

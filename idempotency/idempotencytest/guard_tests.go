@@ -31,6 +31,7 @@ var guardTests = []struct {
 	{"ThreeTransientFailuresPoison", testThreeTransient},
 	{"StoreDownIs503", testStoreDown},
 	{"CacheDownStillWorks", testCacheDown},
+	{"CachedReplaysMatchTheRequestNotItsBytes", testCachedReplays},
 	{"KeysIsolatedPerUserAndOperation", testIsolation},
 	{"RecoverUnblocksCrashedWorkersKey", testRecoverUnblocks},
 	{"CleanupFreesExpiredKey", testCleanupFrees},
@@ -343,6 +344,41 @@ func testCacheDown(t *testing.T, h Harness) {
 	}
 	if r := s2.do(t, "/payments", "alice", "k-2", "other"); r.code() != string(idempotency.CodeKeyReused) {
 		t.Fatalf("conflict through the cache: %+v", r)
+	}
+}
+
+// A cached record replays to the same request in any of its JSON forms,
+// to bodies short and long, and refuses another request.
+func testCachedReplays(t *testing.T, h Harness) {
+	lru := idempotency.NewLRU(16)
+	s := newServer(t, h.Open(t), idempotency.Options{Cache: lru})
+	long := `{"note":"` + strings.Repeat("n", 5000) + `","amount":"1.00"}`
+	for _, tc := range []struct{ key, body, reordered, other string }{
+		{"short", body1, `{ "currency": "EUR", "amount": "10.00" }`, `{"amount":"11.00","currency":"EUR"}`},
+		{"long", long, `{"amount":"1.00", "note":"` + strings.Repeat("n", 5000) + `"}`, strings.Replace(long, "1.00", "2.00", 1)},
+	} {
+		first := s.do(t, "/payments", "alice", tc.key, tc.body)
+		if first.status != 201 {
+			t.Fatalf("%s: first: %+v", tc.key, first)
+		}
+		// From the store (and cached), then from the cache: the same bytes,
+		// another form of the same JSON, the same bytes again.
+		for i, body := range []string{tc.body, tc.body, tc.reordered, tc.body, tc.reordered} {
+			r := s.do(t, "/payments", "alice", tc.key, body)
+			if r.status != 201 || r.body != first.body || r.header.Get(idempotency.ReplayedHeader) != "true" ||
+				r.header.Get("Location") != "/payments/"+tc.key || r.header.Get("Content-Length") != fmt.Sprint(len(first.body)) {
+				t.Fatalf("%s: replay %d: %+v, first %+v", tc.key, i, r, first)
+			}
+		}
+		if r := s.do(t, "/payments", "alice", tc.key, tc.other); r.status != 409 || r.code() != string(idempotency.CodeKeyReused) {
+			t.Fatalf("%s: another request through the cache: %+v", tc.key, r)
+		}
+		if n := s.runCount(tc.key); n != 1 {
+			t.Fatalf("%s: handler ran %d times, want 1", tc.key, n)
+		}
+	}
+	if lru.Len() != 2 {
+		t.Fatalf("LRU holds %d records, want 2", lru.Len())
 	}
 }
 

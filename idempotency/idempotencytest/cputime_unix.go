@@ -1,0 +1,18 @@
+//go:build unix
+
+package idempotencytest
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU is the CPU time (user and system, all threads) the process
+// has used so far.
+func processCPU() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
