@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"github.com/ledgerworks/ledger/apikey"
 	"io"
 	"log/slog"
 	"math/big"
@@ -50,6 +51,35 @@ func TestRateLimit(t *testing.T) {
 	// Another key has its own bucket.
 	if r := ts.do(http.MethodGet, "/v1/chains/c/head", ts.key("acme", writer...), "", nil); r.status != http.StatusNotFound {
 		t.Fatalf("another key: %d", r.status)
+	}
+}
+
+// A forged token that names a real key's id (ids are not secret) spends its
+// address's tokens, not the key's: the key still gets its whole burst.
+func TestRateLimitForgedTokenSparesTheKey(t *testing.T) {
+	db := openBolt(t)
+	ts := startServer(t, db, server.Options{RateLimit: ratelimit.Options{PerKey: 1, KeyBurst: 2}})
+	token := ts.key("acme", writer...)
+	id, ok := apikey.TokenKeyID(token)
+	if !ok {
+		t.Fatalf("token %q names no key id", token)
+	}
+	forged := token[:len(token)-4] + "AAAA"
+	if forged == token {
+		forged = token[:len(token)-4] + "BBBB"
+	}
+	if got, _ := apikey.TokenKeyID(forged); got != id {
+		t.Fatalf("the forged token names %q, want %q", got, id)
+	}
+	for range 4 {
+		if r := ts.do(http.MethodGet, "/v1/chains/c/head", forged, "", nil); r.status != http.StatusUnauthorized {
+			t.Fatalf("forged token: %d, want 401", r.status)
+		}
+	}
+	for i := range 2 {
+		if r := ts.do(http.MethodGet, "/v1/chains/c/head", token, "", nil); r.status != http.StatusNotFound {
+			t.Fatalf("the key's request %d after the forgeries: %d, want its burst answered", i, r.status)
+		}
 	}
 }
 

@@ -64,6 +64,7 @@ type Options struct {
 	JobsInterval time.Duration
 	// RateLimit configures the token buckets per API key and per client
 	// address in front of every /v1 route; none when both rates are zero.
+	// A nil KeyID buckets by the authenticated key (Authenticator.KeyIDOf).
 	RateLimit ratelimit.Options
 	// BodySizeMax bounds a request body (413 PAYLOAD_TOO_LARGE);
 	// BodySizeMaxDefault when zero.
@@ -164,7 +165,13 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.limiter, err = ratelimit.New(opts.RateLimit); err != nil {
+	rl := opts.RateLimit
+	if rl.KeyID == nil {
+		// Bucket by authenticated keys only: a key id is not a secret, so
+		// a forged token naming another key's id must not drain its bucket.
+		rl.KeyID = s.auth.KeyIDOf
+	}
+	if s.limiter, err = ratelimit.New(rl); err != nil {
 		return nil, err
 	}
 	if s.providers, err = newProviders(opts.Providers); err != nil {
