@@ -14,6 +14,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/wal"
 )
 
@@ -363,7 +364,7 @@ func (b *Backend) replay(lg *wal.Log) (*memtable, uint64, error) {
 		}
 		expected++
 		payload := slices.Clone(rec.Payload)
-		operations, err := decodeCommit(payload)
+		operations, err := commitrec.Decode(payload)
 		if err != nil {
 			return nil, 0, fmt.Errorf("open %s: log record %d: %w", b.path, rec.LSN, err)
 		}
@@ -753,11 +754,11 @@ func (g *guardedTx) putMeta(key, value []byte) (err error) {
 // record, so not decoded again) to the active table and
 // publishes it to writers; syncThrough publishes it to readers. The caller
 // holds the writer slot.
-func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error) {
+func (b *Backend) commitNoSync(operations []commitrec.Operation, size int) (uint64, error) {
 	if err := b.failed(); err != nil {
 		return 0, err
 	}
-	record := encodeCommitAliased(make([]byte, 0, size), operations)
+	record := commitrec.EncodeAliased(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
 	if !b.logMarked {
 		if err := b.markLogOpenFirst(lsn); err != nil {

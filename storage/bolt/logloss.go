@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/wal"
 )
 
@@ -137,7 +138,7 @@ func (b *Backend) salvageRecords(lg *wal.Log) (*memtable, uint64, error, error) 
 			return m, count, fmt.Errorf("log record %d where %d was expected", rec.LSN, expected), nil
 		}
 		payload := slices.Clone(rec.Payload)
-		operations, err := decodeCommit(payload)
+		operations, err := commitrec.Decode(payload)
 		if err == nil {
 			err = m.check(operations)
 		}

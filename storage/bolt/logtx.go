@@ -12,6 +12,7 @@ import (
 	bbolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
 )
 
 // logTx is a transaction of a backend whose commits go to the log. It reads
@@ -29,7 +30,7 @@ type logTx struct {
 	// goroutine (see forkBeginWaitMax).
 	forked bool
 
-	operations []operation
+	operations []commitrec.Operation
 	recordSize int
 	chains     map[string]*pendingChain
 	state      map[string]stateVersion
@@ -68,7 +69,7 @@ type pendingChain struct {
 // maps. A group commit of single appends otherwise allocates a map and a
 // chain record per append. The holder of the writer slot owns it.
 type logScratch struct {
-	operations []operation
+	operations []commitrec.Operation
 	chains     map[string]*pendingChain
 	spare      []*pendingChain
 	prepared   keyPreparation
@@ -260,7 +261,7 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 			}
 		}
 	}
-	o := operation{kind: operationAppend, chain: chain, seq: rec.Seq, key: rec.IdempotencyKey, keyHash: hash, head: head, data: rec.Data}
+	o := commitrec.Operation{Kind: commitrec.KindAppend, Chain: chain, Seq: rec.Seq, Key: rec.IdempotencyKey, KeyHash: hash, Head: head, Data: rec.Data}
 	if err := t.add(o); err != nil {
 		return err
 	}
@@ -282,10 +283,10 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 
 // add records an operation when the commit record stays within
 // CommitRecordSizeMax.
-func (t *logTx) add(o operation) error {
-	size := o.encodedSize()
+func (t *logTx) add(o commitrec.Operation) error {
+	size := o.EncodedSize()
 	if t.recordSize == 0 {
-		t.recordSize = commitHeaderSize
+		t.recordSize = commitrec.HeaderSize
 	}
 	if t.recordSize+size > CommitRecordSizeMax {
 		return fmt.Errorf("%s: %w: the transaction's writes exceed %d bytes", t.b.path, ErrCommitTooLarge, CommitRecordSizeMax)
@@ -523,7 +524,7 @@ func (t *logTx) StatePut(ctx context.Context, key, value []byte) error {
 		return t.writeError(bbolterrors.ErrValueTooLarge)
 	}
 	key, value = bytes.Clone(key), append([]byte{}, value...)
-	if err := t.add(operation{kind: operationStatePut, state: key, data: value}); err != nil {
+	if err := t.add(commitrec.Operation{Kind: commitrec.KindStatePut, State: key, Data: value}); err != nil {
 		return err
 	}
 	t.setState(key, stateVersion{value: value})
@@ -538,7 +539,7 @@ func (t *logTx) StateDelete(ctx context.Context, key []byte) error {
 		return err
 	}
 	key = bytes.Clone(key)
-	if err := t.add(operation{kind: operationStateDelete, state: key}); err != nil {
+	if err := t.add(commitrec.Operation{Kind: commitrec.KindStateDelete, State: key}); err != nil {
 		return err
 	}
 	t.setState(key, stateVersion{deleted: true})

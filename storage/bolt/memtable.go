@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
 )
 
 // memtable holds committed transactions that are in the log but not yet in
@@ -210,7 +211,7 @@ func newMemtable() *memtable {
 // apply adds one commit whose operations' byte slices point into record
 // (decoded from it, or encoded into it by encodeCommitAliased), which the
 // table keeps.
-func (m *memtable) apply(lsn uint64, record []byte, operations []operation) {
+func (m *memtable) apply(lsn uint64, record []byte, operations []commitrec.Operation) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if lsn <= m.lastLSN {
@@ -228,17 +229,17 @@ func (m *memtable) apply(lsn uint64, record []byte, operations []operation) {
 	var chain string
 	for i := range operations {
 		o := &operations[i]
-		switch o.kind {
-		case operationAppend:
-			if c == nil || o.chain != chain {
-				c, chain = m.chains[o.chain], o.chain
+		switch o.Kind {
+		case commitrec.KindAppend:
+			if c == nil || o.Chain != chain {
+				c, chain = m.chains[o.Chain], o.Chain
 				if c == nil {
 					c = &memChain{}
-					m.chains[o.chain] = c
+					m.chains[o.Chain] = c
 				}
 			}
 			n := len(c.entries)
-			if n > 0 && c.entries[n-1].seq+1 != o.seq {
+			if n > 0 && c.entries[n-1].seq+1 != o.Seq {
 				panic("bolt: memory table entries out of order")
 			}
 			if n == cap(c.entries) {
@@ -246,24 +247,24 @@ func (m *memtable) apply(lsn uint64, record []byte, operations []operation) {
 				// copies each entry four times over as a table fills.
 				c.entries = slices.Grow(c.entries, max(n, 16))
 			}
-			c.entries = append(c.entries, memEntry{seq: o.seq, lsn: lsn, key: o.key, data: o.data, head: o.head})
-			if o.key != "" {
-				hash := o.keyHash
+			c.entries = append(c.entries, memEntry{seq: o.Seq, lsn: lsn, key: o.Key, data: o.Data, head: o.Head})
+			if o.Key != "" {
+				hash := o.KeyHash
 				if hash == 0 {
-					hash = keyHash(o.key)
+					hash = keyHash(o.Key)
 				}
-				c.keys.put(hash, o.key, n, c.entries)
+				c.keys.put(hash, o.Key, n, c.entries)
 			}
 			m.sizeBytes += memEntryOverheadBytes
-		case operationStatePut, operationStateDelete:
-			s := m.state[string(o.state)]
+		case commitrec.KindStatePut, commitrec.KindStateDelete:
+			s := m.state[string(o.State)]
 			if s == nil {
 				s = &memState{}
-				key := string(o.state)
+				key := string(o.State)
 				m.state[key] = s
 				m.stateKeys.insert(key)
 			}
-			s.versions = append(s.versions, stateVersion{lsn: lsn, value: o.data, deleted: o.kind == operationStateDelete})
+			s.versions = append(s.versions, stateVersion{lsn: lsn, value: o.Data, deleted: o.Kind == commitrec.KindStateDelete})
 			m.sizeBytes += memStateOverheadBytes
 		}
 	}
@@ -546,25 +547,25 @@ func (o *orderedKeys) scan(start string, end []byte, reverse bool, fn func(strin
 
 // check verifies that a replayed commit's appends continue the chains the
 // table holds, so that a damaged log is an error, not a panic of apply.
-func (m *memtable) check(operations []operation) error {
+func (m *memtable) check(operations []commitrec.Operation) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	last := map[string]uint64{}
 	for i := range operations {
 		o := &operations[i]
-		if o.kind != operationAppend {
+		if o.Kind != commitrec.KindAppend {
 			continue
 		}
-		previous, ok := last[o.chain]
+		previous, ok := last[o.Chain]
 		if !ok {
-			if c := m.chains[o.chain]; c != nil && len(c.entries) > 0 {
+			if c := m.chains[o.Chain]; c != nil && len(c.entries) > 0 {
 				previous, ok = c.entries[len(c.entries)-1].seq, true
 			}
 		}
-		if ok && o.seq != previous+1 {
-			return fmt.Errorf("%w: chain %q: seq %d after %d", storage.ErrCorrupt, o.chain, o.seq, previous)
+		if ok && o.Seq != previous+1 {
+			return fmt.Errorf("%w: chain %q: seq %d after %d", storage.ErrCorrupt, o.Chain, o.Seq, previous)
 		}
-		last[o.chain] = o.seq
+		last[o.Chain] = o.Seq
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
 )
 
 // TestKeyTableModel runs a keyTable against a Go map: puts of new and
@@ -105,13 +106,13 @@ func TestMemtableKeysVisibleAsOf(t *testing.T) {
 	m := newMemtable()
 	const commits, perCommit = 40, 50
 	for c := range commits {
-		var ops []operation
+		var ops []commitrec.Operation
 		for i := range perCommit {
 			seq := uint64(c*perCommit + i + 1)
-			o := operation{kind: operationAppend, chain: "a", seq: seq, key: fmt.Sprintf("key-%d", seq),
-				head: storage.Head{Seq: seq}, data: []byte{byte(seq)}}
+			o := commitrec.Operation{Kind: commitrec.KindAppend, Chain: "a", Seq: seq, Key: fmt.Sprintf("key-%d", seq),
+				Head: storage.Head{Seq: seq}, Data: []byte{byte(seq)}}
 			if i%2 == 0 { // half as a writer hands them over, half as decoded from the log
-				o.keyHash = keyHash(o.key)
+				o.KeyHash = keyHash(o.Key)
 			}
 			ops = append(ops, o)
 		}
@@ -142,10 +143,10 @@ func TestMemtableHeadVisibleAsOf(t *testing.T) {
 	m := newMemtable()
 	const commits, perCommit = 5, 3
 	for c := range commits {
-		var ops []operation
+		var ops []commitrec.Operation
 		for i := range perCommit {
 			seq := uint64(c*perCommit + i + 1)
-			ops = append(ops, operation{kind: operationAppend, chain: "a", seq: seq, head: storage.Head{Seq: seq}, data: []byte{byte(seq)}})
+			ops = append(ops, commitrec.Operation{Kind: commitrec.KindAppend, Chain: "a", Seq: seq, Head: storage.Head{Seq: seq}, Data: []byte{byte(seq)}})
 		}
 		m.apply(uint64(10*(c+1)), nil, ops) // LSNs 10, 20, ...: views between commits too
 	}
@@ -167,14 +168,14 @@ func TestMemtableHeadVisibleAsOf(t *testing.T) {
 // holds a commit is left as it is.
 func TestMemtablePresizeLike(t *testing.T) {
 	previous := newMemtable()
-	var ops []operation
+	var ops []commitrec.Operation
 	for c := range presizeChainsMax + 4 {
 		name := fmt.Sprintf("big-%02d", c)
 		for seq := uint64(1); seq <= presizeEntriesMin; seq++ {
-			ops = append(ops, operation{kind: operationAppend, chain: name, seq: seq, key: fmt.Sprintf("k%d", seq), head: storage.Head{Seq: seq}})
+			ops = append(ops, commitrec.Operation{Kind: commitrec.KindAppend, Chain: name, Seq: seq, Key: fmt.Sprintf("k%d", seq), Head: storage.Head{Seq: seq}})
 		}
 	}
-	ops = append(ops, operation{kind: operationAppend, chain: "small", seq: 1, key: "k", head: storage.Head{Seq: 1}})
+	ops = append(ops, commitrec.Operation{Kind: commitrec.KindAppend, Chain: "small", Seq: 1, Key: "k", Head: storage.Head{Seq: 1}})
 	previous.apply(1, nil, ops)
 
 	m := newMemtable()
@@ -194,9 +195,9 @@ func TestMemtablePresizeLike(t *testing.T) {
 	}
 	entries, slots := &m.chains[name].entries, len(m.chains[name].keys.slots)
 	array := cap(*entries)
-	var fill []operation
+	var fill []commitrec.Operation
 	for seq := uint64(1); seq <= presizeEntriesMin; seq++ {
-		fill = append(fill, operation{kind: operationAppend, chain: name, seq: seq, key: fmt.Sprintf("k%d", seq), keyHash: keyHash(fmt.Sprintf("k%d", seq)), head: storage.Head{Seq: seq}})
+		fill = append(fill, commitrec.Operation{Kind: commitrec.KindAppend, Chain: name, Seq: seq, Key: fmt.Sprintf("k%d", seq), KeyHash: keyHash(fmt.Sprintf("k%d", seq)), Head: storage.Head{Seq: seq}})
 	}
 	m.apply(1, nil, fill)
 	if cap(*entries) != array || len(m.chains[name].keys.slots) != slots {

@@ -1,4 +1,4 @@
-package bolt
+package commitrec
 
 import (
 	"encoding/binary"
@@ -27,9 +27,9 @@ import (
 const (
 	commitRecordVersion = 1
 
-	operationAppend      = 1
-	operationStatePut    = 2
-	operationStateDelete = 3
+	KindAppend      = 1
+	KindStatePut    = 2
+	KindStateDelete = 3
 
 	// ChainNameSizeMax is the longest chain name the backend stores: a key of
 	// bbolt's chains bucket.
@@ -39,12 +39,12 @@ const (
 	IdempotencyKeySizeMax = 32768 - 8
 	// StateKeySizeMax is the longest state key: a key of bbolt's state bucket.
 	StateKeySizeMax = 32768
-	// CommitRecordSizeMax bounds the bytes of one commit record, so of one
+	// SizeMax bounds the bytes of one commit record, so of one
 	// writable transaction while the log is on; a larger transaction
 	// returns ErrCommitTooLarge and writes nothing.
-	CommitRecordSizeMax = 1 << 30
+	SizeMax = 1 << 30
 
-	commitHeaderSize       = 1 + 4
+	HeaderSize             = 1 + 4
 	appendFixedSize        = 1 + 2 + 8 + 2 + storage.HashSize + 8 + 4
 	statePutFixedSize      = 1 + 2 + 4
 	stateDeleteFixedSize   = 1 + 2
@@ -53,67 +53,67 @@ const (
 
 // operation is one write of a commit record. Its byte slices point into the
 // record they were decoded from.
-type operation struct {
-	kind  uint8
-	chain string
-	seq   uint64
-	key   string // the idempotency key of an append
+type Operation struct {
+	Kind  uint8
+	Chain string
+	Seq   uint64
+	Key   string // the idempotency key of an append
 	// keyHash is keyHash(key) when the writer computed it (its lookup
 	// did), else 0; it is not part of the record.
-	keyHash uint64
-	head    storage.Head
-	data    []byte // the entry of an append, the value of a state put
-	state   []byte // the key of a state operation
+	KeyHash uint64
+	Head    storage.Head
+	Data    []byte // the entry of an append, the value of a state put
+	State   []byte // the key of a state operation
 }
 
 // encodedSize is the size of the operation in a commit record.
-func (o *operation) encodedSize() int {
-	switch o.kind {
-	case operationAppend:
-		return appendFixedSize + len(o.chain) + len(o.key) + len(o.data)
-	case operationStatePut:
-		return statePutFixedSize + len(o.state) + len(o.data)
-	case operationStateDelete:
-		return stateDeleteFixedSize + len(o.state)
+func (o *Operation) EncodedSize() int {
+	switch o.Kind {
+	case KindAppend:
+		return appendFixedSize + len(o.Chain) + len(o.Key) + len(o.Data)
+	case KindStatePut:
+		return statePutFixedSize + len(o.State) + len(o.Data)
+	case KindStateDelete:
+		return stateDeleteFixedSize + len(o.State)
 	}
-	panic(fmt.Sprintf("bolt: operation kind %d", o.kind))
+	panic(fmt.Sprintf("bolt: operation kind %d", o.Kind))
 }
 
 // encodeCommit appends the commit record of operations to buf. The caller
 // has checked every limit (logTx does on entry): a violation here is a
 // programmer error.
-func encodeCommit(buf []byte, operations []operation) []byte {
+func Encode(buf []byte, operations []Operation) []byte {
 	buf = append(buf, commitRecordVersion)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(operations)))
 	for i := range operations {
 		o := &operations[i]
-		buf = append(buf, o.kind)
-		switch o.kind {
-		case operationAppend:
-			if len(o.chain) == 0 || len(o.chain) > ChainNameSizeMax || len(o.key) > IdempotencyKeySizeMax || o.seq == 0 {
+		buf = append(buf, o.Kind)
+		switch o.Kind {
+		case KindAppend:
+			if len(o.Chain) == 0 || len(o.Chain) > ChainNameSizeMax || len(o.Key) > IdempotencyKeySizeMax || o.Seq == 0 {
 				panic("bolt: append operation outside the limits")
 			}
-			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.chain)))
-			buf = append(buf, o.chain...)
-			buf = binary.BigEndian.AppendUint64(buf, o.seq)
-			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.key)))
-			buf = append(buf, o.key...)
-			buf = append(buf, o.head.Hash[:]...)
-			buf = binary.BigEndian.AppendUint64(buf, uint64(o.head.TimeUnixNano))
-			buf = binary.BigEndian.AppendUint32(buf, uint32(len(o.data)))
-			buf = append(buf, o.data...)
-		case operationStatePut, operationStateDelete:
-			if len(o.state) == 0 || len(o.state) > StateKeySizeMax {
+			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.Chain)))
+			buf = append(buf, o.Chain...)
+			buf = binary.BigEndian.AppendUint64(buf, o.Seq)
+			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.Key)))
+			buf = append(buf, o.Key...)
+			buf = append(buf, o.Head.Hash[:]...)
+			buf = binary.BigEndian.AppendUint64(buf, uint64(o.Head.TimeUnixNano))
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(o.Data)))
+			buf = append(buf, o.Data...)
+		case KindStatePut, KindStateDelete:
+			if len(o.State) == 0 || len(o.State) > StateKeySizeMax {
 				panic("bolt: state operation outside the limits")
 			}
-			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.state)))
-			buf = append(buf, o.state...)
-			if o.kind == operationStatePut {
-				buf = binary.BigEndian.AppendUint32(buf, uint32(len(o.data)))
-				buf = append(buf, o.data...)
+			buf = binary.BigEndian.AppendUint16(buf, uint16(len(o.State)))
+			buf = append(buf, o.State...)
+			if o.Kind == KindStatePut {
+				buf = binary.BigEndian.AppendUint32(buf, uint32(len(o.Data)))
+				buf = append(buf, o.Data...)
 			}
 		default:
-			panic(fmt.Sprintf("bolt: operation kind %d", o.kind))
+			panic(fmt.Sprintf("bolt: operation kind %d", o.Kind))
 		}
 	}
 	return buf
@@ -124,9 +124,9 @@ func encodeCommit(buf []byte, operations []operation) []byte {
 // returns, as decodeCommit of that record would: a commit applies its own
 // operations to the memory table without decoding the record again, and
 // the table keeps the record alone alive, not the caller's buffers.
-func encodeCommitAliased(buf []byte, operations []operation) []byte {
-	offset := len(buf) + commitHeaderSize
-	buf = encodeCommit(buf, operations)
+func EncodeAliased(buf []byte, operations []Operation) []byte {
+	offset := len(buf) + HeaderSize
+	buf = Encode(buf, operations)
 	alias := func(n int) []byte {
 		b := buf[offset : offset+n : offset+n]
 		offset += n
@@ -135,18 +135,18 @@ func encodeCommitAliased(buf []byte, operations []operation) []byte {
 	for i := range operations {
 		o := &operations[i]
 		offset++ // kind
-		switch o.kind {
-		case operationAppend:
-			offset += 2 + len(o.chain) + 8 + 2 + len(o.key) + storage.HashSize + 8 + 4
-			o.data = alias(len(o.data))
-		case operationStatePut:
+		switch o.Kind {
+		case KindAppend:
+			offset += 2 + len(o.Chain) + 8 + 2 + len(o.Key) + storage.HashSize + 8 + 4
+			o.Data = alias(len(o.Data))
+		case KindStatePut:
 			offset += 2
-			o.state = alias(len(o.state))
+			o.State = alias(len(o.State))
 			offset += 4
-			o.data = alias(len(o.data))
-		case operationStateDelete:
+			o.Data = alias(len(o.Data))
+		case KindStateDelete:
 			offset += 2
-			o.state = alias(len(o.state))
+			o.State = alias(len(o.State))
 		}
 	}
 	if offset != len(buf) {
@@ -211,9 +211,9 @@ func (r *recordReader) uint64(what string) uint64 {
 
 // decodeCommit decodes a commit record strictly; the operations' slices
 // point into record. An error wraps storage.ErrCorrupt.
-func decodeCommit(record []byte) ([]operation, error) {
-	if len(record) > CommitRecordSizeMax {
-		return nil, fmt.Errorf("%w: commit record of %d bytes, limit %d", storage.ErrCorrupt, len(record), CommitRecordSizeMax)
+func Decode(record []byte) ([]Operation, error) {
+	if len(record) > SizeMax {
+		return nil, fmt.Errorf("%w: commit record of %d bytes, limit %d", storage.ErrCorrupt, len(record), SizeMax)
 	}
 	r := recordReader{rest: record}
 	if v := r.uint8("version"); r.err == nil && v != commitRecordVersion {
@@ -226,38 +226,38 @@ func decodeCommit(record []byte) ([]operation, error) {
 	if count > len(r.rest)/commitOperationSizeMin {
 		return nil, fmt.Errorf("%w: commit record: %d operations in %d bytes", storage.ErrCorrupt, count, len(r.rest))
 	}
-	operations := make([]operation, 0, count)
+	operations := make([]Operation, 0, count)
 	for i := 0; i < count && r.err == nil; i++ {
-		o := operation{kind: r.uint8("operation kind")}
-		switch o.kind {
-		case operationAppend:
-			o.chain = string(r.bytes(r.uint16("chain length"), "chain"))
-			o.seq = r.uint64("seq")
-			o.key = string(r.bytes(r.uint16("key length"), "key"))
-			copy(o.head.Hash[:], r.bytes(storage.HashSize, "head hash"))
-			o.head.TimeUnixNano = int64(r.uint64("head time"))
-			o.head.Seq = o.seq
-			o.data = r.bytes(r.uint32("data length"), "data")
+		o := Operation{Kind: r.uint8("operation kind")}
+		switch o.Kind {
+		case KindAppend:
+			o.Chain = string(r.bytes(r.uint16("chain length"), "chain"))
+			o.Seq = r.uint64("seq")
+			o.Key = string(r.bytes(r.uint16("key length"), "key"))
+			copy(o.Head.Hash[:], r.bytes(storage.HashSize, "head hash"))
+			o.Head.TimeUnixNano = int64(r.uint64("head time"))
+			o.Head.Seq = o.Seq
+			o.Data = r.bytes(r.uint32("data length"), "data")
 			switch {
 			case r.err != nil:
-			case len(o.chain) == 0:
+			case len(o.Chain) == 0:
 				r.fail("operation %d: empty chain name", i)
-			case o.seq == 0:
+			case o.Seq == 0:
 				r.fail("operation %d: seq 0", i)
-			case len(o.key) > IdempotencyKeySizeMax:
-				r.fail("operation %d: key of %d bytes", i, len(o.key))
+			case len(o.Key) > IdempotencyKeySizeMax:
+				r.fail("operation %d: key of %d bytes", i, len(o.Key))
 			}
-		case operationStatePut, operationStateDelete:
-			o.state = r.bytes(r.uint16("state key length"), "state key")
-			if o.kind == operationStatePut {
-				o.data = r.bytes(r.uint32("value length"), "value")
+		case KindStatePut, KindStateDelete:
+			o.State = r.bytes(r.uint16("state key length"), "state key")
+			if o.Kind == KindStatePut {
+				o.Data = r.bytes(r.uint32("value length"), "value")
 			}
-			if r.err == nil && len(o.state) == 0 {
+			if r.err == nil && len(o.State) == 0 {
 				r.fail("operation %d: empty state key", i)
 			}
 		default:
 			if r.err == nil {
-				r.fail("operation %d: kind %d", i, o.kind)
+				r.fail("operation %d: kind %d", i, o.Kind)
 			}
 		}
 		operations = append(operations, o)

@@ -1,4 +1,4 @@
-package bolt
+package commitrec
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 
 // seedOperations is a commit of every kind of operation, the seed the
 // corpus variations start from.
-func seedOperations() []operation {
+func seedOperations() []Operation {
 	head := storage.Head{Seq: 7, TimeUnixNano: -5}
 	head.Hash[0], head.Hash[31] = 0xAA, 0x55
-	return []operation{
-		{kind: operationAppend, chain: "acme/stock/item-1", seq: 7, key: "op-1", head: head, data: []byte("payload")},
-		{kind: operationAppend, chain: "b", seq: 1, head: storage.Head{Seq: 1}, data: []byte{}},
-		{kind: operationStatePut, state: []byte("stock/acme/balance"), data: []byte("10")},
-		{kind: operationStatePut, state: []byte("k"), data: []byte{}},
-		{kind: operationStateDelete, state: []byte("stock/acme/old")},
+	return []Operation{
+		{Kind: KindAppend, Chain: "acme/stock/item-1", Seq: 7, Key: "op-1", Head: head, Data: []byte("payload")},
+		{Kind: KindAppend, Chain: "b", Seq: 1, Head: storage.Head{Seq: 1}, Data: []byte{}},
+		{Kind: KindStatePut, State: []byte("stock/acme/balance"), Data: []byte("10")},
+		{Kind: KindStatePut, State: []byte("k"), Data: []byte{}},
+		{Kind: KindStateDelete, State: []byte("stock/acme/old")},
 	}
 }
 
@@ -29,17 +29,17 @@ func seedOperations() []operation {
 // encoder writes (a decoded record encodes back to the same bytes), and
 // every refusal wraps storage.ErrCorrupt.
 func FuzzDecodeCommit(f *testing.F) {
-	f.Add(encodeCommit(nil, seedOperations()))
-	f.Add(encodeCommit(nil, nil))
+	f.Add(Encode(nil, seedOperations()))
+	f.Add(Encode(nil, nil))
 	f.Fuzz(func(t *testing.T, record []byte) {
-		operations, err := decodeCommit(record)
+		operations, err := Decode(record)
 		if err != nil {
 			if !errors.Is(err, storage.ErrCorrupt) {
 				t.Fatalf("refusal %v does not wrap storage.ErrCorrupt", err)
 			}
 			return
 		}
-		if again := encodeCommit(nil, operations); !bytes.Equal(again, record) {
+		if again := Encode(nil, operations); !bytes.Equal(again, record) {
 			t.Fatalf("decoded record encodes to %x, want %x", again, record)
 		}
 		checkAliased(t, record, operations)
@@ -50,14 +50,14 @@ func FuzzDecodeCommit(f *testing.F) {
 // encodeCommitAliased: the record must be the same bytes and the copy's
 // slices must equal the decoded ones and point into the new record, as
 // the memory table is given them instead of a second decode.
-func checkAliased(t *testing.T, record []byte, decoded []operation) {
+func checkAliased(t *testing.T, record []byte, decoded []Operation) {
 	t.Helper()
-	operations := make([]operation, len(decoded))
+	operations := make([]Operation, len(decoded))
 	for i, o := range decoded {
-		o.data, o.state = bytes.Clone(o.data), bytes.Clone(o.state)
+		o.Data, o.State = bytes.Clone(o.Data), bytes.Clone(o.State)
 		operations[i] = o
 	}
-	aliased := encodeCommitAliased(make([]byte, 0, len(record)), operations)
+	aliased := EncodeAliased(make([]byte, 0, len(record)), operations)
 	if !bytes.Equal(aliased, record) {
 		t.Fatalf("aliased encoding %x, want %x", aliased, record)
 	}
@@ -71,20 +71,20 @@ func checkAliased(t *testing.T, record []byte, decoded []operation) {
 	}
 	for i := range decoded {
 		got, want := operations[i], decoded[i]
-		if got.kind != want.kind || got.chain != want.chain || got.seq != want.seq || got.key != want.key ||
-			got.head != want.head || !bytes.Equal(got.data, want.data) || !bytes.Equal(got.state, want.state) ||
-			(got.data == nil) != (want.data == nil) || (got.state == nil) != (want.state == nil) {
+		if got.Kind != want.Kind || got.Chain != want.Chain || got.Seq != want.Seq || got.Key != want.Key ||
+			got.Head != want.Head || !bytes.Equal(got.Data, want.Data) || !bytes.Equal(got.State, want.State) ||
+			(got.Data == nil) != (want.Data == nil) || (got.State == nil) != (want.State == nil) {
 			t.Fatalf("operation %d after the aliased encoding: %+v, want %+v", i, got, want)
 		}
-		if !inside(got.data) || !inside(got.state) || cap(got.data) != len(got.data) || cap(got.state) != len(got.state) {
+		if !inside(got.Data) || !inside(got.State) || cap(got.Data) != len(got.Data) || cap(got.State) != len(got.State) {
 			t.Fatalf("operation %d: data or state does not point into the record alone", i)
 		}
 	}
 }
 
 func TestEncodeCommitAliased(t *testing.T) {
-	record := encodeCommit(nil, seedOperations())
-	decoded, err := decodeCommit(record)
+	record := Encode(nil, seedOperations())
+	decoded, err := Decode(record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,16 +92,16 @@ func TestEncodeCommitAliased(t *testing.T) {
 	// The aliased operations are the record: a change of the record's
 	// bytes is a change of what the memory table holds.
 	operations := seedOperations()
-	aliased := encodeCommitAliased(nil, operations)
+	aliased := EncodeAliased(nil, operations)
 	aliased[len(aliased)-len("stock/acme/old")] = 'X'
-	if string(operations[4].state) != "Xtock/acme/old" {
-		t.Fatalf("state key %q does not point into the record", operations[4].state)
+	if string(operations[4].State) != "Xtock/acme/old" {
+		t.Fatalf("state key %q does not point into the record", operations[4].State)
 	}
 }
 
 func TestCommitRecordRoundTrip(t *testing.T) {
-	record := encodeCommit(nil, seedOperations())
-	operations, err := decodeCommit(record)
+	record := Encode(nil, seedOperations())
+	operations, err := Decode(record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +111,12 @@ func TestCommitRecordRoundTrip(t *testing.T) {
 	}
 	for i := range want {
 		got, w := operations[i], want[i]
-		if got.kind != w.kind || got.chain != w.chain || got.seq != w.seq || got.key != w.key ||
-			!bytes.Equal(got.data, w.data) || !bytes.Equal(got.state, w.state) {
+		if got.Kind != w.Kind || got.Chain != w.Chain || got.Seq != w.Seq || got.Key != w.Key ||
+			!bytes.Equal(got.Data, w.Data) || !bytes.Equal(got.State, w.State) {
 			t.Errorf("operation %d: %+v, want %+v", i, got, w)
 		}
-		if w.kind == operationAppend && got.head != w.head {
-			t.Errorf("operation %d: head %+v, want %+v", i, got.head, w.head)
+		if w.Kind == KindAppend && got.Head != w.Head {
+			t.Errorf("operation %d: head %+v, want %+v", i, got.Head, w.Head)
 		}
 	}
 	for _, damaged := range [][]byte{
@@ -129,7 +129,7 @@ func TestCommitRecordRoundTrip(t *testing.T) {
 		{1, 0, 0, 0, 1, 3, 0, 0},          // empty state key
 		{1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0}, // empty chain name, cut short
 	} {
-		if _, err := decodeCommit(damaged); !errors.Is(err, storage.ErrCorrupt) {
+		if _, err := Decode(damaged); !errors.Is(err, storage.ErrCorrupt) {
 			t.Errorf("decode of %x: %v, want storage.ErrCorrupt", damaged, err)
 		}
 	}
