@@ -175,7 +175,7 @@
 // every read transaction to end). Close and a crash-like abandon empty it
 // too.
 //
-// A memory table (memtable.go) holds, per chain, its entries in seq order
+// A memory table (internal/memtable) holds, per chain, its entries in seq order
 // with the head after each, its idempotency keys, and the state puts and
 // deletes in key order. Every item carries the LSN of its commit, and a
 // transaction sees only the items of commits up to the LSN it began at:

@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
 var (
@@ -170,11 +171,11 @@ func (t *logTx) ScanKeyBatches(ctx context.Context, chain string) iter.Seq2[[]st
 			}
 		}
 		b := newKeyBatcher(yield)
-		more := t.memoryEntries(chain, baseHead+1, func(e memEntry) bool {
-			if e.key == "" {
+		more := t.memoryEntries(chain, baseHead+1, func(e memtable.Entry) bool {
+			if e.Key == "" {
 				return true
 			}
-			return b.addKey(e.key, e.seq)
+			return b.addKey(e.Key, e.Seq)
 		})
 		if more {
 			b.flush()

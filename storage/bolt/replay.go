@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
 var _ storage.KeyReader = (*Backend)(nil)
@@ -160,14 +161,14 @@ func (b *Backend) readPublishedTables(chain, key string) (seq uint64, data []byt
 
 // readTables looks the key up in memory tables as of a commit, newest
 // table first, and copies its entry.
-func (b *Backend) readTables(tables []*memtable, asOf uint64, chain, key string) (seq uint64, data []byte, found bool, err error) {
+func (b *Backend) readTables(tables []*memtable.Table, asOf uint64, chain, key string) (seq uint64, data []byte, found bool, err error) {
 	for _, m := range tables {
-		seq, ok := m.lookupKey(chain, key, asOf)
+		seq, ok := m.LookupKey(chain, key, asOf)
 		if !ok {
 			continue
 		}
 		// A commit adds a key and its entry together, so the entry is here.
-		stored, ok := m.entry(chain, seq, asOf)
+		stored, ok := m.Entry(chain, seq, asOf)
 		if !ok {
 			return 0, nil, false, fmt.Errorf("%s: %w: chain %q key %q: a memory table maps it to seq %d, which it does not hold",
 				b.path, storage.ErrCorrupt, chain, key, seq)

@@ -1,4 +1,4 @@
-package bolt
+package memtable
 
 import (
 	"fmt"
@@ -17,15 +17,15 @@ import (
 // told apart by the keys the entries hold.
 func TestKeyTableModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var table keyTable
-		var entries []memEntry
+		var table KeyTable
+		var entries []Entry
 		model := map[string]int{}
 		hashes := map[string]uint64{} // one hash per key, as keyHash gives
 		hashOf := func(t *rapid.T, key string) uint64 {
 			if h, ok := hashes[key]; ok {
 				return h
 			}
-			h := keyHash(key)
+			h := KeyHash(key)
 			if rapid.Bool().Draw(t, "shared hash") {
 				h = rapid.Uint64Range(1, 4).Draw(t, "hash")
 			}
@@ -36,20 +36,20 @@ func TestKeyTableModel(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"put": func(t *rapid.T) {
 				k := key(t)
-				entries = append(entries, memEntry{seq: uint64(len(entries) + 1), key: k})
-				table.put(hashOf(t, k), k, len(entries)-1, entries)
+				entries = append(entries, Entry{Seq: uint64(len(entries) + 1), Key: k})
+				table.Put(hashOf(t, k), k, len(entries)-1, entries)
 				model[k] = len(entries) - 1
 			},
 			"find": func(t *rapid.T) {
 				k := key(t)
-				position, ok := table.find(hashOf(t, k), k, entries)
+				position, ok := table.Find(hashOf(t, k), k, entries)
 				want, wantOK := model[k]
 				if ok != wantOK || position != want {
 					t.Fatalf("find %q: %d %v, want %d %v", k, position, ok, want, wantOK)
 				}
 			},
 			"reset": func(t *rapid.T) {
-				table.reset()
+				table.Reset()
 				entries = entries[:0]
 				clear(model)
 			},
@@ -68,27 +68,27 @@ func TestKeyTableModel(t *testing.T) {
 // TestKeyTableFilterRulesOut checks that the filter, not the slots, answers
 // most absent keys, and never rules a present key out.
 func TestKeyTableFilterRulesOut(t *testing.T) {
-	var table keyTable
-	var entries []memEntry
+	var table KeyTable
+	var entries []Entry
 	const keys = 10_000
 	for i := range keys {
 		k := fmt.Sprintf("present-%d", i)
-		entries = append(entries, memEntry{seq: uint64(i + 1), key: k})
-		table.put(keyHash(k), k, i, entries)
+		entries = append(entries, Entry{Seq: uint64(i + 1), Key: k})
+		table.Put(KeyHash(k), k, i, entries)
 	}
 	for i := range keys {
 		k := fmt.Sprintf("present-%d", i)
-		if p, ok := table.find(keyHash(k), k, entries); !ok || p != i {
+		if p, ok := table.Find(KeyHash(k), k, entries); !ok || p != i {
 			t.Fatalf("find %q: %d %v", k, p, ok)
 		}
 	}
 	passed := 0
 	for i := range keys {
-		h := keyHash(fmt.Sprintf("absent-%d", i))
+		h := KeyHash(fmt.Sprintf("absent-%d", i))
 		if bits := filterBits(h); *table.filterWord(h)&bits == bits {
 			passed++
 		}
-		if _, ok := table.find(h, fmt.Sprintf("absent-%d", i), entries); ok {
+		if _, ok := table.Find(h, fmt.Sprintf("absent-%d", i), entries); ok {
 			t.Fatalf("found absent key %d", i)
 		}
 	}
@@ -103,7 +103,7 @@ func TestKeyTableFilterRulesOut(t *testing.T) {
 // LSN of a view: a key is found only by views that include its commit,
 // across the table's growth.
 func TestMemtableKeysVisibleAsOf(t *testing.T) {
-	m := newMemtable()
+	m := New()
 	const commits, perCommit = 40, 50
 	for c := range commits {
 		var ops []commitrec.Operation
@@ -112,26 +112,26 @@ func TestMemtableKeysVisibleAsOf(t *testing.T) {
 			o := commitrec.Operation{Kind: commitrec.KindAppend, Chain: "a", Seq: seq, Key: fmt.Sprintf("key-%d", seq),
 				Head: storage.Head{Seq: seq}, Data: []byte{byte(seq)}}
 			if i%2 == 0 { // half as a writer hands them over, half as decoded from the log
-				o.KeyHash = keyHash(o.Key)
+				o.KeyHash = KeyHash(o.Key)
 			}
 			ops = append(ops, o)
 		}
-		m.apply(uint64(c+1), nil, ops)
+		m.Apply(uint64(c+1), nil, ops)
 	}
 	for seq := uint64(1); seq <= commits*perCommit; seq++ {
 		lsn := (seq-1)/perCommit + 1
 		key := fmt.Sprintf("key-%d", seq)
-		if got, ok := m.lookupKey("a", key, lsn); !ok || got != seq {
+		if got, ok := m.LookupKey("a", key, lsn); !ok || got != seq {
 			t.Fatalf("%s as of %d: %d %v, want %d", key, lsn, got, ok, seq)
 		}
-		if _, ok := m.lookupKey("a", key, lsn-1); ok {
+		if _, ok := m.LookupKey("a", key, lsn-1); ok {
 			t.Fatalf("%s seen as of %d, before its commit %d", key, lsn-1, lsn)
 		}
-		if _, ok := m.lookupKey("b", key, lsn); ok {
+		if _, ok := m.LookupKey("b", key, lsn); ok {
 			t.Fatalf("%s seen on another chain", key)
 		}
 	}
-	if _, ok := m.lookupKey("a", "key-0", commits); ok {
+	if _, ok := m.LookupKey("a", "key-0", commits); ok {
 		t.Fatal("absent key found")
 	}
 }
@@ -140,7 +140,7 @@ func TestMemtableKeysVisibleAsOf(t *testing.T) {
 // memory table as of each commit: the newest entry of a commit up to the
 // view's LSN, none before the first, all of them at or past the last.
 func TestMemtableHeadVisibleAsOf(t *testing.T) {
-	m := newMemtable()
+	m := New()
 	const commits, perCommit = 5, 3
 	for c := range commits {
 		var ops []commitrec.Operation
@@ -148,15 +148,15 @@ func TestMemtableHeadVisibleAsOf(t *testing.T) {
 			seq := uint64(c*perCommit + i + 1)
 			ops = append(ops, commitrec.Operation{Kind: commitrec.KindAppend, Chain: "a", Seq: seq, Head: storage.Head{Seq: seq}, Data: []byte{byte(seq)}})
 		}
-		m.apply(uint64(10*(c+1)), nil, ops) // LSNs 10, 20, ...: views between commits too
+		m.Apply(uint64(10*(c+1)), nil, ops) // LSNs 10, 20, ...: views between commits too
 	}
 	for asOf := uint64(0); asOf <= 10*commits+5; asOf++ {
 		want := min(asOf/10, commits) * perCommit
-		h, ok := m.head("a", asOf)
+		h, ok := m.Head("a", asOf)
 		if ok != (want > 0) || ok && h.Seq != want {
 			t.Fatalf("head as of %d: %d %v, want %d", asOf, h.Seq, ok, want)
 		}
-		if got := m.entriesChunk("a", 1, asOf, 100, nil); uint64(len(got)) != want {
+		if got := m.EntriesChunk("a", 1, asOf, 100, nil); uint64(len(got)) != want {
 			t.Fatalf("as of %d: %d entries, want %d", asOf, len(got), want)
 		}
 	}
@@ -167,7 +167,7 @@ func TestMemtableHeadVisibleAsOf(t *testing.T) {
 // commits then fill it without growing, and that a table that already
 // holds a commit is left as it is.
 func TestMemtablePresizeLike(t *testing.T) {
-	previous := newMemtable()
+	previous := New()
 	var ops []commitrec.Operation
 	for c := range presizeChainsMax + 4 {
 		name := fmt.Sprintf("big-%02d", c)
@@ -176,10 +176,10 @@ func TestMemtablePresizeLike(t *testing.T) {
 		}
 	}
 	ops = append(ops, commitrec.Operation{Kind: commitrec.KindAppend, Chain: "small", Seq: 1, Key: "k", Head: storage.Head{Seq: 1}})
-	previous.apply(1, nil, ops)
+	previous.Apply(1, nil, ops)
 
-	m := newMemtable()
-	m.presizeLike(previous)
+	m := New()
+	m.PresizeLike(previous)
 	if len(m.chains) != presizeChainsMax {
 		t.Fatalf("%d chains presized, want %d", len(m.chains), presizeChainsMax)
 	}
@@ -190,26 +190,26 @@ func TestMemtablePresizeLike(t *testing.T) {
 		}
 		name = n
 	}
-	if _, ok := m.head(name, 1); ok {
+	if _, ok := m.Head(name, 1); ok {
 		t.Fatal("a presized chain shows a head")
 	}
 	entries, slots := &m.chains[name].entries, len(m.chains[name].keys.slots)
 	array := cap(*entries)
 	var fill []commitrec.Operation
 	for seq := uint64(1); seq <= presizeEntriesMin; seq++ {
-		fill = append(fill, commitrec.Operation{Kind: commitrec.KindAppend, Chain: name, Seq: seq, Key: fmt.Sprintf("k%d", seq), KeyHash: keyHash(fmt.Sprintf("k%d", seq)), Head: storage.Head{Seq: seq}})
+		fill = append(fill, commitrec.Operation{Kind: commitrec.KindAppend, Chain: name, Seq: seq, Key: fmt.Sprintf("k%d", seq), KeyHash: KeyHash(fmt.Sprintf("k%d", seq)), Head: storage.Head{Seq: seq}})
 	}
-	m.apply(1, nil, fill)
+	m.Apply(1, nil, fill)
 	if cap(*entries) != array || len(m.chains[name].keys.slots) != slots {
 		t.Fatalf("the presized chain grew: %d entries, %d slots (was %d, %d)", cap(*entries), len(m.chains[name].keys.slots), array, slots)
 	}
 	for seq := uint64(1); seq <= presizeEntriesMin; seq++ {
-		if got, ok := m.lookupKey(name, fmt.Sprintf("k%d", seq), 1); !ok || got != seq {
+		if got, ok := m.LookupKey(name, fmt.Sprintf("k%d", seq), 1); !ok || got != seq {
 			t.Fatalf("k%d: %d %v", seq, got, ok)
 		}
 	}
 
-	m.presizeLike(previous) // holds a commit now: left as it is
+	m.PresizeLike(previous) // holds a commit now: left as it is
 	if len(m.chains) != presizeChainsMax || len(m.chains[name].entries) != presizeEntriesMin {
 		t.Fatalf("presizeLike changed a table in use: %d chains, %d entries", len(m.chains), len(m.chains[name].entries))
 	}

@@ -1,4 +1,4 @@
-package bolt
+package memtable
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
 )
 
-// memtable holds committed transactions that are in the log but not yet in
+// Table holds committed transactions that are in the log but not yet in
 // the bbolt file. Every item carries the LSN of the commit that wrote it,
 // and a reader sees only the items of commits up to the LSN of its view
 // (asOf): entries and keys are only ever added, so a visibility check on
@@ -21,7 +21,7 @@ import (
 // One writer (the backend's committer) applies commits under mu; readers
 // take mu shared for the moment it takes to copy a bounded chunk, never
 // while they yield to a caller. A frozen table is no longer written.
-type memtable struct {
+type Table struct {
 	mu     sync.RWMutex
 	chains map[string]*memChain
 	state  map[string]*memState
@@ -39,21 +39,21 @@ type memtable struct {
 
 // memChain is one chain's part of a memory table: consecutive entries.
 type memChain struct {
-	entries []memEntry
-	keys    keyTable
+	entries []Entry
+	keys    KeyTable
 }
 
-type memEntry struct {
-	seq  uint64
-	lsn  uint64
-	key  string
-	data []byte
-	head storage.Head
+type Entry struct {
+	Seq  uint64
+	LSN  uint64
+	Key  string
+	Data []byte
+	Head storage.Head
 }
 
-// keyTable indexes the idempotency keys of a run of entries (a memory
+// KeyTable indexes the idempotency keys of a run of entries (a memory
 // table's chain, or a write transaction's) by position in the run. It is an
-// open-addressing table of 64-bit key hashes (keyHash) with linear probing,
+// open-addressing table of 64-bit key hashes (KeyHash) with linear probing,
 // at most half full, and the table grows by moving slots without hashing a
 // key again (a Go map of strings hashes every key again as it grows: a
 // quarter of a commit's CPU when a memory table filled). Equal hashes are
@@ -63,7 +63,7 @@ type memEntry struct {
 // first: a new key, the common lookup of a write, is ruled out by a word
 // that stays in the processor's cache, instead of a slot of a table of
 // megabytes, a miss to memory.
-type keyTable struct {
+type KeyTable struct {
 	slots  []keySlot // a power of two long, or nil
 	filter []uint64  // len(slots)/keyTableSlotsPerWord words
 	count  int
@@ -79,19 +79,19 @@ const (
 	keyTableSlotsPerWord = 8
 )
 
-// keySeed makes the hashes of keyTable unpredictable, so that no chosen set
+// keySeed makes the hashes of KeyTable unpredictable, so that no chosen set
 // of keys collides on purpose.
 var keySeed = maphash.MakeSeed()
 
-// keyHash is the hash of an idempotency key in a keyTable, never 0.
-func keyHash(key string) uint64 {
+// KeyHash is the hash of an idempotency key in a KeyTable, never 0.
+func KeyHash(key string) uint64 {
 	return max(maphash.String(keySeed, key), 1)
 }
 
 // filterWord and filterBits place a hash in the filter: a word chosen by
 // its top bits (the slot by its low ones) and four bits of it chosen by
 // 24 bits in between.
-func (k *keyTable) filterWord(hash uint64) *uint64 {
+func (k *KeyTable) filterWord(hash uint64) *uint64 {
 	return &k.filter[(hash>>32)&uint64(len(k.filter)-1)]
 }
 
@@ -99,8 +99,8 @@ func filterBits(hash uint64) uint64 {
 	return 1<<(hash>>8&63) | 1<<(hash>>14&63) | 1<<(hash>>20&63) | 1<<(hash>>26&63)
 }
 
-// find returns the position of key (whose keyHash is hash) in entries.
-func (k *keyTable) find(hash uint64, key string, entries []memEntry) (int, bool) {
+// Find returns the position of key (whose keyHash is hash) in entries.
+func (k *KeyTable) Find(hash uint64, key string, entries []Entry) (int, bool) {
 	if k.count == 0 {
 		return 0, false
 	}
@@ -113,15 +113,15 @@ func (k *keyTable) find(hash uint64, key string, entries []memEntry) (int, bool)
 		if s.hash == 0 {
 			return 0, false
 		}
-		if s.hash == hash && entries[s.position].key == key {
+		if s.hash == hash && entries[s.position].Key == key {
 			return s.position, true
 		}
 	}
 }
 
-// put maps key (whose keyHash is hash) to position in entries, replacing
+// Put maps key (whose keyHash is hash) to position in entries, replacing
 // the position it had.
-func (k *keyTable) put(hash uint64, key string, position int, entries []memEntry) {
+func (k *KeyTable) Put(hash uint64, key string, position int, entries []Entry) {
 	if 2*(k.count+1) > len(k.slots) {
 		k.grow()
 	}
@@ -134,7 +134,7 @@ func (k *keyTable) put(hash uint64, key string, position int, entries []memEntry
 			k.count++
 			return
 		}
-		if s.hash == hash && entries[s.position].key == key {
+		if s.hash == hash && entries[s.position].Key == key {
 			s.position = position
 			return
 		}
@@ -142,7 +142,7 @@ func (k *keyTable) put(hash uint64, key string, position int, entries []memEntry
 }
 
 // reserve sizes an empty table for keys keys without growing.
-func (k *keyTable) reserve(keys int) {
+func (k *KeyTable) reserve(keys int) {
 	if k.count != 0 {
 		panic("bolt: reserve of a key table in use")
 	}
@@ -158,7 +158,7 @@ func (k *keyTable) reserve(keys int) {
 
 // grow doubles the slots and the filter, moving each slot by its stored
 // hash.
-func (k *keyTable) grow() {
+func (k *KeyTable) grow() {
 	old := k.slots
 	k.slots = make([]keySlot, max(2*len(old), keyTableSlotsMin))
 	k.filter = make([]uint64, len(k.slots)/keyTableSlotsPerWord)
@@ -176,8 +176,8 @@ func (k *keyTable) grow() {
 	}
 }
 
-// reset empties the table and keeps its slots.
-func (k *keyTable) reset() {
+// Reset empties the table and keeps its slots.
+func (k *KeyTable) Reset() {
 	if k.count > 0 {
 		clear(k.slots)
 		clear(k.filter)
@@ -185,15 +185,46 @@ func (k *keyTable) reset() {
 	k.count = 0
 }
 
-// memState holds the versions of one state key, oldest first.
-type memState struct {
-	versions []stateVersion
+// Walk calls chain with each chain's entries, in chain name order, then
+// state with each state key's version as of through, in key order, under
+// one hold of the table's lock, and stops at the first error either
+// returns.
+func (m *Table) Walk(through uint64, chain func(name string, entries []Entry) error, state func(key string, v StateVersion) error) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	names := make([]string, 0, len(m.chains))
+	for name := range m.chains {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := chain(name, m.chains[name].entries); err != nil {
+			return err
+		}
+	}
+	var err error
+	m.stateKeys.scan("", nil, false, func(key string) bool {
+		v, ok := m.state[key].visible(through)
+		if ok {
+			err = state(key, v)
+		}
+		return err == nil
+	})
+	return err
 }
 
-type stateVersion struct {
-	lsn     uint64
-	value   []byte
-	deleted bool
+// SlotCount is the number of slots the table has allocated.
+func (k *KeyTable) SlotCount() int { return len(k.slots) }
+
+// memState holds the versions of one state key, oldest first.
+type memState struct {
+	versions []StateVersion
+}
+
+type StateVersion struct {
+	LSN     uint64
+	Value   []byte
+	Deleted bool
 }
 
 // Per-item memory overhead counted against the bound (maps, slices and
@@ -204,14 +235,14 @@ const (
 	memStateOverheadBytes = 96
 )
 
-func newMemtable() *memtable {
-	return &memtable{chains: map[string]*memChain{}, state: map[string]*memState{}}
+func New() *Table {
+	return &Table{chains: map[string]*memChain{}, state: map[string]*memState{}}
 }
 
-// apply adds one commit whose operations' byte slices point into record
+// Apply adds one commit whose operations' byte slices point into record
 // (decoded from it, or encoded into it by encodeCommitAliased), which the
 // table keeps.
-func (m *memtable) apply(lsn uint64, record []byte, operations []commitrec.Operation) {
+func (m *Table) Apply(lsn uint64, record []byte, operations []commitrec.Operation) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if lsn <= m.lastLSN {
@@ -239,7 +270,7 @@ func (m *memtable) apply(lsn uint64, record []byte, operations []commitrec.Opera
 				}
 			}
 			n := len(c.entries)
-			if n > 0 && c.entries[n-1].seq+1 != o.Seq {
+			if n > 0 && c.entries[n-1].Seq+1 != o.Seq {
 				panic("bolt: memory table entries out of order")
 			}
 			if n == cap(c.entries) {
@@ -247,13 +278,13 @@ func (m *memtable) apply(lsn uint64, record []byte, operations []commitrec.Opera
 				// copies each entry four times over as a table fills.
 				c.entries = slices.Grow(c.entries, max(n, 16))
 			}
-			c.entries = append(c.entries, memEntry{seq: o.Seq, lsn: lsn, key: o.Key, data: o.Data, head: o.Head})
+			c.entries = append(c.entries, Entry{Seq: o.Seq, LSN: lsn, Key: o.Key, Data: o.Data, Head: o.Head})
 			if o.Key != "" {
 				hash := o.KeyHash
 				if hash == 0 {
-					hash = keyHash(o.Key)
+					hash = KeyHash(o.Key)
 				}
-				c.keys.put(hash, o.Key, n, c.entries)
+				c.keys.Put(hash, o.Key, n, c.entries)
 			}
 			m.sizeBytes += memEntryOverheadBytes
 		case commitrec.KindStatePut, commitrec.KindStateDelete:
@@ -264,7 +295,7 @@ func (m *memtable) apply(lsn uint64, record []byte, operations []commitrec.Opera
 				m.state[key] = s
 				m.stateKeys.insert(key)
 			}
-			s.versions = append(s.versions, stateVersion{lsn: lsn, value: o.Data, deleted: o.Kind == commitrec.KindStateDelete})
+			s.versions = append(s.versions, StateVersion{LSN: lsn, Value: o.Data, Deleted: o.Kind == commitrec.KindStateDelete})
 			m.sizeBytes += memStateOverheadBytes
 		}
 	}
@@ -278,12 +309,12 @@ const (
 	presizeChainsMax  = 16
 )
 
-// presizeLike gives an empty table's largest chains the room they took in
+// PresizeLike gives an empty table's largest chains the room they took in
 // previous, the table frozen before it: a steady workload then fills the
 // new table without growing its entries and key tables step by step (each
 // step copies the entries and moves the keys: 5% of the committer's CPU in
 // P1). The caller holds the writer slot.
-func (m *memtable) presizeLike(previous *memtable) {
+func (m *Table) PresizeLike(previous *Table) {
 	type size struct {
 		chain         string
 		entries, keys int
@@ -305,34 +336,40 @@ func (m *memtable) presizeLike(previous *memtable) {
 		return
 	}
 	for _, s := range sizes {
-		c := &memChain{entries: make([]memEntry, 0, s.entries)}
+		c := &memChain{entries: make([]Entry, 0, s.entries)}
 		c.keys.reserve(s.keys)
 		m.chains[s.chain] = c
 	}
 }
 
-func (m *memtable) size() int64 {
+func (m *Table) Size() int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.sizeBytes
 }
 
-func (m *memtable) empty() bool {
+func (m *Table) Empty() bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.lastLSN == 0
 }
 
+// FirstLSN is the LSN of the first commit the table holds (0 when empty).
+func (m *Table) FirstLSN() uint64 { return m.firstLSN }
+
+// LastLSN is the LSN of the last commit the table holds (0 when empty).
+func (m *Table) LastLSN() uint64 { return m.lastLSN }
+
 // visible is how many of c's entries a view as of asOf sees.
 func (c *memChain) visible(asOf uint64) int {
-	if n := len(c.entries); n == 0 || c.entries[n-1].lsn <= asOf {
+	if n := len(c.entries); n == 0 || c.entries[n-1].LSN <= asOf {
 		return n // every entry: a writer's view, or a reader's of a durable table
 	}
-	return sort.Search(len(c.entries), func(i int) bool { return c.entries[i].lsn > asOf })
+	return sort.Search(len(c.entries), func(i int) bool { return c.entries[i].LSN > asOf })
 }
 
-// head returns the chain's newest entry as of asOf.
-func (m *memtable) head(chain string, asOf uint64) (storage.Head, bool) {
+// Head returns the chain's newest entry as of asOf.
+func (m *Table) Head(chain string, asOf uint64) (storage.Head, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	c := m.chains[chain]
@@ -343,29 +380,29 @@ func (m *memtable) head(chain string, asOf uint64) (storage.Head, bool) {
 	if n == 0 {
 		return storage.Head{}, false
 	}
-	return c.entries[n-1].head, true
+	return c.entries[n-1].Head, true
 }
 
-func (m *memtable) entry(chain string, seq, asOf uint64) ([]byte, bool) {
+func (m *Table) Entry(chain string, seq, asOf uint64) ([]byte, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	c := m.chains[chain]
-	if c == nil || len(c.entries) == 0 || seq < c.entries[0].seq {
+	if c == nil || len(c.entries) == 0 || seq < c.entries[0].Seq {
 		return nil, false
 	}
-	i := seq - c.entries[0].seq
-	if i >= uint64(len(c.entries)) || c.entries[i].lsn > asOf {
+	i := seq - c.entries[0].Seq
+	if i >= uint64(len(c.entries)) || c.entries[i].LSN > asOf {
 		return nil, false
 	}
-	return c.entries[i].data, true
+	return c.entries[i].Data, true
 }
 
-func (m *memtable) lookupKey(chain, key string, asOf uint64) (uint64, bool) {
-	return m.lookupKeyHash(chain, key, keyHash(key), asOf)
+func (m *Table) LookupKey(chain, key string, asOf uint64) (uint64, bool) {
+	return m.LookupKeyHash(chain, key, KeyHash(key), asOf)
 }
 
-// lookupKeyHash is lookupKey of a key whose keyHash the caller has.
-func (m *memtable) lookupKeyHash(chain, key string, hash, asOf uint64) (uint64, bool) {
+// LookupKeyHash is lookupKey of a key whose keyHash the caller has.
+func (m *Table) LookupKeyHash(chain, key string, hash, asOf uint64) (uint64, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	c := m.chains[chain]
@@ -379,16 +416,16 @@ func (m *memtable) lookupKeyHash(chain, key string, hash, asOf uint64) (uint64, 
 // keyHash is hash) that a view as of asOf sees. The caller holds the
 // table's lock.
 func (c *memChain) lookupKeyHash(key string, hash, asOf uint64) (uint64, bool) {
-	i, ok := c.keys.find(hash, key, c.entries)
-	if !ok || c.entries[i].lsn > asOf {
+	i, ok := c.keys.Find(hash, key, c.entries)
+	if !ok || c.entries[i].LSN > asOf {
 		return 0, false
 	}
-	return c.entries[i].seq, true
+	return c.entries[i].Seq, true
 }
 
-// entriesChunk copies up to limit of the chain's entries with seq >= from
+// EntriesChunk copies up to limit of the chain's entries with seq >= from
 // that a view as of asOf sees.
-func (m *memtable) entriesChunk(chain string, from, asOf uint64, limit int, out []memEntry) []memEntry {
+func (m *Table) EntriesChunk(chain string, from, asOf uint64, limit int, out []Entry) []Entry {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	c := m.chains[chain]
@@ -396,7 +433,7 @@ func (m *memtable) entriesChunk(chain string, from, asOf uint64, limit int, out 
 		return out
 	}
 	n := c.visible(asOf)
-	first := c.entries[0].seq
+	first := c.entries[0].Seq
 	i := 0
 	if from > first {
 		i = int(min(from-first, uint64(n)))
@@ -407,7 +444,7 @@ func (m *memtable) entriesChunk(chain string, from, asOf uint64, limit int, out 
 
 // chainNames returns the names >= from of the chains with an entry visible
 // as of asOf, with their heads.
-func (m *memtable) chainHeads(from string, asOf uint64, into map[string]storage.Head) {
+func (m *Table) ChainHeads(from string, asOf uint64, into map[string]storage.Head) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for name, c := range m.chains {
@@ -415,54 +452,93 @@ func (m *memtable) chainHeads(from string, asOf uint64, into map[string]storage.
 			continue
 		}
 		if n := c.visible(asOf); n > 0 {
-			if h, ok := into[name]; !ok || h.Seq < c.entries[n-1].seq {
-				into[name] = c.entries[n-1].head
+			if h, ok := into[name]; !ok || h.Seq < c.entries[n-1].Seq {
+				into[name] = c.entries[n-1].Head
 			}
 		}
 	}
 }
 
-// stateGet returns the newest version of key as of asOf; found is false
+// StateGet returns the newest version of key as of asOf; found is false
 // when the table has none.
-func (m *memtable) stateGet(key []byte, asOf uint64) (stateVersion, bool) {
+func (m *Table) StateGet(key []byte, asOf uint64) (StateVersion, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	s := m.state[string(key)]
 	if s == nil {
-		return stateVersion{}, false
+		return StateVersion{}, false
 	}
 	return s.visible(asOf)
 }
 
-func (s *memState) visible(asOf uint64) (stateVersion, bool) {
+func (s *memState) visible(asOf uint64) (StateVersion, bool) {
 	for i := len(s.versions) - 1; i >= 0; i-- {
-		if s.versions[i].lsn <= asOf {
+		if s.versions[i].LSN <= asOf {
 			return s.versions[i], true
 		}
 	}
-	return stateVersion{}, false
+	return StateVersion{}, false
 }
 
-// stateItem is a state key with the version a scan sees.
-type stateItem struct {
-	key     []byte
-	value   []byte
-	deleted bool
+// StateItem is a state key with the version a scan sees.
+type StateItem struct {
+	Key     []byte
+	Value   []byte
+	Deleted bool
 }
 
-// stateChunk copies up to limit state items in [start, end) (end nil: no
+// StateChunk copies up to limit state items in [start, end) (end nil: no
 // bound) in key order, or descending when reverse, visible as of asOf.
-func (m *memtable) stateChunk(start, end []byte, reverse bool, asOf uint64, limit int, out []stateItem) []stateItem {
+func (m *Table) StateChunk(start, end []byte, reverse bool, asOf uint64, limit int, out []StateItem) []StateItem {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	m.stateKeys.scan(string(start), end, reverse, func(key string) bool {
 		v, ok := m.state[key].visible(asOf)
 		if ok {
-			out = append(out, stateItem{key: []byte(key), value: v.value, deleted: v.deleted})
+			out = append(out, StateItem{Key: []byte(key), Value: v.Value, Deleted: v.Deleted})
 		}
 		return len(out) < limit
 	})
 	return out
+}
+
+// PreparedKey is one key of a batch looked up at once (the backend's
+// PrepareKeys): its keyHash, and what the committed data of the
+// transaction's view holds for it.
+type PreparedKey struct {
+	Chain, Key string
+	Hash       uint64
+	Seq        uint64 // the entry that holds the key, when found
+	Found      bool
+	// Known is set when the lookup finished; a key left unknown (too
+	// long, or the file failed) is looked up as if it were not prepared,
+	// which reports the failure.
+	Known bool
+}
+
+// LookupPrepared marks the keys of keys the table holds as of asOf as
+// found, under one hold of its lock.
+func (m *Table) LookupPrepared(keys []PreparedKey, asOf uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	// The chain looked up last: keys of one chain come in runs. It is
+	// compared with each key's own chain, not the previous key's, which
+	// may have been skipped.
+	var c *memChain
+	chain, looked := "", false
+	for i := range keys {
+		k := &keys[i]
+		if !k.Known || k.Found {
+			continue
+		}
+		if !looked || k.Chain != chain {
+			c, chain, looked = m.chains[k.Chain], k.Chain, true
+		}
+		if c == nil {
+			continue
+		}
+		k.Seq, k.Found = c.lookupKeyHash(k.Key, k.Hash, asOf)
+	}
 }
 
 // orderedKeys is an insert-only ordered set of strings, kept as sorted
@@ -545,9 +621,9 @@ func (o *orderedKeys) scan(start string, end []byte, reverse bool, fn func(strin
 	}
 }
 
-// check verifies that a replayed commit's appends continue the chains the
+// Check verifies that a replayed commit's appends continue the chains the
 // table holds, so that a damaged log is an error, not a panic of apply.
-func (m *memtable) check(operations []commitrec.Operation) error {
+func (m *Table) Check(operations []commitrec.Operation) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	last := map[string]uint64{}
@@ -559,7 +635,7 @@ func (m *memtable) check(operations []commitrec.Operation) error {
 		previous, ok := last[o.Chain]
 		if !ok {
 			if c := m.chains[o.Chain]; c != nil && len(c.entries) > 0 {
-				previous, ok = c.entries[len(c.entries)-1].seq, true
+				previous, ok = c.entries[len(c.entries)-1].Seq, true
 			}
 		}
 		if ok && o.Seq != previous+1 {
