@@ -44,7 +44,7 @@ const FileMode os.FileMode = 0o600
 var (
 	BucketMeta   = []byte("meta")
 	BucketChains = []byte("chains")
-	// BucketSegments holds the entries, in segments (segment.go).
+	// BucketSegments holds the entries, in segments (internal/segment).
 	BucketSegments = []byte("entry_segments")
 	// BucketEntries held the entries, one value each, before FormatV3.
 	BucketEntries = []byte("entries")

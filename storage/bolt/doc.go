@@ -29,7 +29,7 @@
 // Chains get a dense numeric id when their first entry is written, so the
 // entries of one chain are contiguous in the entry_segments bucket and a
 // chain's appends always land at the end of its range. Entries are stored
-// several to a value (segment.go): a chain's consecutive entries fill a
+// several to a value (internal/segment): a chain's consecutive entries fill a
 // segment up to SegmentBytesMax (16,344 bytes: two segments, with their
 // keys, fill eight 4 KiB pages), so that the B-tree holds a key per
 // segment, not per entry. A write transaction collects each chain's new
@@ -42,7 +42,7 @@
 // bytes each in memory, up to SegmentIndexSegmentsMax, and from then on
 // looks a seq up where it falls among the chain's seqs (segments fill to
 // about the same size), a few steps from there at most before it halves
-// (segmentindex.go); a segment after the first begins one
+// (internal/segment); a segment after the first begins one
 // seq past the one before it, so the map knows where the entry sits in the
 // segment and reads its count and offsets at once, checked as a decode
 // checks them; write transactions always seek. The bucket is

@@ -665,7 +665,7 @@ func (t *tx) searchTable(r *keyRun, table *runTable, want recordPrefix) (uint64,
 	chunk := table.chunks[low]
 	if x := table.radix(r, low); x != nil {
 		at, near := x.searchNear(low, chunk, want)
-		t.segmentIndex.touched ^= near
+		t.segmentIndex.Touched ^= near
 		return chunkRecord(chunk, at, want)
 	}
 	return chunkRecord(chunk, searchChunk(chunk, want), want)

@@ -1,6 +1,9 @@
 package bolt
 
-import "github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
+import (
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
+)
 
 // The limits of what the backend stores, checked on entry (the log's
 // commit record, internal/commitrec, is built to hold exactly these).
@@ -17,4 +20,16 @@ const (
 	// writable transaction while the log is on; a larger transaction
 	// returns ErrCommitTooLarge and writes nothing.
 	CommitRecordSizeMax = commitrec.SizeMax
+)
+
+// The sizes of the entry segments (internal/segment).
+const (
+	// SegmentBytesMax is the size a segment is sealed at: an entry that
+	// would take it past this size starts the next segment, and an entry
+	// larger than it has a segment of its own.
+	SegmentBytesMax = segment.BytesMax
+	// SegmentIndexSegmentsMax bounds the segments a read transaction's map
+	// of one chain holds, 32 bytes each; a longer chain is read by
+	// descents.
+	SegmentIndexSegmentsMax = segment.IndexSegmentsMax
 )

@@ -194,7 +194,7 @@ func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[
 		}
 		t = &tx{tx: btx, path: b.path, cache: b.cache}
 	}
-	t.segmentIndex.touched ^= touched
+	t.segmentIndex.Touched ^= touched
 	seq, data, found, broken, err := b.readFile(t, chain, key, id, idKnown, digest, likely)
 	b.endRead(t, broken)
 	if err != nil || found || v == nil {

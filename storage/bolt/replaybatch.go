@@ -135,7 +135,7 @@ func (b *Backend) readViewKeys(keys []storage.ChainKey, reads []storage.KeyRead,
 		}
 		t = &tx{tx: btx, path: b.path, cache: b.cache}
 	}
-	t.segmentIndex.touched ^= touched
+	t.segmentIndex.Touched ^= touched
 	broken, err := b.readFileKeys(t, keys, reads, s)
 	b.endRead(t, broken)
 	if err != nil || v == nil {
@@ -198,7 +198,7 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 	}
 	for _, i := range s.inView {
 		if reads[i].Found && s.stored[i] == nil {
-			t.segmentIndex.prefetch(s.ids[i], reads[i].Seq)
+			t.segmentIndex.Prefetch(s.ids[i], reads[i].Seq)
 		}
 	}
 	for _, i := range s.inView {
@@ -233,7 +233,7 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 func (b *Backend) readLikelyKeys(t *tx, keys []storage.ChainKey, reads []storage.KeyRead, s *keyReads) (size int) {
 	for _, i := range s.inView {
 		if s.likely[i].ok {
-			t.segmentIndex.prefetch(s.ids[i], s.likely[i].seq)
+			t.segmentIndex.Prefetch(s.ids[i], s.likely[i].seq)
 		}
 	}
 	for _, i := range s.inView {

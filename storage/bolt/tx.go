@@ -13,6 +13,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
 // tx is a storage.Tx over one bbolt transaction.
@@ -55,17 +56,17 @@ type tx struct {
 	// chain (by id) that have not filled a segment yet; arena is the
 	// memory of the segments it sealed, which bbolt reads until the
 	// commit.
-	builders map[uint64]*segmentBuilder
+	builders map[uint64]*segment.Builder
 	arena    []byte
 	// segmentsCursor is a read transaction's cursor on the segments, kept
 	// for its next lookups (a replay makes one on a pooled transaction):
 	// bbolt allocates a cursor, and grows its stack, on every Get.
 	// seekKey is the key a lookup seeks.
 	segmentsCursor *bbolt.Cursor
-	seekKey        [segmentKeySize]byte
+	seekKey        [segment.KeySize]byte
 	// segmentIndex maps the segments of the chain a read transaction
-	// reads many entries of (segmentindex.go).
-	segmentIndex segmentIndex
+	// reads many entries of (internal/segment).
+	segmentIndex segment.Index
 	// lastChain is the chain record a read transaction read last.
 	lastChain struct {
 		name   string
@@ -304,8 +305,8 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 // entryAt returns the stored bytes of the entry (chain id, seq), valid
 // while the transaction lasts, or storage.ErrNotFound.
 func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
-	if b := t.builders[id]; b != nil && !b.empty() && seq >= b.first && seq <= b.last() {
-		return b.entry(seq), nil
+	if b := t.builders[id]; b != nil && !b.Empty() && seq >= b.First && seq <= b.Last() {
+		return b.Entry(seq), nil
 	}
 	segments := t.segments()
 	if segments == nil {
@@ -327,14 +328,14 @@ func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
 // under key, the first whose last seq is at or after seq, or
 // storage.ErrNotFound when the segment begins after seq.
 func (t *tx) segmentEntry(id, seq uint64, key, value []byte) ([]byte, error) {
-	s, err := decodeSegment(key, value)
+	s, err := segment.Decode(key, value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: chain id %d seq %d: %w", t.path, id, seq, err)
 	}
-	if seq < s.first {
+	if seq < s.First {
 		return nil, storage.ErrNotFound
 	}
-	return s.seqEntry(seq)
+	return s.SeqEntry(seq)
 }
 
 func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
@@ -390,16 +391,16 @@ func (t *tx) scanSegments(chain string, id, fromSeq uint64, yield func(storage.R
 	var previous uint64 // last seq yielded
 	for k, v := cur.Seek(entryKey(id, fromSeq)); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = cur.Next() {
 		memory.observe(v)
-		s, err := decodeSegment(k, v)
-		if err == nil && previous != 0 && s.first <= previous {
-			err = fmt.Errorf("%w: entry segment of seqs %d..%d after seq %d", storage.ErrCorrupt, s.first, s.last, previous)
+		s, err := segment.Decode(k, v)
+		if err == nil && previous != 0 && s.First <= previous {
+			err = fmt.Errorf("%w: entry segment of seqs %d..%d after seq %d", storage.ErrCorrupt, s.First, s.Last, previous)
 		}
 		if err != nil {
 			yield(storage.Record{}, fmt.Errorf("chain %q: %w", chain, err))
 			return
 		}
-		for seq := max(s.first, fromSeq); seq <= s.last; seq++ {
-			data, err := s.seqEntry(seq)
+		for seq := max(s.First, fromSeq); seq <= s.Last; seq++ {
+			data, err := s.SeqEntry(seq)
 			if err != nil {
 				yield(storage.Record{}, fmt.Errorf("chain %q: %w", chain, err))
 				return

@@ -1,4 +1,4 @@
-package bolt
+package segment
 
 import (
 	"sort"
@@ -24,7 +24,7 @@ func TestSegmentIndexSearch(t *testing.T) {
 			rapid.OneOf(rapid.IntRange(1, 3), rapid.IntRange(1, 3), rapid.IntRange(1000, 5000)),
 		}).Draw(t, "sizes")
 		first := rapid.SampledFrom([]uint64{1, 1, 1, 1000}).Draw(t, "first seq")
-		x := &segmentIndex{}
+		x := &Index{}
 		last := first - 1
 		for range segments {
 			last += uint64(size.Draw(t, "size"))
@@ -32,7 +32,7 @@ func TestSegmentIndexSearch(t *testing.T) {
 		}
 		check := func(seq uint64) {
 			want := sort.Search(len(x.lasts), func(i int) bool { return x.lasts[i] >= seq })
-			if got := x.search(seq); got != want {
+			if got := x.Search(seq); got != want {
 				t.Fatalf("search(%d) = %d, want %d (lasts %v)", seq, got, want, x.lasts)
 			}
 		}

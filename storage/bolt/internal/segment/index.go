@@ -1,11 +1,12 @@
-package bolt
+package segment
 
 import (
 	"encoding/binary"
 	"math/bits"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/ledgerworks/ledger/internal/prefetch"
-	"github.com/ledgerworks/ledger/storage"
 )
 
 // A read transaction that reads many entries of one chain by seq (a
@@ -17,20 +18,20 @@ import (
 // transaction sees one snapshot, and the values it holds point into
 // bbolt's map of that snapshot, valid until the transaction ends.
 const (
-	// segmentIndexReadsMin is how many entries of one chain a read
+	// IndexReadsMin is how many entries of one chain a read
 	// transaction reads, one after another, before it maps the chain: a
 	// transaction that reads a few entries never pays for the map.
-	segmentIndexReadsMin = 64
+	IndexReadsMin = 64
 	// SegmentIndexSegmentsMax bounds the segments one map holds, 32 bytes
 	// each: 4 MiB, about 5,900,000 entries of 360 bytes. A longer chain is
-	// read by descents. Each of the readPoolSizeMax pooled transactions
+	// read by descents. Each of the backend's pooled transactions
 	// may hold a map, so a handle's maps take at most 32 MiB.
-	SegmentIndexSegmentsMax = 1 << 17
+	IndexSegmentsMax = 1 << 17
 )
 
-// segmentIndex is a read transaction's map of one chain's segments, in seq
+// Index is a read transaction's map of one chain's segments, in seq
 // order.
-type segmentIndex struct {
+type Index struct {
 	chainID uint64
 	// reads counts the entries of chainID read since the transaction
 	// last read another chain's.
@@ -38,71 +39,55 @@ type segmentIndex struct {
 	// lasts and values are the map once built: the last seq of each
 	// segment (a search touches 8 bytes a step) and its stored bytes,
 	// decoded when read as a descent's segment is. unmappable is set when
-	// the chain has more than SegmentIndexSegmentsMax segments.
+	// the chain has more than IndexSegmentsMax segments.
 	lasts      []uint64
 	values     [][]byte
 	built      bool
 	unmappable bool
-	// touched takes a byte of what a read of the transaction loads ahead
+	// Touched takes a byte of what a read of the transaction loads ahead
 	// of need, so that the load is not dropped: a segment's likely entry
-	// line (see mappedEntry), the run filters' lines (touchRunFilters), a
-	// chunk's records near the first one read (runRadix.searchNear).
-	touched byte
+	// line (see MappedEntry), and the key index's run filters' lines and
+	// chunk records near the first one read.
+	Touched byte
 }
 
-// indexedEntry reads the entry (chain id, seq) through the transaction's
-// map of the chain, building the map once the chain has been read
-// segmentIndexReadsMin times; its error is storage.ErrNotFound for a seq
-// the chain does not hold. ok is false when the caller must descend
-// instead: a write transaction, a chain read too seldom, or one too long
-// to map.
-func (t *tx) indexedEntry(id, seq uint64) (data []byte, ok bool, err error) {
-	if t.tx.Writable() {
-		return nil, false, nil
-	}
-	x := &t.segmentIndex
+// Ready reports whether the map can answer a read of chain id: it starts
+// over when the last read was of another chain and counts the read, and
+// build is set when the chain has now been read IndexReadsMin times
+// and can be mapped (the caller then calls Build, which says whether it
+// could).
+func (x *Index) Ready(id uint64) (ready, build bool) {
 	if x.chainID != id {
-		*x = segmentIndex{chainID: id, lasts: x.lasts[:0], values: x.values[:0], touched: x.touched}
+		*x = Index{chainID: id, lasts: x.lasts[:0], values: x.values[:0], Touched: x.Touched}
 	}
-	if !x.built {
-		x.reads++
-		if x.unmappable || x.reads < segmentIndexReadsMin {
-			return nil, false, nil
-		}
-		x.build(t, id)
-		if !x.built {
-			return nil, false, nil
-		}
+	if x.built {
+		return true, false
 	}
-	i := x.search(seq)
-	if i == len(x.lasts) {
-		return nil, true, storage.ErrNotFound
-	}
-	if i > 0 {
-		if data, ok := x.mappedEntry(i, seq); ok {
-			return data, true, nil
-		}
-	}
-	var key [segmentKeySize]byte
-	binary.BigEndian.PutUint64(key[:8], id)
-	binary.BigEndian.PutUint64(key[8:], x.lasts[i])
-	data, err = t.segmentEntry(id, seq, key[:], x.values[i])
-	return data, true, err
+	x.reads++
+	return false, !x.unmappable && x.reads >= IndexReadsMin
 }
 
-// mappedEntry reads the entry seq of segment i > 0 (the first whose last
+// Count is the number of segments in the map.
+func (x *Index) Count() int { return len(x.lasts) }
+
+// Segment is the last seq and the stored bytes of segment i of the map.
+func (x *Index) Segment(i int) (last uint64, value []byte) {
+	return x.lasts[i], x.values[i]
+}
+
+// MappedEntry reads the entry seq of segment i > 0 (the first whose last
 // seq is at or after seq) knowing its seqs from the map: a chain's segments
 // hold consecutive seqs, so segment i begins one past where segment i-1
 // ends. With the count and the entry's place known before the segment is
 // read, the loads of the header's count, of the entry's two offsets, of
 // the last offset and of the line where the entry's bytes likely begin
 // (its place times the segment's mean entry size) do not wait for one
-// another: a descent's decodeSegment reads the count, then the offsets it
+// another: a descent's Decode reads the count, then the offsets it
 // gives, then the bytes they give, three cache misses one after another
 // on a segment that is rarely cached. ok is false when the segment does
-// not read as the map says (then segmentEntry reads it, and reports the
+// not read as the map says (then the caller decodes it with Decode, and reports the
 // damage as a descent would).
-func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
+func (x *Index) MappedEntry(i int, seq uint64) (data []byte, ok bool) {
 	p, ok := x.entryPlace(i, seq)
 	if !ok {
 		return nil, false
@@ -112,13 +97,13 @@ func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
 	// Loads that do not depend on one another: the processor has them
 	// all in flight at once.
 	stored := binary.BigEndian.Uint32(value)
-	end := binary.BigEndian.Uint32(value[segmentCountSize+segmentOffsetSize*place:])
-	lastEnd := binary.BigEndian.Uint32(value[dataStart-segmentOffsetSize:])
+	end := binary.BigEndian.Uint32(value[CountSize+OffsetSize*place:])
+	lastEnd := binary.BigEndian.Uint32(value[dataStart-OffsetSize:])
 	var start uint32
 	if place > 0 {
-		start = binary.BigEndian.Uint32(value[segmentCountSize+segmentOffsetSize*(place-1):])
+		start = binary.BigEndian.Uint32(value[CountSize+OffsetSize*(place-1):])
 	}
-	x.touched ^= value[p.likely()]
+	x.Touched ^= value[p.likely()]
 	if int(stored) != n || int(lastEnd) != size || start > end || int(end) > size {
 		return nil, false
 	}
@@ -130,13 +115,13 @@ func (x *segmentIndex) mappedEntry(i int, seq uint64) (data []byte, ok bool) {
 // count of entries, seq's place among them, and where the entries' bytes
 // begin. ok is false when the map's seqs do not allow seq there or the
 // segment is too short for its count.
-func (x *segmentIndex) entryPlace(i int, seq uint64) (p segmentPlace, ok bool) {
+func (x *Index) entryPlace(i int, seq uint64) (p segmentPlace, ok bool) {
 	first, last, value := x.lasts[i-1]+1, x.lasts[i], x.values[i]
-	if seq < first || first > last || last-first >= segmentEntriesMax {
+	if seq < first || first > last || last-first >= EntriesMax {
 		return segmentPlace{}, false
 	}
 	n := int(last-first) + 1
-	p = segmentPlace{value: value, count: n, place: int(seq - first), dataStart: segmentCountSize + segmentOffsetSize*n}
+	p = segmentPlace{value: value, count: n, place: int(seq - first), dataStart: CountSize + OffsetSize*n}
 	return p, len(value) >= p.dataStart
 }
 
@@ -153,15 +138,15 @@ func (p segmentPlace) likely() int {
 	return min(guess, len(p.value)-1)
 }
 
-// prefetch asks for the lines of the segment's header, offset and likely
+// Prefetch asks for the lines of the segment's header, offset and likely
 // entry that mappedEntry would read for (chain id, seq), when the map of
 // that chain is built (see internal/prefetch): a batch of reads asks for
 // every entry before it reads the first, so that their misses overlap.
-func (x *segmentIndex) prefetch(id, seq uint64) {
+func (x *Index) Prefetch(id, seq uint64) {
 	if !x.built || x.chainID != id {
 		return
 	}
-	i := x.search(seq)
+	i := x.Search(seq)
 	if i == 0 || i == len(x.lasts) {
 		return
 	}
@@ -170,11 +155,11 @@ func (x *segmentIndex) prefetch(id, seq uint64) {
 		return
 	}
 	prefetch.Line(&p.value[0])
-	prefetch.Line(&p.value[segmentCountSize+segmentOffsetSize*p.place])
+	prefetch.Line(&p.value[CountSize+OffsetSize*p.place])
 	prefetch.Line(&p.value[p.likely()])
 }
 
-// search returns the index of the first segment whose last seq is at or
+// Search returns the index of the first segment whose last seq is at or
 // after seq, or len(lasts). A chain's segments are filled to about the
 // same size, so seq's segment is about where seq falls among the chain's
 // seqs: the search reads that segment's last seq and the one before it
@@ -183,7 +168,7 @@ func (x *segmentIndex) prefetch(id, seq uint64) {
 // the 22,000 segments of a 1,000,000-entry chain read 15 lasts one after
 // another. A guess more than segmentStepsMax segments off (entries of
 // very different sizes) halves what is left.
-func (x *segmentIndex) search(seq uint64) int {
+func (x *Index) Search(seq uint64) int {
 	n := len(x.lasts)
 	if n == 0 || seq > x.lasts[n-1] {
 		return n
@@ -222,7 +207,7 @@ const segmentStepsMax = 4
 
 // searchRange halves lasts[low:high] down to the first segment whose last
 // seq is at or after seq (high when there is none).
-func (x *segmentIndex) searchRange(low, high int, seq uint64) int {
+func (x *Index) searchRange(low, high int, seq uint64) int {
 	for low < high {
 		middle := int(uint(low+high) >> 1)
 		if x.lasts[middle] < seq {
@@ -234,19 +219,27 @@ func (x *segmentIndex) searchRange(low, high int, seq uint64) int {
 	return low
 }
 
-// build maps the chain's segments with one cursor pass over their keys.
-func (x *segmentIndex) build(t *tx, id uint64) {
+// Build maps the chain's segments with one pass of c, a cursor of the
+// entry_segments bucket, over their keys, and reports whether it could.
+func (x *Index) Build(c *bbolt.Cursor, id uint64) bool {
 	var prefix [8]byte
 	binary.BigEndian.PutUint64(prefix[:], id)
-	c := t.segments().Cursor()
 	for k, v := c.Seek(prefix[:]); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = c.Next() {
-		if len(k) != segmentKeySize || len(x.lasts) == SegmentIndexSegmentsMax {
+		if len(k) != KeySize || len(x.lasts) == IndexSegmentsMax {
 			// A key of another length is damage: descents report it.
 			x.lasts, x.values, x.unmappable = x.lasts[:0], x.values[:0], true
-			return
+			return false
 		}
 		x.lasts = append(x.lasts, binary.BigEndian.Uint64(k[8:]))
 		x.values = append(x.values, v)
 	}
 	x.built = true
+	return true
 }
+
+// Built reports whether the map is built.
+func (x *Index) Built() bool { return x.built }
+
+// Reads is how many reads of the chain the map has counted since the
+// transaction last read another chain.
+func (x *Index) Reads() int { return x.reads }

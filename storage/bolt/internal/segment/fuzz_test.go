@@ -1,4 +1,4 @@
-package bolt
+package segment
 
 import (
 	"errors"
@@ -16,25 +16,25 @@ func FuzzDecodeSegment(f *testing.F) {
 	key, value = buildSegment(1, 1, make([]byte, 100))
 	f.Add(key, value)
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		s, err := decodeSegment(key, value)
+		s, err := Decode(key, value)
 		if err != nil {
 			if !errors.Is(err, storage.ErrCorrupt) {
 				t.Fatalf("refusal %v does not wrap storage.ErrCorrupt", err)
 			}
 			return
 		}
-		b := &segmentBuilder{chainID: 3}
-		for i := range s.count {
-			e, err := s.entry(i)
+		b := &Builder{ChainID: 3}
+		for i := range s.Count {
+			e, err := s.Entry(i)
 			if err != nil {
 				if !errors.Is(err, storage.ErrCorrupt) {
 					t.Fatalf("entry %d: %v does not wrap storage.ErrCorrupt", i, err)
 				}
 				return
 			}
-			b.add(s.first+uint64(i), e)
+			b.Add(s.First+uint64(i), e)
 		}
-		if got := b.encode(nil); string(got) != string(value) {
+		if got := b.Encode(nil); string(got) != string(value) {
 			t.Fatalf("re-encoded %x, stored %x", got, value)
 		}
 	})
@@ -43,7 +43,7 @@ func FuzzDecodeSegment(f *testing.F) {
 // FuzzMappedEntry: the map's read of segment i > 0, which takes the
 // segment's seqs from the map (one past the last seq of segment i-1), never
 // panics on any stored bytes, and agrees with a descent's decode: what it
-// reads is what decodeSegment and seqEntry read, and it reads every entry
+// reads is what Decode and SeqEntry read, and it reads every entry
 // of a segment they accept whose first seq is where the map says.
 func FuzzMappedEntry(f *testing.F) {
 	_, value := buildSegment(3, 9, []byte("one"), []byte("two"), []byte{})
@@ -55,19 +55,19 @@ func FuzzMappedEntry(f *testing.F) {
 		if previousLast >= seq || seq > last {
 			return // not a segment the map's search returns for seq
 		}
-		x := &segmentIndex{lasts: []uint64{previousLast, last}, values: [][]byte{nil, value}}
-		got, ok := x.mappedEntry(1, seq)
-		s, err := decodeSegment(segmentKey(3, last), value)
+		x := &Index{lasts: []uint64{previousLast, last}, values: [][]byte{nil, value}}
+		got, ok := x.MappedEntry(1, seq)
+		s, err := Decode(Key(3, last), value)
 		var want []byte
-		if err == nil && seq >= s.first {
-			want, err = s.seqEntry(seq)
+		if err == nil && seq >= s.First {
+			want, err = s.SeqEntry(seq)
 		}
-		decoded := err == nil && seq >= s.first
+		decoded := err == nil && seq >= s.First
 		switch {
-		case ok && (!decoded || s.first != previousLast+1 || string(got) != string(want)):
-			t.Fatalf("mapped read %q of a segment the decode reads as %q from seq %d (%v)", got, want, s.first, err)
-		case !ok && decoded && s.first == previousLast+1:
-			t.Fatalf("mapped read refused entry %d of a sound segment from seq %d", seq, s.first)
+		case ok && (!decoded || s.First != previousLast+1 || string(got) != string(want)):
+			t.Fatalf("mapped read %q of a segment the decode reads as %q from seq %d (%v)", got, want, s.First, err)
+		case !ok && decoded && s.First == previousLast+1:
+			t.Fatalf("mapped read refused entry %d of a sound segment from seq %d", seq, s.First)
 		}
 	})
 }

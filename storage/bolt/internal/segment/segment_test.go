@@ -1,4 +1,4 @@
-package bolt
+package segment
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 
 // buildSegment encodes entries as the chain's segment ending at last.
 func buildSegment(chainID, last uint64, entries ...[]byte) (key, value []byte) {
-	b := &segmentBuilder{chainID: chainID}
+	b := &Builder{ChainID: chainID}
 	for i, e := range entries {
-		b.add(last-uint64(len(entries))+1+uint64(i), e)
+		b.Add(last-uint64(len(entries))+1+uint64(i), e)
 	}
-	return segmentKey(chainID, last), b.encode(nil)
+	return Key(chainID, last), b.Encode(nil)
 }
 
 // TestSegmentRoundTrip: every entry a builder takes reads back at its seq,
@@ -24,15 +24,15 @@ func buildSegment(chainID, last uint64, entries ...[]byte) (key, value []byte) {
 func TestSegmentRoundTrip(t *testing.T) {
 	entries := [][]byte{[]byte("first"), {}, bytes.Repeat([]byte("x"), 300), []byte("last")}
 	key, value := buildSegment(7, 40, entries...)
-	s, err := decodeSegment(key, value)
+	s, err := Decode(key, value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.first != 37 || s.last != 40 || s.count != 4 {
-		t.Fatalf("segment seqs %d..%d count %d, want 37..40 count 4", s.first, s.last, s.count)
+	if s.First != 37 || s.Last != 40 || s.Count != 4 {
+		t.Fatalf("segment seqs %d..%d count %d, want 37..40 count 4", s.First, s.Last, s.Count)
 	}
 	for i, want := range entries {
-		got, err := s.seqEntry(37 + uint64(i))
+		got, err := s.SeqEntry(37 + uint64(i))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("seq %d: %q, %v; want %q", 37+i, got, err, want)
 		}
@@ -48,7 +48,7 @@ func TestSegmentDamageIsCorrupt(t *testing.T) {
 		"short key":   func() ([]byte, []byte) { return key[:15], value },
 		"no count":    func() ([]byte, []byte) { return key, value[:3] },
 		"zero count":  func() ([]byte, []byte) { v := bytes.Clone(value); binary.BigEndian.PutUint32(v, 0); return key, v },
-		"count > seq": func() ([]byte, []byte) { return segmentKey(1, 2), value },
+		"count > seq": func() ([]byte, []byte) { return Key(1, 2), value },
 		"count past value": func() ([]byte, []byte) {
 			v := bytes.Clone(value)
 			binary.BigEndian.PutUint32(v, 1000)
@@ -59,18 +59,18 @@ func TestSegmentDamageIsCorrupt(t *testing.T) {
 	}
 	for name, damage := range damaged {
 		k, v := damage()
-		if _, err := decodeSegment(k, v); !errors.Is(err, storage.ErrCorrupt) {
+		if _, err := Decode(k, v); !errors.Is(err, storage.ErrCorrupt) {
 			t.Errorf("%s: %v; want storage.ErrCorrupt", name, err)
 		}
 	}
 	v := bytes.Clone(value)
 	binary.BigEndian.PutUint32(v[4:], 4) // entry 0 runs 0..4, entry 1 4..3
 	binary.BigEndian.PutUint32(v[8:], 3)
-	s, err := decodeSegment(key, v)
+	s, err := Decode(key, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.entry(1); !errors.Is(err, storage.ErrCorrupt) {
+	if _, err := s.Entry(1); !errors.Is(err, storage.ErrCorrupt) {
 		t.Fatalf("entry with offsets 4..3: %v; want storage.ErrCorrupt", err)
 	}
 }
@@ -78,20 +78,20 @@ func TestSegmentDamageIsCorrupt(t *testing.T) {
 // TestSegmentBuilderSeals: a builder takes entries up to SegmentBytesMax,
 // and always takes one into an empty segment.
 func TestSegmentBuilderSeals(t *testing.T) {
-	b := &segmentBuilder{chainID: 1}
+	b := &Builder{ChainID: 1}
 	entry := bytes.Repeat([]byte("e"), 326)
-	for seq := uint64(1); b.fits(len(entry)); seq++ {
-		b.add(seq, entry)
+	for seq := uint64(1); b.Fits(len(entry)); seq++ {
+		b.Add(seq, entry)
 	}
-	size := len(b.encode(nil))
-	if size > SegmentBytesMax || size+segmentOffsetSize+len(entry) <= SegmentBytesMax {
-		t.Fatalf("sealed at %d bytes with %d entries; SegmentBytesMax %d", size, len(b.ends), SegmentBytesMax)
+	size := len(b.Encode(nil))
+	if size > BytesMax || size+OffsetSize+len(entry) <= BytesMax {
+		t.Fatalf("sealed at %d bytes with %d entries; SegmentBytesMax %d", size, len(b.ends), BytesMax)
 	}
-	b.reset()
-	if huge := make([]byte, 2*SegmentBytesMax); !b.fits(len(huge)) {
+	b.Reset()
+	if huge := make([]byte, 2*BytesMax); !b.Fits(len(huge)) {
 		t.Fatal("an empty segment refuses an entry larger than SegmentBytesMax")
 	}
-	if got := fmt.Sprint(SegmentBytesMax); got != "16344" {
+	if got := fmt.Sprint(BytesMax); got != "16344" {
 		t.Fatalf("SegmentBytesMax %s: two segments no longer fill eight 4 KiB pages", got)
 	}
 }
