@@ -168,7 +168,7 @@
 // With the log the file changes only when a checkpoint commits, so every
 // transaction between two checkpoints reads the same snapshot of it: a
 // transaction's bbolt read transaction goes back to a small pool when it
-// ends (readpool.go, up to 8 idle) and the next transaction reuses it, with
+// ends (internal/readpool, up to 8 idle) and the next transaction reuses it, with
 // the buckets and runs it opened. One is kept only while it reads the
 // file's last commit, and a bbolt write transaction empties the pool
 // before it begins (its commit may grow the file's map, which waits for

@@ -477,7 +477,7 @@ func (b *Backend) beginView(writable bool) (*memView, *tx, error) {
 // beginFileRead returns a read transaction of the file: an idle one of the
 // pool (which reads the file's last commit) or a new one.
 func (b *Backend) beginFileRead() (*tx, error) {
-	if t := b.readers.take(); t != nil {
+	if t := b.readers.Take(); t != nil {
 		return t, nil
 	}
 	btx, err := b.beginBolt(false)
@@ -897,6 +897,6 @@ func (b *Backend) abandon() {
 		_ = b.waitCheckpoint(context.Background())
 		b.log.Close()
 	}
-	b.readers.close()
+	b.readers.Close()
 	b.db.Close()
 }

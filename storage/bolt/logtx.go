@@ -716,9 +716,9 @@ func (t *logTx) end() {
 
 // endBase ends the file transaction of the view: it goes back to the pool
 // for the next transaction when it is sound and reads the file's last
-// commit (readPool), and is rolled back otherwise.
+// commit (internal/readpool), and is rolled back otherwise.
 func (t *logTx) endBase() {
-	if t.base.broken != nil || t.base.t.done || !t.b.readers.give(t.base.t) {
+	if t.base.broken != nil || t.base.t.done || !t.b.readers.Give(t.base.t) {
 		t.base.Rollback()
 	}
 }

@@ -263,7 +263,7 @@ func (b *Backend) endRead(t *tx, broken bool) {
 		g.Rollback()
 		return
 	}
-	if broken || t.done || !b.readers.give(t) {
+	if broken || t.done || !b.readers.Give(t) {
 		g := guardedTx{t: t}
 		if broken {
 			g.rollback()

@@ -13,6 +13,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
@@ -40,7 +41,7 @@ type tx struct {
 	lastMissDigest [KeyDigestSize]byte
 	// readers is set on a writable transaction begun by beginBolt, which
 	// counted it in the pool of read transactions; finishWrite ends that.
-	readers *readPool
+	readers *readpool.Pool[*tx]
 	// keysProvenNew is set on a checkpoint's transaction: every key it
 	// appends was looked up by the log commit that recorded it, against
 	// everything committed before, so it is indexed without a lookup.
@@ -527,15 +528,15 @@ func (t *tx) Commit() error {
 	}
 	if err := t.prepareCommit(); err != nil {
 		t.tx.Rollback()
-		t.finishWrite(writeRolledBack, 0)
+		t.finishWrite(readpool.WriteRolledBack, 0)
 		return err
 	}
 	txid := uint64(t.tx.ID())
 	err := t.tx.Commit()
 	if err == nil {
-		t.finishWrite(writeCommitted, txid)
+		t.finishWrite(readpool.WriteCommitted, txid)
 	} else {
-		t.finishWrite(writeFailed, 0)
+		t.finishWrite(readpool.WriteFailed, 0)
 	}
 	if err != nil {
 		// bbolt may have written the meta page before it failed: the
@@ -592,7 +593,7 @@ func (t *tx) Rollback() error {
 	t.done = true
 	defer t.release()
 	err := t.tx.Rollback()
-	t.finishWrite(writeRolledBack, 0)
+	t.finishWrite(readpool.WriteRolledBack, 0)
 	if err != nil {
 		return fmt.Errorf("rollback %s: %w: %v", t.path, storage.ErrIO, err)
 	}
@@ -602,11 +603,18 @@ func (t *tx) Rollback() error {
 // finishWrite tells the pool of read transactions how a writable
 // transaction ended, once (a read transaction has nothing to tell); txid is
 // the committed transaction's id.
-func (t *tx) finishWrite(outcome writeOutcome, txid uint64) {
+func (t *tx) finishWrite(outcome readpool.WriteOutcome, txid uint64) {
 	if t.readers == nil {
 		return
 	}
 	r := t.readers
 	t.readers = nil
-	r.endWrite(outcome, txid)
+	r.EndWrite(outcome, txid)
 }
+
+// BoltTx returns the bbolt transaction, for the read pool.
+func (t *tx) BoltTx() *bbolt.Tx { return t.tx }
+
+// Pooled marks t ended while the read pool keeps it (kept) and begun again
+// when the pool hands it out.
+func (t *tx) Pooled(kept bool) { t.done = kept }

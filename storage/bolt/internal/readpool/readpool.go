@@ -1,4 +1,4 @@
-package bolt
+package readpool
 
 import (
 	"sync"
@@ -7,15 +7,28 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// readPoolSizeMax bounds the idle bbolt read transactions a handle keeps.
+// SizeMax bounds the idle bbolt read transactions a pool keeps.
 // One per goroutine that reads at once is enough; each pins the pages of
 // the file's last commit, which only the next checkpoint frees anyway.
-const readPoolSizeMax = 8
+const SizeMax = 8
 
 // cacheLineSize is the size the pool's slots are padded to.
 const cacheLineSize = 64
 
-// readPool keeps the bbolt read transactions of a handle that runs the log
+// Tx is what a pool keeps: a bbolt read transaction with what its holder
+// keeps beside it (the buckets and runs it opened). T is a pointer type;
+// its zero value is none.
+type Tx interface {
+	comparable
+	// BoltTx is the transaction's bbolt read transaction.
+	BoltTx() *bbolt.Tx
+	// Pooled is called with true when the pool keeps the transaction
+	// (it has ended for its holder) and with false when it hands it out
+	// again.
+	Pooled(kept bool)
+}
+
+// Pool keeps the bbolt read transactions of a handle that runs the log
 // for its next transactions. With the log, the file changes only when a
 // checkpoint commits, so between two checkpoints every transaction reads
 // the same snapshot of the file: a replay, which would otherwise begin and
@@ -36,7 +49,7 @@ const cacheLineSize = 64
 // neither writes a line the other reads. One mutex over one slice, taken
 // twice per replay by both callers, parked them on each other's Unlock and
 // moved its line between the cores on every replay.
-type readPool struct {
+type Pool[T Tx] struct {
 	// mu orders the changes of txid, known, writing and closed, and of
 	// usable, which sums them up.
 	mu sync.Mutex
@@ -54,25 +67,25 @@ type readPool struct {
 	usable atomic.Uint64
 
 	_     [cacheLineSize]byte // keeps the slots off the lines above
-	slots [readPoolSizeMax]readSlot
+	slots [SizeMax]slot[T]
 	// hints holds a *readHint per processor; nextSlot hands out the slot
 	// of a hint that sync.Pool never had or has dropped.
 	hints    sync.Pool
 	nextSlot atomic.Uint32
 }
 
-// readSlot holds at most one idle transaction.
-type readSlot struct {
+// slot holds at most one idle transaction.
+type slot[T Tx] struct {
 	mu   sync.Mutex
-	idle *tx
+	idle T
 	_    [cacheLineSize - 16]byte
 }
 
-// readHint names the slot a processor's goroutines try first.
-type readHint struct{ slot uint32 }
+// hint names the slot a processor's goroutines try first.
+type hint struct{ slot uint32 }
 
 // publish sets usable from the fields it sums up; p.mu is held.
-func (p *readPool) publish() {
+func (p *Pool[T]) publish() {
 	if p.known && p.writing == 0 && !p.closed {
 		p.usable.Store(p.txid<<1 | 1)
 		return
@@ -82,21 +95,21 @@ func (p *readPool) publish() {
 
 // keeps reports whether t may be kept: it reads the file's last commit and
 // no write runs.
-func (p *readPool) keeps(t *tx) bool {
-	return p.usable.Load() == uint64(t.tx.ID())<<1|1
+func (p *Pool[T]) keeps(t T) bool {
+	return p.usable.Load() == uint64(t.BoltTx().ID())<<1|1
 }
 
 // hint returns this processor's hint; the caller puts it back.
-func (p *readPool) hint() *readHint {
-	if h, ok := p.hints.Get().(*readHint); ok {
+func (p *Pool[T]) hint() *hint {
+	if h, ok := p.hints.Get().(*hint); ok {
 		return h
 	}
-	return &readHint{slot: p.nextSlot.Add(1) % readPoolSizeMax}
+	return &hint{slot: p.nextSlot.Add(1) % SizeMax}
 }
 
-// start records the file's last commit once Open has written what it
+// Start records the file's last commit once Open has written what it
 // writes.
-func (p *readPool) start(db *bbolt.DB) {
+func (p *Pool[T]) Start(db *bbolt.DB) {
 	var txid uint64
 	if err := db.View(func(btx *bbolt.Tx) error {
 		txid = uint64(btx.ID())
@@ -112,42 +125,44 @@ func (p *readPool) start(db *bbolt.DB) {
 	}
 }
 
-// take returns an idle transaction, or nil: the one in the processor's
+// Take returns an idle transaction, or the zero T: the one in the processor's
 // slot, else one in another slot.
-func (p *readPool) take() *tx {
+func (p *Pool[T]) Take() T {
+	var none T
 	if p.usable.Load() == 0 {
-		return nil
+		return none
 	}
 	h := p.hint()
 	defer p.hints.Put(h)
-	for i := range uint32(readPoolSizeMax) {
-		if t := p.slots[(h.slot+i)%readPoolSizeMax].take(); t != nil {
-			t.done = false
+	for i := range uint32(SizeMax) {
+		if t := p.slots[(h.slot+i)%SizeMax].take(); t != none {
+			t.Pooled(false)
 			return t
 		}
 	}
-	return nil
+	return none
 }
 
-func (s *readSlot) take() *tx {
+func (s *slot[T]) take() T {
+	var none T
 	s.mu.Lock()
 	t := s.idle
-	s.idle = nil
+	s.idle = none
 	s.mu.Unlock()
 	return t
 }
 
-// give keeps a read transaction that has ended for the next one, when it
+// Give keeps a read transaction that has ended for the next one, when it
 // reads the file's last commit and no write runs; it reports false when the
 // caller must roll it back.
-func (p *readPool) give(t *tx) bool {
+func (p *Pool[T]) Give(t T) bool {
 	if !p.keeps(t) {
 		return false
 	}
 	h := p.hint()
 	defer p.hints.Put(h)
-	for i := range uint32(readPoolSizeMax) {
-		if p.slots[(h.slot+i)%readPoolSizeMax].give(p, t) {
+	for i := range uint32(SizeMax) {
+		if p.slots[(h.slot+i)%SizeMax].give(p, t) {
 			return true
 		}
 	}
@@ -158,28 +173,30 @@ func (p *readPool) give(t *tx) bool {
 // is made under the slot's mutex, which drain takes to empty the slot after
 // usable was cleared: either this check sees usable cleared, or drain finds
 // t in the slot.
-func (s *readSlot) give(p *readPool, t *tx) bool {
+func (s *slot[T]) give(p *Pool[T], t T) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.idle != nil || !p.keeps(t) {
+	var none T
+	if s.idle != none || !p.keeps(t) {
 		return false
 	}
-	t.done = true
+	t.Pooled(true)
 	s.idle = t
 	return true
 }
 
 // drain empties every slot and rolls back what they held; usable is zero.
-func (p *readPool) drain() {
+func (p *Pool[T]) drain() {
+	var none T
 	for i := range p.slots {
-		if t := p.slots[i].take(); t != nil {
-			t.tx.Rollback()
+		if t := p.slots[i].take(); t != none {
+			t.BoltTx().Rollback()
 		}
 	}
 }
 
-// beginWrite empties the pool and keeps it empty until endWrite.
-func (p *readPool) beginWrite() {
+// BeginWrite empties the pool and keeps it empty until EndWrite.
+func (p *Pool[T]) BeginWrite() {
 	p.mu.Lock()
 	p.writing++
 	p.publish()
@@ -187,35 +204,35 @@ func (p *readPool) beginWrite() {
 	p.drain()
 }
 
-// writeOutcome is how a bbolt write transaction ended.
-type writeOutcome uint8
+// WriteOutcome is how a bbolt write transaction ended.
+type WriteOutcome uint8
 
 const (
-	writeRolledBack writeOutcome = iota + 1 // the file is as it was
-	writeCommitted                          // the file's last commit is the transaction's
-	writeFailed                             // a failed commit: the file's state is not known
+	WriteRolledBack WriteOutcome = iota + 1 // the file is as it was
+	WriteCommitted                          // the file's last commit is the transaction's
+	WriteFailed                             // a failed commit: the file's state is not known
 )
 
-// endWrite ends what beginWrite began; txid is the write transaction's.
-func (p *readPool) endWrite(outcome writeOutcome, txid uint64) {
+// EndWrite ends what BeginWrite began; txid is the write transaction's.
+func (p *Pool[T]) EndWrite(outcome WriteOutcome, txid uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.writing <= 0 {
-		panic("bolt: readPool.endWrite without beginWrite")
+		panic("readpool: EndWrite without BeginWrite")
 	}
 	p.writing--
 	switch outcome {
-	case writeCommitted:
+	case WriteCommitted:
 		p.txid, p.known = txid, true
-	case writeFailed:
+	case WriteFailed:
 		p.known = false
 	}
 	p.publish()
 }
 
-// close empties the pool for good, before the file is closed (bbolt's
+// Close empties the pool for good, before the file is closed (bbolt's
 // Close waits for every read transaction to end).
-func (p *readPool) close() {
+func (p *Pool[T]) Close() {
 	p.mu.Lock()
 	p.closed = true
 	p.publish()
@@ -223,13 +240,14 @@ func (p *readPool) close() {
 	p.drain()
 }
 
-// idleCount returns how many transactions the pool holds.
-func (p *readPool) idleCount() int {
+// IdleCount returns how many transactions the pool holds.
+func (p *Pool[T]) IdleCount() int {
+	var none T
 	n := 0
 	for i := range p.slots {
 		s := &p.slots[i]
 		s.mu.Lock()
-		if s.idle != nil {
+		if s.idle != none {
 			n++
 		}
 		s.mu.Unlock()
