@@ -113,7 +113,7 @@ type Backend struct {
 	closed atomic.Bool
 	cache  *runCache
 	// readers keeps the bbolt read transactions of a handle that runs the
-	// log for its next transactions (readpool.go).
+	// log for its next transactions (internal/readpool).
 	readers readpool.Pool[*tx]
 	// scratch is the memory of the last write transaction, reused by the
 	// next: a batch of a thousand keys would otherwise grow a map and a

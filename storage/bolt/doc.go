@@ -76,7 +76,7 @@
 // whole number of records, so files written with smaller chunks read
 // unchanged.
 // A handle opened for writing also keeps one filter over every committed
-// key of the file, the keys bucket and all runs (keyfilter.go): it
+// key of the file, the keys bucket and all runs (internal/keyindex): it
 // is asked first, and its "no" proves a key new in one cache line instead of
 // a probe per run. A writable Open builds it from the file (reading about
 // 32 bytes per key), and after each commit it takes the commit's new keys;
@@ -87,7 +87,7 @@
 //
 // Beside that filter, a writable handle given Options.EntryKey (chain.Open
 // and chain.OpenBackend give it their record format's) keeps a seq map
-// (seqmap.go): for each key of the filter, a 24-bit fingerprint and the
+// (internal/keyindex): for each key of the filter, a 24-bit fingerprint and the
 // key's seq in 8 bytes, in an open-addressing table built and updated with
 // the filter. A retry's fingerprint names the entry it most likely has;
 // ReadKey reads that entry and answers with it when the key it holds (the

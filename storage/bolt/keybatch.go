@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
@@ -91,16 +92,16 @@ func (b *keyBatcher) flush() bool {
 // the batch, as yieldChunk yields them. last reports that the chunk holds a
 // record of a greater chain id, so no later chunk holds any of the chain's.
 func (b *keyBatcher) addChunk(chunk []byte, chainID uint64) (more, last bool) {
-	for o := 0; o < len(chunk); o += keyRecordSize {
-		rec := chunk[o : o+keyRecordSize : o+keyRecordSize]
+	for o := 0; o < len(chunk); o += keyindex.RecordSize {
+		rec := chunk[o : o+keyindex.RecordSize : o+keyindex.RecordSize]
 		switch id := binary.BigEndian.Uint64(rec); {
 		case id < chainID:
 			continue
 		case id > chainID:
 			return true, true
 		}
-		b.refs = append(b.refs, storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyRecordPrefix]),
-			Seq: binary.BigEndian.Uint64(rec[keyRecordPrefix:])})
+		b.refs = append(b.refs, storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyindex.RecordPrefixSize]),
+			Seq: binary.BigEndian.Uint64(rec[keyindex.RecordPrefixSize:])})
 		if len(b.refs) == storage.KeyBatchSizeMax && !b.flush() {
 			return false, true
 		}

@@ -170,7 +170,7 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 	for n, i := range p.fileKeys {
 		k, id := &p.keys[i], p.ids[n]
 		digest := (*[KeyDigestSize]byte)(p.digests[n][:KeyDigestSize])
-		if f != nil && !f.mayContain(id, digest[:]) {
+		if f != nil && !f.MayContain(id, digest[:]) {
 			continue
 		}
 		seq, found, err := t.lookupDigest(id, k.Key, digest)

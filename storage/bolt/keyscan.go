@@ -8,6 +8,7 @@ import (
 	"iter"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 // ScanKeys reads the chain's part of every piece of the index in turn: the
@@ -74,7 +75,7 @@ func (t *tx) scanRunNames() ([]keyRunName, error) {
 			return nil, fmt.Errorf("%s: %w: key run %x is not a bucket", t.path, storage.ErrCorrupt, name)
 		}
 		cv, fv := b.Get(runCountKey), b.Get(runFilterKey) // fv's length only: its pages are not read
-		if len(cv) != 8 || len(fv) == 0 || len(fv)%(filterBlockWords*8) != 0 {
+		if len(cv) != 8 || len(fv) == 0 || len(fv)%(keyindex.FilterBlockWords*8) != 0 {
 			return nil, fmt.Errorf("%s: %w: key run %x header", t.path, storage.ErrCorrupt, name)
 		}
 		names = append(names, name)
@@ -145,7 +146,7 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 	cur := b.Cursor()
 	first := true
 	for k, v := cur.Seek(binary.BigEndian.AppendUint64(nil, chainID)); k != nil; k, v = cur.Next() {
-		if len(k) != keyRecordPrefix {
+		if len(k) != keyindex.RecordPrefixSize {
 			continue
 		}
 		if binary.BigEndian.Uint64(k) < chainID {
@@ -153,14 +154,14 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 			// seek ends below the chain.
 			return false, fmt.Errorf("%s: %w: key run %x out of order", t.path, storage.ErrCorrupt, name)
 		}
-		if len(v) == 0 || len(v)%keyRecordSize != 0 {
+		if len(v) == 0 || len(v)%keyindex.RecordSize != 0 {
 			return false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
 		}
 		if first {
 			// The first chunk may begin with other chains' records: up to
 			// a megabyte of them, for each chain of a verify, unless the
 			// walk starts at the chain's first record.
-			v = v[searchChunk(v, recordPrefix{chainID: chainID})*keyRecordSize:]
+			v = v[keyindex.SearchChunk(v, keyindex.Prefix{ChainID: chainID})*keyindex.RecordSize:]
 			first = false
 		}
 		// A chunk of keyChunkRecords is handed on in pieces, each observed
@@ -189,15 +190,15 @@ const scanPieceBytes = 64 << 10
 // chunk holds a record of a greater chain id, so no later chunk holds any
 // of the chain's.
 func yieldChunk(chunk []byte, chainID uint64, yield func(storage.KeyRef, error) bool) (more, last bool) {
-	for o := 0; o < len(chunk); o += keyRecordSize {
-		rec := chunk[o : o+keyRecordSize]
+	for o := 0; o < len(chunk); o += keyindex.RecordSize {
+		rec := chunk[o : o+keyindex.RecordSize]
 		switch id := binary.BigEndian.Uint64(rec); {
 		case id < chainID:
 			continue
 		case id > chainID:
 			return true, true
 		}
-		ref := storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyRecordPrefix]), Seq: binary.BigEndian.Uint64(rec[keyRecordPrefix:])}
+		ref := storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyindex.RecordPrefixSize]), Seq: binary.BigEndian.Uint64(rec[keyindex.RecordPrefixSize:])}
 		if !yield(ref, nil) {
 			return false, true
 		}

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
@@ -32,4 +33,12 @@ const (
 	// of one chain holds, 32 bytes each; a longer chain is read by
 	// descents.
 	SegmentIndexSegmentsMax = segment.IndexSegmentsMax
+)
+
+// The sizes of the idempotency index (internal/keyindex).
+const (
+	// KeyDigestSize is the size of the digest that stands for a key in a run.
+	KeyDigestSize = keyindex.DigestSize
+	// SeqMapBytesMaxDefault is Options.SeqMapBytesMax when zero.
+	SeqMapBytesMaxDefault = keyindex.SeqMapBytesMaxDefault
 )

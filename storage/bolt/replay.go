@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
@@ -82,11 +83,11 @@ type candidate struct {
 // would say the same, after searching the map again).
 func (b *Backend) likelySeq(id uint64, idKnown bool, digest *[KeyDigestSize]byte) (likely candidate, absent bool) {
 	f := b.cache.filter.Load()
-	if f == nil || f.seqs == nil || !idKnown {
+	if f == nil || f.Seqs == nil || !idKnown {
 		return candidate{}, false
 	}
-	seq, ok := f.seqs.find(id, digest[:])
-	return candidate{seq: seq, ok: ok}, !ok && !f.seqs.partial.Load()
+	seq, ok := f.Seqs.Find(id, digest[:])
+	return candidate{seq: seq, ok: ok}, !ok && !f.Seqs.Partial.Load()
 }
 
 // holdsKey reports whether stored, an entry's bytes, holds the idempotency
@@ -110,11 +111,11 @@ func (b *Backend) touchRunFilters(id uint64, idKnown bool, digest *[KeyDigestSiz
 	if l == nil || !idKnown {
 		return 0
 	}
-	h1, _ := filterHashes(id, digest[:])
+	h1, _ := keyindex.FilterHashes(id, digest[:])
 	var touched uint64
 	for _, r := range l.runs {
-		block, _ := bits.Mul64(h1, uint64(len(r.filter)/filterBlockWords))
-		touched ^= r.filter[block*filterBlockWords]
+		block, _ := bits.Mul64(h1, uint64(len(r.filter)/keyindex.FilterBlockWords))
+		touched ^= r.filter[block*keyindex.FilterBlockWords]
 	}
 	return byte(touched)
 }
@@ -141,14 +142,14 @@ func (b *Backend) fileMayHoldID(id uint64, idKnown bool, digest *[KeyDigestSize]
 	if !idKnown {
 		return !b.cache.chains.complete.Load()
 	}
-	if m := f.seqs; m != nil && !m.partial.Load() {
+	if m := f.Seqs; m != nil && !m.Partial.Load() {
 		// A map that holds every key of the filter rules a key out as the
 		// filter would, and ReadKey has just read its lines (likelySeq):
 		// the filter's line is not read.
-		_, ok := m.find(id, digest[:])
+		_, ok := m.Find(id, digest[:])
 		return ok
 	}
-	return f.mayContain(id, digest[:])
+	return f.MayContain(id, digest[:])
 }
 
 // readPublishedTables looks the key up in the memory tables of the last

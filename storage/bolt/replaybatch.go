@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 var _ storage.KeyBatchReader = (*Backend)(nil)
@@ -101,15 +102,15 @@ func (s *keyReads) prepare(b *Backend, keys []storage.ChainKey) byte {
 		s.ids[i], s.idKnown[i] = b.cache.chains.get(k.Chain)
 	}
 	s.digester.Digest(s.digests, s.keys)
-	var m *seqMap
+	var m *keyindex.SeqMap
 	if f := b.cache.filter.Load(); f != nil {
-		m = f.seqs
+		m = f.Seqs
 	}
 	var touched byte
 	for i := range keys {
 		if m != nil && s.idKnown[i] {
-			m.prefetch(s.ids[i], s.digests[i][:])
-			if !m.partial.Load() {
+			m.Prefetch(s.ids[i], s.digests[i][:])
+			if !m.Partial.Load() {
 				continue
 			}
 		}

@@ -1,4 +1,4 @@
-package bolt
+package keyindex
 
 import (
 	"bytes"
@@ -27,9 +27,9 @@ func BenchmarkKeysCommitted(b *testing.B) {
 	}{{"filter", -1}, {"filter+map", SeqMapBytesMaxDefault}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				f := newKeyFilter(589_837, c.seqMapBytesMax)
+				f := NewFilter(589_837, c.seqMapBytesMax)
 				for seq, d := range digests {
-					f.add(7, d, uint64(seq))
+					f.Add(7, d, uint64(seq))
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/keys, "ns/key")

@@ -1,4 +1,4 @@
-package bolt
+package keyindex
 
 import (
 	"slices"
@@ -19,10 +19,10 @@ func TestSortRecords(t *testing.T) {
 		chains := rapid.SampledFrom([]int{1, 3, 64, bucketSortChainsMax + 1, 10_000}).Draw(t, "chains")
 		digests := rapid.SampledFrom([]string{"uniform", "clustered", "repeated"}).Draw(t, "digests")
 		seed := rapid.Uint64().Draw(t, "seed")
-		keys := make([]recordKey, n)
+		keys := make([]RecordKey, n)
 		for i := range keys {
 			x := splitmixForTest(seed + uint64(i))
-			k := recordKey{chainID: 1 + splitmixForTest(x)%uint64(chains)*7919, digestHigh: x,
+			k := RecordKey{chainID: 1 + splitmixForTest(x)%uint64(chains)*7919, digestHigh: x,
 				digestLow: splitmixForTest(^x), seq: uint64(i + 1)}
 			switch digests {
 			case "clustered": // one bucket's worth of leading bits
@@ -32,23 +32,23 @@ func TestSortRecords(t *testing.T) {
 			}
 			keys[i] = k
 		}
-		records := make([]byte, n*keyRecordSize)
+		records := make([]byte, n*RecordSize)
 		for i, k := range keys {
-			k.put(records[i*keyRecordSize:])
+			k.put(records[i*RecordSize:])
 		}
 		want := slices.Clone(keys)
-		slices.SortFunc(want, compareRecords)
-		sortRecords(records)
-		got := make([]recordKey, n)
+		slices.SortFunc(want, CompareRecords)
+		SortRecords(records)
+		got := make([]RecordKey, n)
 		for i := range got {
-			got[i] = loadRecord(records[i*keyRecordSize:])
+			got[i] = LoadRecord(records[i*RecordSize:])
 		}
 		for i := range got {
-			if compareRecords(got[i], want[i]) != 0 {
+			if CompareRecords(got[i], want[i]) != 0 {
 				t.Fatalf("record %d of %d: %+v, want the prefix of %+v", i, n, got[i], want[i])
 			}
 		}
-		bySeq := func(a, b recordKey) int { return cmpUint64(a.seq, b.seq) }
+		bySeq := func(a, b RecordKey) int { return cmpUint64(a.seq, b.seq) }
 		slices.SortFunc(got, bySeq)
 		slices.SortFunc(want, bySeq)
 		if !slices.Equal(got, want) {
@@ -61,16 +61,16 @@ func TestSortRecords(t *testing.T) {
 // bucketSortChainsMax chains and refuses one more.
 func TestBucketSortChains(t *testing.T) {
 	for _, chains := range []int{bucketSortChainsMax, bucketSortChainsMax + 1} {
-		records := make([]byte, chains*keyRecordSize)
+		records := make([]byte, chains*RecordSize)
 		for i := range chains {
-			recordKey{chainID: uint64(chains - i), digestHigh: splitmixForTest(uint64(i))}.put(records[i*keyRecordSize:])
+			RecordKey{chainID: uint64(chains - i), digestHigh: splitmixForTest(uint64(i))}.put(records[i*RecordSize:])
 		}
 		sorted, ok := bucketSort(records)
 		if ok != (chains <= bucketSortChainsMax) {
 			t.Fatalf("%d chains: bucketSort reported %v", chains, ok)
 		}
-		if ok && (!slices.IsSortedFunc(sorted, compareRecords) || len(sorted) != chains) {
-			t.Fatalf("%d chains: %d records, sorted %v", chains, len(sorted), slices.IsSortedFunc(sorted, compareRecords))
+		if ok && (!slices.IsSortedFunc(sorted, CompareRecords) || len(sorted) != chains) {
+			t.Fatalf("%d chains: %d records, sorted %v", chains, len(sorted), slices.IsSortedFunc(sorted, CompareRecords))
 		}
 	}
 }
@@ -90,17 +90,17 @@ func BenchmarkSortRecords(b *testing.B) {
 	for _, chains := range []int{1, 64} {
 		b.Run(map[int]string{1: "one-chain", 64: "64-chains"}[chains], func(b *testing.B) {
 			const n = 200_000
-			source := make([]byte, n*keyRecordSize)
+			source := make([]byte, n*RecordSize)
 			for i := range n {
 				x := splitmixForTest(uint64(i))
-				recordKey{chainID: 1 + uint64(i%chains), digestHigh: x, digestLow: ^x, seq: uint64(i)}.put(source[i*keyRecordSize:])
+				RecordKey{chainID: 1 + uint64(i%chains), digestHigh: x, digestLow: ^x, seq: uint64(i)}.put(source[i*RecordSize:])
 			}
 			records := make([]byte, len(source))
 			var sorting, comparing float64
 			for b.Loop() {
 				copy(records, source)
 				start := time.Now()
-				sortRecords(records)
+				SortRecords(records)
 				sorting += float64(time.Since(start))
 				copy(records, source)
 				start = time.Now()

@@ -1,4 +1,4 @@
-package bolt
+package keyindex
 
 import (
 	"encoding/binary"
@@ -21,49 +21,49 @@ func TestSearchChunk(t *testing.T) {
 		// Chunks of the size files written before hold, and a few times
 		// it: the interpolation's ranges reach searchBinaryMax often (the
 		// large chunks are TestSearchChunkLarge's).
-		n := rapid.IntRange(0, 4*keyChunkRecordsV1).Draw(t, "records")
+		n := rapid.IntRange(0, 4*ChunkRecordsV1).Draw(t, "records")
 		chains := rapid.IntRange(1, 3).Draw(t, "chains")
 		digest := rapid.OneOf(
 			rapid.Uint64(),
 			rapid.Uint64Range(0, 16),
 			rapid.Uint64Range(^uint64(0)-16, ^uint64(0)),
 		)
-		records := make([]recordKey, n)
+		records := make([]RecordKey, n)
 		for i := range records {
-			records[i] = recordKey{
+			records[i] = RecordKey{
 				chainID:    uint64(rapid.IntRange(1, chains).Draw(t, "chain")),
 				digestHigh: digest.Draw(t, "high"),
 				digestLow:  rapid.Uint64Range(0, 3).Draw(t, "low"),
 				seq:        uint64(i + 1),
 			}
 		}
-		slices.SortFunc(records, compareRecords)
-		records = slices.CompactFunc(records, func(a, b recordKey) bool { return compareRecords(a, b) == 0 })
-		chunk := make([]byte, len(records)*keyRecordSize)
+		slices.SortFunc(records, CompareRecords)
+		records = slices.CompactFunc(records, func(a, b RecordKey) bool { return CompareRecords(a, b) == 0 })
+		chunk := make([]byte, len(records)*RecordSize)
 		for i, r := range records {
-			r.put(chunk[i*keyRecordSize:])
+			r.put(chunk[i*RecordSize:])
 		}
 		// Every record, each record's neighbours on either side (between
 		// records, or past the ends), and a drawn target.
-		var targets []recordPrefix
+		var targets []Prefix
 		for _, r := range records {
-			p := recordPrefix{r.chainID, r.digestHigh, r.digestLow}
-			targets = append(targets, p, recordPrefix{p.chainID, p.digestHigh, p.digestLow - 1}, recordPrefix{p.chainID, p.digestHigh, p.digestLow + 1},
-				recordPrefix{p.chainID, p.digestHigh - 1, p.digestLow}, recordPrefix{p.chainID, p.digestHigh + 1, p.digestLow})
+			p := Prefix{r.chainID, r.digestHigh, r.digestLow}
+			targets = append(targets, p, Prefix{p.ChainID, p.DigestHigh, p.DigestLow - 1}, Prefix{p.ChainID, p.DigestHigh, p.DigestLow + 1},
+				Prefix{p.ChainID, p.DigestHigh - 1, p.DigestLow}, Prefix{p.ChainID, p.DigestHigh + 1, p.DigestLow})
 		}
-		targets = append(targets, recordPrefix{uint64(rapid.IntRange(0, chains+1).Draw(t, "target chain")), digest.Draw(t, "target high"), rapid.Uint64Range(0, 4).Draw(t, "target low")})
+		targets = append(targets, Prefix{uint64(rapid.IntRange(0, chains+1).Draw(t, "target chain")), digest.Draw(t, "target high"), rapid.Uint64Range(0, 4).Draw(t, "target low")})
 		for _, want := range targets {
-			var target [keyRecordPrefix]byte
-			binary.BigEndian.PutUint64(target[0:], want.chainID)
-			binary.BigEndian.PutUint64(target[8:], want.digestHigh)
-			binary.BigEndian.PutUint64(target[16:], want.digestLow)
-			if loadPrefix(target[:], 0) != want {
-				t.Fatalf("loadPrefix of the target = %+v, want %+v", loadPrefix(target[:], 0), want)
+			var target [RecordPrefixSize]byte
+			binary.BigEndian.PutUint64(target[0:], want.ChainID)
+			binary.BigEndian.PutUint64(target[8:], want.DigestHigh)
+			binary.BigEndian.PutUint64(target[16:], want.DigestLow)
+			if LoadPrefix(target[:], 0) != want {
+				t.Fatalf("loadPrefix of the target = %+v, want %+v", LoadPrefix(target[:], 0), want)
 			}
 			expected := sort.Search(len(records), func(i int) bool {
-				return string(chunk[i*keyRecordSize:i*keyRecordSize+keyRecordPrefix]) >= string(target[:])
+				return string(chunk[i*RecordSize:i*RecordSize+RecordPrefixSize]) >= string(target[:])
 			})
-			if got := searchChunk(chunk, want); got != expected {
+			if got := SearchChunk(chunk, want); got != expected {
 				t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", want, got, expected, len(records))
 			}
 		}
@@ -73,14 +73,14 @@ func TestSearchChunk(t *testing.T) {
 // binarySearchChunk is searchChunk without interpolation: the search the
 // chunks of keyChunkRecordsV1 records had, the baseline of
 // BenchmarkSearchChunk.
-func binarySearchChunk(chunk []byte, want recordPrefix) int {
-	return searchChunkRange(chunk, 0, len(chunk)/keyRecordSize, want)
+func binarySearchChunk(chunk []byte, want Prefix) int {
+	return searchChunkRange(chunk, 0, len(chunk)/RecordSize, want)
 }
 
 // uniformChunk returns a sorted chunk of n records of one chain with
 // pseudo-random digests (as BLAKE3's are), and their prefixes.
-func uniformChunk(n int, chainID uint64, seed uint64) ([]byte, []recordPrefix) {
-	records := make([]recordKey, n)
+func uniformChunk(n int, chainID uint64, seed uint64) ([]byte, []Prefix) {
+	records := make([]RecordKey, n)
 	x := seed | 1
 	next := func() uint64 { // xorshift64*
 		x ^= x >> 12
@@ -89,14 +89,14 @@ func uniformChunk(n int, chainID uint64, seed uint64) ([]byte, []recordPrefix) {
 		return x * 0x2545f4914f6cdd1d
 	}
 	for i := range records {
-		records[i] = recordKey{chainID: chainID, digestHigh: next(), digestLow: next(), seq: uint64(i + 1)}
+		records[i] = RecordKey{chainID: chainID, digestHigh: next(), digestLow: next(), seq: uint64(i + 1)}
 	}
-	slices.SortFunc(records, compareRecords)
-	chunk := make([]byte, n*keyRecordSize)
-	prefixes := make([]recordPrefix, n)
+	slices.SortFunc(records, CompareRecords)
+	chunk := make([]byte, n*RecordSize)
+	prefixes := make([]Prefix, n)
 	for i, r := range records {
-		r.put(chunk[i*keyRecordSize:])
-		prefixes[i] = recordPrefix{r.chainID, r.digestHigh, r.digestLow}
+		r.put(chunk[i*RecordSize:])
+		prefixes[i] = Prefix{r.chainID, r.digestHigh, r.digestLow}
 	}
 	return chunk, prefixes
 }
@@ -107,72 +107,72 @@ func uniformChunk(n int, chainID uint64, seed uint64) ([]byte, []recordPrefix) {
 // before and after it), records sharing their digest's high word, and a
 // chunk whose digests all share it (no interpolation possible).
 func TestSearchChunkEdges(t *testing.T) {
-	for _, n := range []int{1, 2, searchBinaryMax, searchBinaryMax + 1, keyChunkRecordsV1, 1000, keyChunkRecords} {
+	for _, n := range []int{1, 2, searchBinaryMax, searchBinaryMax + 1, ChunkRecordsV1, 1000, ChunkRecords} {
 		chunk, prefixes := uniformChunk(n, 5, uint64(n))
 		first, last := prefixes[0], prefixes[n-1]
 		cases := []struct {
 			name string
-			want recordPrefix
+			want Prefix
 			at   int
 		}{
 			{"first", first, 0},
 			{"last", last, n - 1},
-			{"below the first", recordPrefix{5, first.digestHigh, first.digestLow - 1}, 0},
-			{"lowest digest", recordPrefix{5, 0, 0}, 0},
-			{"above the last", recordPrefix{5, last.digestHigh, last.digestLow + 1}, n},
-			{"highest digest", recordPrefix{5, ^uint64(0), ^uint64(0)}, n},
-			{"chain before", recordPrefix{4, ^uint64(0), ^uint64(0)}, 0},
-			{"chain after", recordPrefix{6, 0, 0}, n},
+			{"below the first", Prefix{5, first.DigestHigh, first.DigestLow - 1}, 0},
+			{"lowest digest", Prefix{5, 0, 0}, 0},
+			{"above the last", Prefix{5, last.DigestHigh, last.DigestLow + 1}, n},
+			{"highest digest", Prefix{5, ^uint64(0), ^uint64(0)}, n},
+			{"chain before", Prefix{4, ^uint64(0), ^uint64(0)}, 0},
+			{"chain after", Prefix{6, 0, 0}, n},
 		}
-		if last.digestLow != ^uint64(0) {
+		if last.DigestLow != ^uint64(0) {
 			cases[4].at = n
 		}
 		for i := range min(n, 64) {
 			j := i * (n - 1) / max(min(n, 64)-1, 1)
 			cases = append(cases, struct {
 				name string
-				want recordPrefix
+				want Prefix
 				at   int
 			}{fmt.Sprintf("record %d", j), prefixes[j], j})
 		}
 		for _, c := range cases {
-			if got := searchChunk(chunk, c.want); got != c.at {
+			if got := SearchChunk(chunk, c.want); got != c.at {
 				t.Errorf("%d records, %s: searchChunk = %d, want %d", n, c.name, got, c.at)
 			}
 			if got := binarySearchChunk(chunk, c.want); got != c.at {
 				t.Errorf("%d records, %s: the binary search = %d, want %d", n, c.name, got, c.at)
 			}
-			if got := newRunRadix([][]byte{chunk}).search(0, chunk, c.want); got != c.at {
+			if got := NewRadix([][]byte{chunk}).search(0, chunk, c.want); got != c.at {
 				t.Errorf("%d records, %s: the radix search = %d, want %d", n, c.name, got, c.at)
 			}
 		}
 	}
 	// Records that share their digest's high word (with one another, and in
 	// a chunk where all of them do) are ordered by the low word.
-	for _, shared := range []int{2, 100, keyChunkRecords} {
-		chunk, prefixes := uniformChunk(keyChunkRecords, 5, 99)
-		start := keyChunkRecords/2 - shared/2
-		high := prefixes[start].digestHigh
+	for _, shared := range []int{2, 100, ChunkRecords} {
+		chunk, prefixes := uniformChunk(ChunkRecords, 5, 99)
+		start := ChunkRecords/2 - shared/2
+		high := prefixes[start].DigestHigh
 		for i := start; i < start+shared; i++ {
-			prefixes[i].digestHigh = high
+			prefixes[i].DigestHigh = high
 		}
-		if shared == keyChunkRecords {
+		if shared == ChunkRecords {
 			for i := range prefixes {
-				prefixes[i].digestHigh = 7
+				prefixes[i].DigestHigh = 7
 			}
 		}
-		slices.SortFunc(prefixes, func(a, b recordPrefix) int {
-			return compareRecords(recordKey{a.chainID, a.digestHigh, a.digestLow, 0}, recordKey{b.chainID, b.digestHigh, b.digestLow, 0})
+		slices.SortFunc(prefixes, func(a, b Prefix) int {
+			return CompareRecords(RecordKey{a.ChainID, a.DigestHigh, a.DigestLow, 0}, RecordKey{b.ChainID, b.DigestHigh, b.DigestLow, 0})
 		})
 		for i, p := range prefixes {
-			recordKey{p.chainID, p.digestHigh, p.digestLow, uint64(i)}.put(chunk[i*keyRecordSize:])
+			RecordKey{p.ChainID, p.DigestHigh, p.DigestLow, uint64(i)}.put(chunk[i*RecordSize:])
 		}
 		for i := 0; i < len(prefixes); i += 1 + i%7 { // every record near the start, then a sample
 			p := prefixes[i]
-			if got := searchChunk(chunk, p); got != i {
+			if got := SearchChunk(chunk, p); got != i {
 				t.Fatalf("%d records sharing a high word: searchChunk(record %d) = %d", shared, i, got)
 			}
-			if got := searchChunk(chunk, recordPrefix{p.chainID, p.digestHigh, p.digestLow + 1}); p.digestLow != ^uint64(0) && got != binarySearchChunk(chunk, recordPrefix{p.chainID, p.digestHigh, p.digestLow + 1}) {
+			if got := SearchChunk(chunk, Prefix{p.ChainID, p.DigestHigh, p.DigestLow + 1}); p.DigestLow != ^uint64(0) && got != binarySearchChunk(chunk, Prefix{p.ChainID, p.DigestHigh, p.DigestLow + 1}) {
 				t.Fatalf("%d records sharing a high word: searchChunk(past record %d) = %d", shared, i, got)
 			}
 		}
@@ -184,36 +184,36 @@ func TestSearchChunkEdges(t *testing.T) {
 // uniform or bunched, for every record and a drawn target.
 func TestSearchChunkLarge(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, keyChunkRecords).Draw(t, "records")
+		n := rapid.IntRange(1, ChunkRecords).Draw(t, "records")
 		chains := rapid.IntRange(1, 3).Draw(t, "chains")
 		bunched := rapid.Bool().Draw(t, "bunched")
 		chunk, prefixes := uniformChunk(n, 1, rapid.Uint64().Draw(t, "seed"))
 		for i := range prefixes {
-			prefixes[i].chainID = uint64(1 + i*chains/n) // sorted stretches of each chain
+			prefixes[i].ChainID = uint64(1 + i*chains/n) // sorted stretches of each chain
 			if bunched {
-				prefixes[i].digestHigh >>= 60 // sixteen values: long runs of equal high words
+				prefixes[i].DigestHigh >>= 60 // sixteen values: long runs of equal high words
 			}
 		}
-		slices.SortFunc(prefixes, func(a, b recordPrefix) int {
-			return compareRecords(recordKey{a.chainID, a.digestHigh, a.digestLow, 0}, recordKey{b.chainID, b.digestHigh, b.digestLow, 0})
+		slices.SortFunc(prefixes, func(a, b Prefix) int {
+			return CompareRecords(RecordKey{a.ChainID, a.DigestHigh, a.DigestLow, 0}, RecordKey{b.ChainID, b.DigestHigh, b.DigestLow, 0})
 		})
 		prefixes = slices.Compact(prefixes)
-		chunk = chunk[:len(prefixes)*keyRecordSize]
+		chunk = chunk[:len(prefixes)*RecordSize]
 		for i, p := range prefixes {
-			recordKey{p.chainID, p.digestHigh, p.digestLow, uint64(i)}.put(chunk[i*keyRecordSize:])
+			RecordKey{p.ChainID, p.DigestHigh, p.DigestLow, uint64(i)}.put(chunk[i*RecordSize:])
 		}
 		// Every record of a small chunk; of a large one, the first, the
 		// last and a few hundred drawn.
 		targets := prefixes
 		if len(prefixes) > 500 {
-			targets = []recordPrefix{prefixes[0], prefixes[len(prefixes)-1]}
+			targets = []Prefix{prefixes[0], prefixes[len(prefixes)-1]}
 			for range 300 {
 				targets = append(targets, prefixes[rapid.IntRange(0, len(prefixes)-1).Draw(t, "record")])
 			}
 		}
 		records := len(targets)
-		radix := newRunRadix([][]byte{chunk})
-		targets = append(slices.Clone(targets), recordPrefix{
+		radix := NewRadix([][]byte{chunk})
+		targets = append(slices.Clone(targets), Prefix{
 			uint64(rapid.IntRange(0, chains+1).Draw(t, "target chain")),
 			rapid.Uint64().Draw(t, "target high"),
 			rapid.Uint64().Draw(t, "target low"),
@@ -223,20 +223,20 @@ func TestSearchChunkLarge(t *testing.T) {
 			if i < records && (expected == len(prefixes) || prefixes[expected] != want) {
 				t.Fatalf("the binary search does not find record %+v", want)
 			}
-			if got := searchChunk(chunk, want); got != expected {
+			if got := SearchChunk(chunk, want); got != expected {
 				t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", want, got, expected, len(prefixes))
 			}
 			if got := radix.search(0, chunk, want); got != expected {
-				t.Fatalf("the radix search(%+v) = %d, want %d (%d records, mapped %v)", want, got, expected, len(prefixes), radix.starts[0] != nil)
+				t.Fatalf("the radix search(%+v) = %d, want %d (%d records, mapped %v)", want, got, expected, len(prefixes), radix.Starts[0] != nil)
 			}
-			for _, near := range []recordPrefix{{want.chainID, want.digestHigh, want.digestLow - 1}, {want.chainID, want.digestHigh, want.digestLow + 1}} {
+			for _, near := range []Prefix{{want.ChainID, want.DigestHigh, want.DigestLow - 1}, {want.ChainID, want.DigestHigh, want.DigestLow + 1}} {
 				if got, expected := radix.search(0, chunk, near), binarySearchChunk(chunk, near); got != expected {
 					t.Fatalf("the radix search(%+v) = %d, want %d (%d records)", near, got, expected, len(prefixes))
 				}
 			}
 			// Both neighbours of a record, between it and the next.
-			for _, near := range []recordPrefix{{want.chainID, want.digestHigh, want.digestLow - 1}, {want.chainID, want.digestHigh, want.digestLow + 1}} {
-				if got, expected := searchChunk(chunk, near), binarySearchChunk(chunk, near); got != expected {
+			for _, near := range []Prefix{{want.ChainID, want.DigestHigh, want.DigestLow - 1}, {want.ChainID, want.DigestHigh, want.DigestLow + 1}} {
+				if got, expected := SearchChunk(chunk, near), binarySearchChunk(chunk, near); got != expected {
 					t.Fatalf("searchChunk(%+v) = %d, want %d (%d records)", near, got, expected, len(prefixes))
 				}
 			}
@@ -251,21 +251,21 @@ func TestSearchChunkLarge(t *testing.T) {
 func BenchmarkSearchChunk(b *testing.B) {
 	const chunks = 64
 	data := make([][]byte, chunks)
-	prefixes := make([][]recordPrefix, chunks)
+	prefixes := make([][]Prefix, chunks)
 	for i := range data {
-		data[i], prefixes[i] = uniformChunk(keyChunkRecords, 1, uint64(i+1))
+		data[i], prefixes[i] = uniformChunk(ChunkRecords, 1, uint64(i+1))
 	}
-	target := func(i int) (int, recordPrefix) {
+	target := func(i int) (int, Prefix) {
 		h := uint64(i) * 0x9e3779b97f4a7c15
 		c := int(h>>58) % chunks
-		return c, prefixes[c][int(h>>20)%keyChunkRecords]
+		return c, prefixes[c][int(h>>20)%ChunkRecords]
 	}
 	// searches looks up a target per iteration and returns the time of one.
-	searches := func(b *testing.B, search func(chunk []byte, want recordPrefix) int) time.Duration {
+	searches := func(b *testing.B, search func(chunk []byte, want Prefix) int) time.Duration {
 		i := 0
 		for b.Loop() {
 			c, want := target(i)
-			if search(data[c], want) >= keyChunkRecords {
+			if search(data[c], want) >= ChunkRecords {
 				b.Fatal("not found")
 			}
 			i++
@@ -275,7 +275,7 @@ func BenchmarkSearchChunk(b *testing.B) {
 	var binary time.Duration
 	b.Run("binary", func(b *testing.B) { binary = searches(b, binarySearchChunk) })
 	b.Run("interpolation", func(b *testing.B) {
-		if each := searches(b, searchChunk); binary > 0 {
+		if each := searches(b, SearchChunk); binary > 0 {
 			b.ReportMetric(float64(each)/float64(binary), "x-binary")
 		}
 	})
@@ -286,29 +286,29 @@ func BenchmarkSearchChunk(b *testing.B) {
 // on a sorted chunk find what the binary search finds.
 func FuzzSearchChunk(f *testing.F) {
 	sorted, prefixes := uniformChunk(300, 2, 7)
-	f.Add(sorted, uint64(2), prefixes[150].digestHigh, prefixes[150].digestLow)
-	f.Add(sorted, uint64(2), prefixes[299].digestHigh+1, uint64(0))
+	f.Add(sorted, uint64(2), prefixes[150].DigestHigh, prefixes[150].DigestLow)
+	f.Add(sorted, uint64(2), prefixes[299].DigestHigh+1, uint64(0))
 	f.Add(sorted, uint64(1), uint64(0), uint64(0))
 	reversed := slices.Clone(sorted)
 	for i := range 300 {
-		copy(reversed[i*keyRecordSize:], sorted[(299-i)*keyRecordSize:(300-i)*keyRecordSize])
+		copy(reversed[i*RecordSize:], sorted[(299-i)*RecordSize:(300-i)*RecordSize])
 	}
-	f.Add(reversed, uint64(2), prefixes[10].digestHigh, prefixes[10].digestLow)
+	f.Add(reversed, uint64(2), prefixes[10].DigestHigh, prefixes[10].DigestLow)
 	f.Add([]byte{}, uint64(0), uint64(0), uint64(0))
 	f.Fuzz(func(t *testing.T, data []byte, chainID, high, low uint64) {
-		chunk := data[:len(data)/keyRecordSize*keyRecordSize]
-		n := len(chunk) / keyRecordSize
-		want := recordPrefix{chainID, high, low}
-		got := searchChunk(chunk, want)
+		chunk := data[:len(data)/RecordSize*RecordSize]
+		n := len(chunk) / RecordSize
+		want := Prefix{chainID, high, low}
+		got := SearchChunk(chunk, want)
 		if got < 0 || got > n {
 			t.Fatalf("searchChunk = %d of %d records", got, n)
 		}
-		radix := newRunRadix([][]byte{chunk}).search(0, chunk, want)
+		radix := NewRadix([][]byte{chunk}).search(0, chunk, want)
 		if radix < 0 || radix > n {
 			t.Fatalf("the radix search = %d of %d records", radix, n)
 		}
 		for i := 1; i < n; i++ {
-			if !loadPrefix(chunk, i-1).less(loadPrefix(chunk, i)) {
+			if !LoadPrefix(chunk, i-1).Less(LoadPrefix(chunk, i)) {
 				return // not sorted: any index is an answer
 			}
 		}
@@ -319,7 +319,7 @@ func FuzzSearchChunk(f *testing.F) {
 }
 
 // search is searchNear without the byte loaded ahead of need.
-func (x *runRadix) search(i int, chunk []byte, want recordPrefix) int {
-	at, _ := x.searchNear(i, chunk, want)
+func (x *Radix) search(i int, chunk []byte, want Prefix) int {
+	at, _ := x.SearchNear(i, chunk, want)
 	return at
 }

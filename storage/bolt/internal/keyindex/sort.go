@@ -1,4 +1,4 @@
-package bolt
+package keyindex
 
 import (
 	"encoding/binary"
@@ -6,15 +6,15 @@ import (
 	"slices"
 )
 
-// recordKey is a run record as big-endian words: comparing three words
+// RecordKey is a run record as big-endian words: comparing three words
 // orders records as comparing their first keyRecordPrefix bytes does, at a
 // fraction of the cost of bytes.Compare.
-type recordKey struct {
+type RecordKey struct {
 	chainID, digestHigh, digestLow, seq uint64
 }
 
-func loadRecord(rec []byte) recordKey {
-	return recordKey{
+func LoadRecord(rec []byte) RecordKey {
+	return RecordKey{
 		chainID:    binary.BigEndian.Uint64(rec[0:8]),
 		digestHigh: binary.BigEndian.Uint64(rec[8:16]),
 		digestLow:  binary.BigEndian.Uint64(rec[16:24]),
@@ -22,15 +22,15 @@ func loadRecord(rec []byte) recordKey {
 	}
 }
 
-func (r recordKey) put(rec []byte) {
+func (r RecordKey) put(rec []byte) {
 	binary.BigEndian.PutUint64(rec[0:8], r.chainID)
 	binary.BigEndian.PutUint64(rec[8:16], r.digestHigh)
 	binary.BigEndian.PutUint64(rec[16:24], r.digestLow)
 	binary.BigEndian.PutUint64(rec[24:32], r.seq)
 }
 
-// compareRecords orders records by their prefix (chain id, digest).
-func compareRecords(a, b recordKey) int {
+// CompareRecords orders records by their prefix (chain id, digest).
+func CompareRecords(a, b RecordKey) int {
 	switch {
 	case a.chainID != b.chainID:
 		return cmpUint64(a.chainID, b.chainID)
@@ -50,12 +50,12 @@ func cmpUint64(a, b uint64) int {
 	return 0
 }
 
-// sortRecords sorts records in place by their prefix: chain id, then
+// SortRecords sorts records in place by their prefix: chain id, then
 // digest. A run of bucketSortMin records or more is sorted by bucketSort;
 // a smaller one, or one of more chains than bucketSortChainsMax, by
 // comparisons.
-func sortRecords(records []byte) {
-	if len(records)/keyRecordSize >= bucketSortMin {
+func SortRecords(records []byte) {
+	if len(records)/RecordSize >= bucketSortMin {
 		if sorted, ok := bucketSort(records); ok {
 			putRecords(records, sorted)
 			return
@@ -66,18 +66,18 @@ func sortRecords(records []byte) {
 
 // sortRecordsByComparison is sortRecords by a comparison sort alone.
 func sortRecordsByComparison(records []byte) {
-	keys := make([]recordKey, len(records)/keyRecordSize)
+	keys := make([]RecordKey, len(records)/RecordSize)
 	for i := range keys {
-		keys[i] = loadRecord(records[i*keyRecordSize:])
+		keys[i] = LoadRecord(records[i*RecordSize:])
 	}
-	slices.SortFunc(keys, compareRecords)
+	slices.SortFunc(keys, CompareRecords)
 	putRecords(records, keys)
 }
 
 // putRecords writes keys over records, in order.
-func putRecords(records []byte, keys []recordKey) {
+func putRecords(records []byte, keys []RecordKey) {
 	for i, k := range keys {
-		k.put(records[i*keyRecordSize:])
+		k.put(records[i*RecordSize:])
 	}
 }
 
@@ -106,8 +106,8 @@ const (
 // predict. Buckets are in the records' order (a lower bucket holds only
 // lower records), so the result is sorted whatever the digests are; a
 // skewed set only makes larger buckets.
-func bucketSort(records []byte) ([]recordKey, bool) {
-	n := len(records) / keyRecordSize
+func bucketSort(records []byte) ([]RecordKey, bool) {
+	n := len(records) / RecordSize
 	chains, buckets, ok := chainRanks(records)
 	if !ok {
 		return nil, false
@@ -124,7 +124,7 @@ func bucketSort(records []byte) ([]recordKey, bool) {
 	}
 	starts := make([]int, bases[len(chains)]+1)
 	for i, rank := range buckets {
-		digestHigh := binary.BigEndian.Uint64(records[i*keyRecordSize+8:])
+		digestHigh := binary.BigEndian.Uint64(records[i*RecordSize+8:])
 		b := bases[rank] + uint32(digestHigh>>shifts[rank])
 		buckets[i] = b
 		starts[b+1]++
@@ -132,10 +132,10 @@ func bucketSort(records []byte) ([]recordKey, bool) {
 	for b := 1; b < len(starts); b++ {
 		starts[b] += starts[b-1]
 	}
-	sorted := make([]recordKey, n)
+	sorted := make([]RecordKey, n)
 	next := slices.Clone(starts[:len(starts)-1])
 	for i, b := range buckets {
-		sorted[next[b]] = loadRecord(records[i*keyRecordSize:])
+		sorted[next[b]] = LoadRecord(records[i*RecordSize:])
 		next[b]++
 	}
 	for b := 0; b+1 < len(starts); b++ {
@@ -148,13 +148,13 @@ func bucketSort(records []byte) ([]recordKey, bool) {
 // and each record's chain's index in that order; ok is false when the
 // records hold more than bucketSortChainsMax chains.
 func chainRanks(records []byte) (counts []int, ranks []uint32, ok bool) {
-	n := len(records) / keyRecordSize
+	n := len(records) / RecordSize
 	index := make(map[uint64]uint32)
 	ids := []uint64{}
 	ranks = make([]uint32, n)
 	last, lastIndex := uint64(0), uint32(0)
 	for i := range n {
-		id := binary.BigEndian.Uint64(records[i*keyRecordSize:])
+		id := binary.BigEndian.Uint64(records[i*RecordSize:])
 		if i == 0 || id != last {
 			j, seen := index[id]
 			if !seen {
@@ -189,15 +189,15 @@ func chainRanks(records []byte) (counts []int, ranks []uint32, ok bool) {
 
 // sortBucket sorts one bucket: by insertion when it is as small as
 // uniform digests make it, by comparisons otherwise.
-func sortBucket(bucket []recordKey) {
+func sortBucket(bucket []RecordKey) {
 	if len(bucket) > bucketInsertionMax {
-		slices.SortFunc(bucket, compareRecords)
+		slices.SortFunc(bucket, CompareRecords)
 		return
 	}
 	for i := 1; i < len(bucket); i++ {
 		k := bucket[i]
 		j := i
-		for ; j > 0 && compareRecords(k, bucket[j-1]) < 0; j-- {
+		for ; j > 0 && CompareRecords(k, bucket[j-1]) < 0; j-- {
 			bucket[j] = bucket[j-1]
 		}
 		bucket[j] = k

@@ -1,4 +1,4 @@
-package bolt
+package keyindex
 
 import (
 	"encoding/binary"
@@ -29,41 +29,41 @@ import (
 // candidates: a key it lacks goes to the filter and the runs, so that a map
 // that holds fewer keys than the file is slower, never wrong.
 const (
-	// seqMapSeqBits is the part of a slot that holds seq+1 (0 is an empty
+	// SeqMapSeqBits is the part of a slot that holds seq+1 (0 is an empty
 	// slot): seqs up to 2^40-2, about a trillion entries in one chain. A
 	// larger seq is left out of the map.
-	seqMapSeqBits = 40
+	SeqMapSeqBits = 40
 	// seqMapSlotBytes is the size of one slot.
 	seqMapSlotBytes = 8
 	// seqMapLoadNum/seqMapLoadDen is the share of the slots a map is sized
 	// to fill at its filter's capacity; adds stop at seqMapFullNum/Den, so
 	// that an open slot always ends a search.
 	seqMapLoadNum, seqMapLoadDen = 4, 5
-	seqMapFullNum, seqMapFullDen = 9, 10
+	SeqMapFullNum, SeqMapFullDen = 9, 10
 	// SeqMapBytesMaxDefault is the memory a handle's seq map may take when
 	// Options.SeqMapBytesMax is zero: the map of a filter sized for
 	// 26,800,000 keys, and a map for up to that many keys.
 	SeqMapBytesMaxDefault = 256 << 20
 )
 
-// seqMap is an open-addressing table of fingerprints and seqs, probed
+// SeqMap is an open-addressing table of fingerprints and seqs, probed
 // linearly from the slot its hash falls in. Slots are read and written
 // atomically: replays read it while the committer adds to it, one writer
 // at a time (under the run cache's lock, or before it is published).
-type seqMap struct {
-	slots []uint64
-	// used counts the filled slots; only the writer reads it.
-	used uint64
-	// partial is set, before the filter's asOf moves past the commit, once
+type SeqMap struct {
+	Slots []uint64
+	// Used counts the filled slots; only the writer reads it.
+	Used uint64
+	// Partial is set, before the filter's asOf moves past the commit, once
 	// an add has been dropped: the map no longer rules keys out.
-	partial atomic.Bool
+	Partial atomic.Bool
 }
 
 // newSeqMap returns a map for the keys there are, sized for the filter's
 // capacity, or as large as bytesMax allows when that is smaller (it may
 // then fill before the filter is rebuilt, and become partial); nil when
 // bytesMax is negative or too small to hold the keys there are.
-func newSeqMap(keys, capacity uint64, bytesMax int64) *seqMap {
+func newSeqMap(keys, capacity uint64, bytesMax int64) *SeqMap {
 	if bytesMax < 0 {
 		return nil
 	}
@@ -71,7 +71,7 @@ func newSeqMap(keys, capacity uint64, bytesMax int64) *seqMap {
 	if keys*seqMapLoadDen/seqMapLoadNum > n {
 		return nil
 	}
-	return &seqMap{slots: make([]uint64, max(n, 1))}
+	return &SeqMap{Slots: make([]uint64, max(n, 1))}
 }
 
 // hashes returns the slot a key's search begins at and its fingerprint, in
@@ -84,55 +84,79 @@ func newSeqMap(keys, capacity uint64, bytesMax int64) *seqMap {
 // in many chains (an account's "deposit-1" in each of 10,000 accounts) has
 // one digest, and without the offset its copies began at one slot and grew
 // one cluster that every search nearby walked to its end.
-func (m *seqMap) hashes(chainID uint64, digest []byte) (slot uint64, fingerprint uint64) {
+func (m *SeqMap) hashes(chainID uint64, digest []byte) (slot uint64, fingerprint uint64) {
 	offset := chainID * 0x9e3779b97f4a7c15
-	slot, _ = bits.Mul64(binary.BigEndian.Uint64(digest[0:8])+offset, uint64(len(m.slots)))
+	slot, _ = bits.Mul64(binary.BigEndian.Uint64(digest[0:8])+offset, uint64(len(m.Slots)))
 	fingerprint = binary.LittleEndian.Uint64(digest[8:16]) ^ offset
-	return slot, fingerprint &^ (1<<seqMapSeqBits - 1)
+	return slot, fingerprint &^ (1<<SeqMapSeqBits - 1)
 }
 
 // add records the key's seq. Adds beyond the map's fill limit, and seqs too
 // large for a slot, are dropped: the key is then read through the runs.
-func (m *seqMap) add(chainID uint64, digest []byte, seq uint64) {
-	if seq >= 1<<seqMapSeqBits-1 || m.used*seqMapFullDen >= uint64(len(m.slots))*seqMapFullNum {
-		m.partial.Store(true)
+func (m *SeqMap) add(chainID uint64, digest []byte, seq uint64) {
+	if seq >= 1<<SeqMapSeqBits-1 || m.Used*SeqMapFullDen >= uint64(len(m.Slots))*SeqMapFullNum {
+		m.Partial.Store(true)
 		return
 	}
 	i, fingerprint := m.hashes(chainID, digest)
-	for atomic.LoadUint64(&m.slots[i]) != 0 {
-		if i++; i == uint64(len(m.slots)) {
+	for atomic.LoadUint64(&m.Slots[i]) != 0 {
+		if i++; i == uint64(len(m.Slots)) {
 			i = 0
 		}
 	}
-	atomic.StoreUint64(&m.slots[i], fingerprint|(seq+1))
-	m.used++
+	atomic.StoreUint64(&m.Slots[i], fingerprint|(seq+1))
+	m.Used++
 }
 
-// find returns the seq of the first slot with the key's fingerprint, the
+// Find returns the seq of the first slot with the key's fingerprint, the
 // likely entry of the key; ok is false when the search meets an open slot
 // first. A candidate other than the key's own (another key of the same
 // fingerprint before it) is read, found wanting and sent to the runs.
-func (m *seqMap) find(chainID uint64, digest []byte) (seq uint64, ok bool) {
+func (m *SeqMap) Find(chainID uint64, digest []byte) (seq uint64, ok bool) {
 	i, fingerprint := m.hashes(chainID, digest)
-	for range len(m.slots) {
-		s := atomic.LoadUint64(&m.slots[i])
+	for range len(m.Slots) {
+		s := atomic.LoadUint64(&m.Slots[i])
 		if s == 0 {
 			return 0, false
 		}
-		if s&^(1<<seqMapSeqBits-1) == fingerprint {
-			return s&(1<<seqMapSeqBits-1) - 1, true
+		if s&^(1<<SeqMapSeqBits-1) == fingerprint {
+			return s&(1<<SeqMapSeqBits-1) - 1, true
 		}
-		if i++; i == uint64(len(m.slots)) {
+		if i++; i == uint64(len(m.Slots)) {
 			i = 0
 		}
 	}
 	return 0, false
 }
 
-// prefetch asks for the line where the key's search begins (see
+// Prefetch asks for the line where the key's search begins (see
 // internal/prefetch): a batch of reads asks for every key's line before
 // it searches for the first.
-func (m *seqMap) prefetch(chainID uint64, digest []byte) {
+func (m *SeqMap) Prefetch(chainID uint64, digest []byte) {
 	i, _ := m.hashes(chainID, digest)
-	prefetch.Line((*byte)(unsafe.Pointer(&m.slots[i])))
+	prefetch.Line((*byte)(unsafe.Pointer(&m.Slots[i])))
+}
+
+// Plant puts a slot with the key's fingerprint and seq where the key's
+// search begins, and moves the filled slots from there on (up to the open
+// slot that ends them) one slot further, so that the key's search meets the
+// planted slot first and every other key is still found: its slot moves,
+// the slots between its start and it stay filled. The map must have an open
+// slot, and no other goroutine may add to it meanwhile.
+func (m *SeqMap) Plant(chainID uint64, digest []byte, seq uint64) {
+	start, fingerprint := m.hashes(chainID, digest)
+	n := uint64(len(m.Slots))
+	end := start
+	for atomic.LoadUint64(&m.Slots[end]) != 0 {
+		if end = (end + 1) % n; end == start {
+			panic("plant: the seq map has no open slot")
+		}
+	}
+	for i := end; i != start; {
+		prev := (i + n - 1) % n
+		atomic.StoreUint64(&m.Slots[i], atomic.LoadUint64(&m.Slots[prev]))
+		i = prev
+	}
+	atomic.StoreUint64(&m.Slots[start], fingerprint|(seq+1))
+	m.Used++
 }
