@@ -9,6 +9,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
@@ -153,9 +154,9 @@ func legacyEntry(btx *bbolt.Tx, id, seq uint64) ([]byte, error) {
 // segments, one value per entry.
 func legacyEntries(btx *bbolt.Tx, chain string, id, fromSeq uint64, yield func(storage.Record, error) bool) {
 	cur := btx.Bucket(BucketEntries).Cursor()
-	var memory scanMemory
+	var memory mapscan.Scan
 	for k, v := cur.Seek(entryKey(id, fromSeq)); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = cur.Next() {
-		memory.observe(v)
+		memory.Observe(v)
 		if len(k) != segment.KeySize {
 			yield(storage.Record{}, fmt.Errorf("chain %q: %w: entry key of %d bytes", chain, storage.ErrCorrupt, len(k)))
 			return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
@@ -130,7 +131,7 @@ func (t *tx) ScanKeyBatches(ctx context.Context, chain string) iter.Seq2[[]stora
 			yield(nil, fmt.Errorf("chain %q: %w", chain, err))
 			return
 		}
-		var memory scanMemory
+		var memory mapscan.Scan
 		each := func(chunk []byte) (bool, bool) { return b.addChunk(chunk, c.id) }
 		for _, name := range names {
 			more, err := t.walkRunChunks(c.id, name, &memory, each)

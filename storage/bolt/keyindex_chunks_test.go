@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 )
 
 // chunkLedger is a file whose runs are rewritten in chunks of other sizes,
@@ -265,7 +266,7 @@ func (l *chunkLedger) checkScanStart(b *Backend) {
 			l.t.Fatal(err)
 		}
 		for _, name := range names {
-			var memory scanMemory
+			var memory mapscan.Scan
 			lower := 0
 			_, err := rtx.walkRunChunks(id, name, &memory, func(chunk []byte) (bool, bool) {
 				for o := 0; o < len(chunk); o += keyindex.RecordSize {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 )
 
 // ScanKeys reads the chain's part of every piece of the index in turn: the
@@ -17,7 +18,7 @@ import (
 // chain id, so the chain's records are one contiguous stretch of chunks:
 // a seek to the chain id and a forward walk, sequential reads like the scan
 // of the entries, and like it released from the map as it goes (see
-// scanMemory), so that a verify's resident size does not grow with the
+// internal/mapscan), so that a verify's resident size does not grow with the
 // index.
 func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
 	return func(yield func(storage.KeyRef, error) bool) {
@@ -36,7 +37,7 @@ func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRe
 			yield(storage.KeyRef{}, fmt.Errorf("chain %q: %w", chain, err))
 			return
 		}
-		var memory scanMemory
+		var memory mapscan.Scan
 		for _, name := range names {
 			if !t.scanRunKeys(chain, c.id, name, &memory, yield) {
 				return
@@ -117,7 +118,7 @@ func (t *tx) scanRecentKeys(chain string, chainID uint64, yield func(storage.Key
 
 // scanRunKeys yields the chain's records of one run (see walkRunChunks).
 // It reports whether to go on.
-func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *scanMemory,
+func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *mapscan.Scan,
 	yield func(storage.KeyRef, error) bool) bool {
 	more, err := t.walkRunChunks(chainID, name, memory, func(chunk []byte) (bool, bool) {
 		return yieldChunk(chunk, chainID, yield)
@@ -137,7 +138,7 @@ func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *
 // chain's, and the walk ends at the first record of a greater chain id.
 // The run's other keys (count, filter) are not 24 bytes long. It reports
 // whether to go on; a damaged run is an error wrapping storage.ErrCorrupt.
-func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
+func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *mapscan.Scan,
 	each func(chunk []byte) (more, last bool)) (bool, error) {
 	b := t.runBucket(name)
 	if b == nil {
@@ -164,14 +165,14 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 			v = v[keyindex.SearchChunk(v, keyindex.Prefix{ChainID: chainID})*keyindex.RecordSize:]
 			first = false
 		}
-		// A chunk of keyChunkRecords is handed on in pieces, each observed
-		// as a value of its own: scanMemory reads ahead of a scan from
+		// A chunk of keyindex.ChunkRecords is handed on in pieces, each observed
+		// as a value of its own: a mapscan.Scan reads ahead of a scan from
 		// its first value and from its first look at the map, which come
 		// by the bytes read, so a scan that began with a 1 MiB chunk
 		// would fault most of that chunk a page at a time on a cold file.
 		for o := 0; o < len(v); o += scanPieceBytes {
 			piece := v[o:min(o+scanPieceBytes, len(v))]
-			memory.observe(piece)
+			memory.Observe(piece)
 			more, last := each(piece)
 			if !more || last {
 				return more, nil

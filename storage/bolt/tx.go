@@ -13,6 +13,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
@@ -388,10 +389,10 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 // that does not decode.
 func (t *tx) scanSegments(chain string, id, fromSeq uint64, yield func(storage.Record, error) bool) {
 	cur := t.segments().Cursor()
-	var memory scanMemory
+	var memory mapscan.Scan
 	var previous uint64 // last seq yielded
 	for k, v := cur.Seek(entryKey(id, fromSeq)); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = cur.Next() {
-		memory.observe(v)
+		memory.Observe(v)
 		s, err := segment.Decode(k, v)
 		if err == nil && previous != 0 && s.First <= previous {
 			err = fmt.Errorf("%w: entry segment of seqs %d..%d after seq %d", storage.ErrCorrupt, s.First, s.Last, previous)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package bolt
+package mapscan
 
 import (
 	"bytes"
@@ -43,15 +43,15 @@ func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 	m := mapFile(t, 2*scanReleaseBytes+scanCheckBytes+scanReadAheadBytes+value)
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 	forgetScanMaps(t)
-	var s scanMemory
+	var s Scan
 	read := 0
 	for ; read+value < scanQuietBytes; read += value {
-		s.observe(m[read : read+value])
+		s.Observe(m[read : read+value])
 	}
 	if s.mapEnd != 0 || s.aheadEnd != 0 {
 		t.Fatalf("a scan of %d bytes looked at the map (%#x-%#x) or read ahead (to %#x)", read, s.mapStart, s.mapEnd, s.aheadEnd)
 	}
-	s.observe(m[read : read+value])
+	s.Observe(m[read : read+value])
 	read += value
 	if s.mapStart != start || s.mapEnd != start+uintptr(len(m)) {
 		t.Fatalf("map %#x-%#x, want %#x-%#x", s.mapStart, s.mapEnd, start, start+uintptr(len(m)))
@@ -65,7 +65,7 @@ func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 	}
 	checkWindow(start + uintptr(read-value))
 	for ; read+value <= 2*scanReleaseBytes+scanCheckBytes; read += value { // looks every scanCheckBytes from the first
-		s.observe(m[read : read+value])
+		s.Observe(m[read : read+value])
 	}
 	checkWindow(start + uintptr(read-scanCheckBytes)) // the last look was at most this far back
 	if s.releases != 2 {
@@ -96,21 +96,21 @@ func TestScanMemoryBeginsAheadInKnownMap(t *testing.T) {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 	forgetScanMaps(t)
 
-	var first scanMemory
-	first.observe(m[:value])
+	var first Scan
+	first.Observe(m[:value])
 	if first.aheadEnd != 0 {
 		t.Fatalf("a scan in a map nobody found read ahead to %#x", first.aheadEnd)
 	}
 	for read := value; read < scanQuietBytes; read += value {
-		first.observe(m[read : read+value])
+		first.Observe(m[read : read+value])
 	}
 	if first.mapStart != start {
 		t.Fatalf("the first scan found the map at %#x, want %#x", first.mapStart, start)
 	}
 
 	at := len(m) - scanBeginAdviceBytes - value // a second scan, further on
-	var second scanMemory
-	second.observe(m[at : at+value])
+	var second Scan
+	second.Observe(m[at : at+value])
 	want := start + uintptr(at)
 	if second.aheadStart != want || second.aheadEnd != want+scanBeginAdviceBytes {
 		t.Fatalf("a scan beginning at %#x read ahead %#x-%#x, want %#x-%#x",
@@ -120,15 +120,15 @@ func TestScanMemoryBeginsAheadInKnownMap(t *testing.T) {
 		t.Fatalf("a scan of one value looked the map up (%#x-%#x) or released it (%d)", second.mapStart, second.mapEnd, second.releases)
 	}
 
-	var again scanMemory // begins inside what second advised
-	again.observe(m[at+value : at+2*value])
+	var again Scan // begins inside what second advised
+	again.Observe(m[at+value : at+2*value])
 	if again.aheadEnd != 0 {
 		t.Fatalf("a scan beginning inside the range the last one advised read ahead to %#x", again.aheadEnd)
 	}
 
 	last := len(m) - value // too close to the map's end for the advice
-	var third scanMemory
-	third.observe(m[last:])
+	var third Scan
+	third.Observe(m[last:])
 	if third.aheadEnd != 0 {
 		t.Fatalf("a scan %d bytes before the map's end read ahead to %#x, past it", value, third.aheadEnd)
 	}
@@ -160,10 +160,10 @@ func mapWrittenFile(t *testing.T, size int) ([]byte, *os.File) {
 
 // scanThrough observes the values of m[from:to], value bytes each, as one
 // scan, and returns it.
-func scanThrough(m []byte, from, to, value int) *scanMemory {
-	var s scanMemory
+func scanThrough(m []byte, from, to, value int) *Scan {
+	var s Scan
 	for at := from; at+value <= to; at += value {
-		s.observe(m[at : at+value])
+		s.Observe(m[at : at+value])
 	}
 	return &s
 }

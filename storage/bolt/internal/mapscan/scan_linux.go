@@ -1,4 +1,4 @@
-package bolt
+package mapscan
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 // A long scan (Verify, an export) reads the file through bbolt's memory map,
 // which bbolt marks random-access: the kernel then reads one page per fault,
 // and every page read stays mapped, so the process's resident size grows
-// with the file. scanMemory reads ahead of the scan itself and drops the
+// with the file. A Scan reads ahead of the scan itself and drops the
 // pages of the map every few MiB it reads (they stay in the page cache).
 const (
 	// scanQuietBytes is how much a scan reads before it looks the map up,
@@ -49,7 +49,7 @@ const (
 	scanMapsMax = 8
 )
 
-type scanMemory struct {
+type Scan struct {
 	advised          *scanAdvised // the blocks of the map advised, nil until looked up
 	skipped          int          // blocks not advised again, for tests
 	read             int
@@ -147,9 +147,9 @@ func beginAdvice(start uintptr) bool {
 	return false
 }
 
-// observe is called with every value a scan yields, inside the read
+// Observe is called with every value a scan yields, inside the read
 // transaction that keeps the map in place. A value may be of any size.
-func (s *scanMemory) observe(v []byte) {
+func (s *Scan) Observe(v []byte) {
 	if s.disabled || len(v) == 0 {
 		return
 	}
@@ -193,7 +193,7 @@ func (s *scanMemory) observe(v []byte) {
 // have been unmapped (bbolt maps a growing file again), which is harmless
 // for advice that never drops anything: a release drops only the map the
 // scan itself looked up (mappingOf).
-func (s *scanMemory) begin(v []byte) {
+func (s *Scan) begin(v []byte) {
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
 	page := uintptr(os.Getpagesize())
 	start := addr &^ (page - 1)
@@ -212,7 +212,7 @@ func (s *scanMemory) begin(v []byte) {
 // scan then caught up with. A scan that jumps (leaf pages are mostly in
 // file order, not always) starts a window at the block where it is; a
 // block another scan advised is skipped while its last page is cached.
-func (s *scanMemory) readAhead(addr uintptr) {
+func (s *Scan) readAhead(addr uintptr) {
 	if addr < s.aheadStart || addr > s.aheadEnd {
 		s.aheadStart = s.mapStart + (addr-s.mapStart)&^(scanAdviceBytes-1)
 		s.aheadEnd = s.aheadStart
