@@ -74,7 +74,8 @@
 //	verify_split.go   a long chain verified in chunks by one goroutine per
 //	                  CPU on forks of the read transaction, stitched in order
 //	verify_keys.go    the key index check: keyed multiset sums of (digest,
-//	                  seq) on both sides, record by record only on a mismatch
+//	                  seq) on both sides (internal/multiset), record by
+//	                  record only on a mismatch
 //
 // chaintest holds helpers for the tests of packages built on the engine;
 // internal/vectors (run by internal/vectorgen) writes the Format v1 test

@@ -1,4 +1,4 @@
-package chain
+package multiset
 
 import (
 	"encoding/binary"
@@ -18,13 +18,13 @@ type multisetElement struct {
 	seq    uint64
 }
 
-func multisetOf(k *multisetKey, elements []multisetElement) multisetSum {
-	items := make([]keyItem, len(elements))
+func multisetOf(k *Key, elements []multisetElement) Sum {
+	items := make([]Item, len(elements))
 	for i, e := range elements {
-		items[i] = keyItem{digest: e.digest, seq: e.seq}
+		items[i] = Item{Digest: e.digest, Seq: e.seq}
 	}
-	var m multisetSum
-	newMultisetHasher(k).sum(&m, items, true)
+	var m Sum
+	NewHasher(k).Sum(&m, items, true)
 	return m
 }
 
@@ -41,15 +41,15 @@ func drawElement(t *rapid.T, label string) multisetElement {
 // removed, repeated or added) changes the sum or the count.
 func TestMultisetSumOrderAndChanges(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var k multisetKey
-		copy(k[:], rapid.SliceOfN(rapid.Byte(), multisetKeySize, multisetKeySize).Draw(t, "key"))
+		var k Key
+		copy(k[:], rapid.SliceOfN(rapid.Byte(), KeySize, KeySize).Draw(t, "key"))
 		elements := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) multisetElement { return drawElement(t, "element") }), 0, 40).Draw(t, "elements")
 		whole := multisetOf(&k, elements)
 
 		permuted := rapid.Permutation(elements).Draw(t, "permutation")
 		split := rapid.IntRange(0, len(permuted)).Draw(t, "split")
 		left, right := multisetOf(&k, permuted[:split]), multisetOf(&k, permuted[split:])
-		left.merge(&right)
+		left.Merge(&right)
 		if left != whole {
 			t.Fatalf("a permutation split at %d sums to %v, the original to %v", split, left, whole)
 		}
@@ -87,7 +87,7 @@ func TestMultisetSumOrderAndChanges(t *testing.T) {
 // with the verify's key over digest || u64be(seq), read little-endian, and
 // the sum mod 2^256.
 func TestMultisetElementDefinition(t *testing.T) {
-	var k multisetKey
+	var k Key
 	for i := range k {
 		k[i] = byte(i)
 	}
@@ -112,20 +112,20 @@ func TestMultisetElementDefinition(t *testing.T) {
 	for i := len(got.sum) - 1; i >= 0; i-- {
 		gotInt.Lsh(gotInt, 64).Or(gotInt, new(big.Int).SetUint64(got.sum[i]))
 	}
-	if gotInt.Cmp(want) != 0 || got.count != uint64(len(elements)) {
-		t.Fatalf("sum %x count %d, want %x count %d", gotInt, got.count, want, len(elements))
+	if gotInt.Cmp(want) != 0 || got.Count() != uint64(len(elements)) {
+		t.Fatalf("sum %x count %d, want %x count %d", gotInt, got.Count(), want, len(elements))
 	}
 	// From keys, digested in the batch: the same as from their digests.
-	keyed := []keyItem{{key: "a", seq: 1}, {key: "b", seq: 1 << 40}}
+	keyed := []Item{{Key: "a", Seq: 1}, {Key: "b", Seq: 1 << 40}}
 	for i := range 300 {
-		keyed = append(keyed, keyItem{key: string(rune('c' + i)), seq: uint64(i)})
+		keyed = append(keyed, Item{Key: string(rune('c' + i)), Seq: uint64(i)})
 	}
-	var fromKeys multisetSum
-	newMultisetHasher(&k).sum(&fromKeys, keyed, false)
+	var fromKeys Sum
+	NewHasher(&k).Sum(&fromKeys, keyed, false)
 	if fromKeys != got {
 		t.Fatalf("summed from keys %v, from their digests %v", fromKeys, got)
 	}
-	var other multisetKey
+	var other Key
 	other[0] = 1
 	if multisetOf(&other, elements) == got {
 		t.Fatal("another key gives the same sum")
@@ -140,27 +140,27 @@ func TestMultisetElementDefinition(t *testing.T) {
 // one block, changes the sum.
 func TestMultisetHasherKeysOfEveryLength(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var k multisetKey
-		copy(k[:], rapid.SliceOfN(rapid.Byte(), multisetKeySize, multisetKeySize).Draw(t, "key"))
-		mh := newMultisetHasher(&k)
+		var k Key
+		copy(k[:], rapid.SliceOfN(rapid.Byte(), KeySize, KeySize).Draw(t, "key"))
+		mh := NewHasher(&k)
 		definition := keyedHasher(t, &k)
 		for batch := range rapid.IntRange(1, 4).Draw(t, "batches") {
-			longest := rapid.SampledFrom([]int{keyBlockLengthMax, keyBlockLengthMax + 1, IdempotencyKeyLengthMax}).Draw(t, "longest")
+			longest := rapid.SampledFrom([]int{keyBlockLengthMax, keyBlockLengthMax + 1, keyLengthMax}).Draw(t, "longest")
 			n := rapid.IntRange(0, 40).Draw(t, "items")
 			digested := rapid.Bool().Draw(t, "digested")
-			items := make([]keyItem, n)
-			var want multisetSum
+			items := make([]Item, n)
+			var want Sum
 			for i := range items {
 				key := string(rapid.SliceOfN(rapid.Byte(), 0, longest).Draw(t, "item key"))
-				items[i] = keyItem{key: key, digest: storage.KeyDigest(key), seq: rapid.Uint64().Draw(t, "item seq")}
+				items[i] = Item{Key: key, Digest: storage.KeyDigest(key), Seq: rapid.Uint64().Draw(t, "item seq")}
 				if digested {
-					items[i].key = "" // the index side carries digests only
+					items[i].Key = "" // the index side carries digests only
 				}
-				sum := elementByDefinition(definition, items[i].digest, items[i].seq)
+				sum := elementByDefinition(definition, items[i].Digest, items[i].Seq)
 				want.addHash(&sum)
 			}
-			var got multisetSum
-			mh.sum(&got, items, digested)
+			var got Sum
+			mh.Sum(&got, items, digested)
 			if got != want {
 				t.Fatalf("batch %d (%d items, keys up to %d bytes, digested %v): sum %v, want %v", batch, n, longest, digested, got, want)
 			}
@@ -191,7 +191,7 @@ func TestAddHashesMatchesAddHash(t *testing.T) {
 				clear(hashes[i][8*random.IntN(4):][:8])
 			}
 		}
-		var start multisetSum
+		var start Sum
 		for i := range start.sum {
 			start.sum[i] = ^uint64(random.IntN(3))
 		}
@@ -208,7 +208,7 @@ func TestAddHashesMatchesAddHash(t *testing.T) {
 }
 
 // keyedHasher returns a BLAKE3 hasher keyed with k, for elementByDefinition.
-func keyedHasher(t interface{ Fatal(...any) }, k *multisetKey) *blake3.Hasher {
+func keyedHasher(t interface{ Fatal(...any) }, k *Key) *blake3.Hasher {
 	h, err := blake3.NewKeyed(k[:])
 	if err != nil {
 		t.Fatal(err)
@@ -227,3 +227,7 @@ func elementByDefinition(h *blake3.Hasher, digest [storage.KeyDigestSize]byte, s
 	h.Sum(sum[:0])
 	return sum
 }
+
+// keyLengthMax is the longest idempotency key the chain package accepts
+// (chain.IdempotencyKeyLengthMax).
+const keyLengthMax = 256

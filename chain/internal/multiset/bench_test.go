@@ -1,4 +1,4 @@
-package chain
+package multiset
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/ledgerworks/ledger/storage"
 )
 
-// BenchmarkMultisetSum sums a batch of keyCheckBatchSize keyed entries (32
+// BenchmarkMultisetSum sums a batch of batchSize keyed entries (32
 // hex digits each, the entry side of the key index check: each key's
 // digest, then its element), beside the definition one pair at a time
 // (storage.KeyDigest, then a keyed zeebo/blake3 hasher) over the same
@@ -17,25 +17,25 @@ import (
 // batch's.
 func BenchmarkMultisetSum(b *testing.B) {
 	random := rand.New(rand.NewPCG(11, 11))
-	items := make([]keyItem, keyCheckBatchSize)
+	items := make([]Item, batchSize)
 	for i := range items {
-		items[i] = keyItem{key: fmt.Sprintf("%016x%016x", random.Uint64(), random.Uint64()), seq: uint64(1 + i)}
+		items[i] = Item{Key: fmt.Sprintf("%016x%016x", random.Uint64(), random.Uint64()), Seq: uint64(1 + i)}
 	}
-	var k multisetKey
+	var k Key
 	for i := range k {
 		k[i] = byte(random.Uint32())
 	}
-	mh := newMultisetHasher(&k)
+	mh := NewHasher(&k)
 	keyed := keyedHasher(b, &k)
 	var baseline time.Duration
 	for b.Loop() {
-		var got multisetSum
-		mh.sum(&got, items, false)
+		var got Sum
+		mh.Sum(&got, items, false)
 		b.StopTimer()
 		start := time.Now()
-		var want multisetSum
+		var want Sum
 		for i := range items {
-			h := elementByDefinition(keyed, storage.KeyDigest(items[i].key), items[i].seq)
+			h := elementByDefinition(keyed, storage.KeyDigest(items[i].Key), items[i].Seq)
 			want.addHash(&h)
 		}
 		baseline += time.Since(start)
@@ -49,3 +49,7 @@ func BenchmarkMultisetSum(b *testing.B) {
 	b.ReportMetric(perPair(baseline), "one-at-a-time-ns/pair")
 	b.ReportMetric(float64(baseline)/float64(b.Elapsed()), "ratio")
 }
+
+// batchSize is the hand-off of the chain package's key check
+// (keyCheckBatchSize).
+const batchSize = 512
