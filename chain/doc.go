@@ -42,6 +42,45 @@
 // against its stored head (seq, hash and time), and each idempotency key
 // against the key index. Failures carry the chain, the seq and a Reason.
 //
+// # Where things are
+//
+// One file per part; the tests of a file sit beside it (name_test.go).
+//
+//	db.go             Open, Options, Metrics, the DB, Append, AppendBatch
+//	tx.go             Tx: reads, Append, AppendBatch, state (tx_failure.go:
+//	                  how a store's error fails the group)
+//	commit.go         the committer: queued requests, group commit, retries
+//	hashahead.go      a second goroutine hashing a large AppendBatch ahead
+//	hashlanes.go      a group's first Append per chain hashed side by side
+//	replay.go         Replay and the read-transaction answer to a retry;
+//	                  replay_batch.go the same for DB.AppendBatch
+//	entry.go          Entry, Head, Genesis, the Format v1 hash and its input
+//	codec.go          the stored record: EncodeRecord, DecodeRecord, and
+//	                  the in-place field reads verify and the hashers use
+//	limits.go         the request limits and ValidateRequest; naming.go the
+//	                  scoped chain names
+//	errors.go         sentinel and typed errors
+//	export.go         export lines, ExportReader, Export, VerifyExport;
+//	                  import.go Tx.AppendEntry
+//	notify.go         Notify and Subscribe
+//	state_range.go    StateDeleteRange
+//	tree.go           the chains' Merkle trees kept in state; tree_heads.go
+//	                  recorded tree heads, tree_proof.go proofs,
+//	                  tree_verify.go their check in Verify
+//	verify.go         Verify, VerifyOptions, Report, Failure, ChainVerifier:
+//	                  one chain read and checked on one goroutine
+//	verify_parallel.go the entries of that read hashed in a pool of workers
+//	                  (internal/workpool: batches out, results back in order)
+//	verify_split.go   a long chain verified in chunks by one goroutine per
+//	                  CPU on forks of the read transaction, stitched in order
+//	verify_keys.go    the key index check: keyed multiset sums of (digest,
+//	                  seq) on both sides (internal/multiset), record by
+//	                  record only on a mismatch
+//
+// chaintest holds helpers for the tests of packages built on the engine;
+// internal/vectors (run by internal/vectorgen) writes the Format v1 test
+// vectors of testdata/ and the fuzz seeds.
+//
 // # Caveats
 //
 // An Update function may run more than once (when another member of its group

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ledgerworks/ledger/chain/internal/multiset"
 	"maps"
 	"slices"
 	"strings"
@@ -245,7 +246,7 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 	var report Report
 	// One key for every chain of this verify: it only has to be unknown
 	// to whoever wrote the file (see verify_keys.go).
-	key, err := newMultisetKey()
+	key, err := multiset.NewKey()
 	if err != nil {
 		return report, err
 	}
@@ -329,7 +330,7 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (Report, error) {
 
 // verifyChain verifies one chain in one read transaction; found is false
 // when the chain has no entries.
-func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, trees []TreeHead, checkTrees bool, key *multisetKey, report *Report, c *collector, progress func()) (found bool, err error) {
+func (db *DB) verifyChain(ctx context.Context, chain string, expected []Head, trees []TreeHead, checkTrees bool, key *multiset.Key, report *Report, c *collector, progress func()) (found bool, err error) {
 	v := NewChainVerifier(chain, c.add)
 	want := map[uint64]Hash{}
 	for _, h := range expected {

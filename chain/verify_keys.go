@@ -2,16 +2,13 @@ package chain
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
-	"math/bits"
 	"runtime"
 	"sync"
 
-	"github.com/ledgerworks/ledger/internal/blake3batch"
+	"github.com/ledgerworks/ledger/chain/internal/multiset"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -44,239 +41,28 @@ const (
 	// as already reported (an entry's key mapped to another seq); past it a
 	// wrongly mapped record may be reported twice, once at each seq.
 	keyExplainedMax = 1 << 16
-	// multisetKeySize is the size of the key of the multiset hash.
-	multisetKeySize = 32
 )
-
-// multisetKey is the secret key of one Verify's multiset hashes.
-type multisetKey [multisetKeySize]byte
-
-// newMultisetKey draws a key from the operating system's random source.
-func newMultisetKey() (multisetKey, error) {
-	var k multisetKey
-	if _, err := rand.Read(k[:]); err != nil {
-		return k, fmt.Errorf("verify: random key: %w", err)
-	}
-	return k, nil
-}
-
-// multisetSum is one side of a multiset comparison: the sum mod 2^256 of
-// its elements' numbers, little-endian limbs, and how many were added.
-type multisetSum struct {
-	sum   [4]uint64
-	count uint64
-}
-
-// addHash adds one element's number: its 32 hash bytes, little-endian.
-func (m *multisetSum) addHash(h *[32]byte) {
-	var carry uint64
-	for i := range m.sum {
-		m.sum[i], carry = bits.Add64(m.sum[i], binary.LittleEndian.Uint64(h[8*i:]), carry)
-	}
-	m.count++
-}
-
-// addHashes adds the numbers of hashes, as addHash one by one does, with
-// the sum held in registers across them (2% of a warm verify's CPU went to
-// addHash).
-func (m *multisetSum) addHashes(hashes [][32]byte) {
-	blake3batch.AddHashes(&m.sum, hashes)
-	m.count += uint64(len(hashes))
-}
-
-// add adds a sum of elements and their count, as blake3batch.Elements
-// returns them.
-func (m *multisetSum) add(sum [4]uint64, count uint64) {
-	m.merge(&multisetSum{sum: sum, count: count})
-}
-
-// merge adds another partial sum of the same side.
-func (m *multisetSum) merge(o *multisetSum) {
-	var carry uint64
-	for i := range m.sum {
-		m.sum[i], carry = bits.Add64(m.sum[i], o.sum[i], carry)
-	}
-	m.count += o.count
-}
-
-// multisetHasher maps elements to numbers, a batch at a time through
-// blake3batch (many short messages per vector compression); one per
-// goroutine, its buffers reused. The digest messages of keys up to
-// keyBlockLengthMax bytes are laid out zero-padded at the stride of a
-// block, which the lanes compress where they lie; the elements go
-// through blake3batch.Elements, which hashes them and sums their numbers
-// in the vector registers.
-type multisetHasher struct {
-	key      *multisetKey
-	inputs   []byte // the digest messages of long keys, back to back
-	blocks   []byte // one-block messages, blake3batch.BlockSize each
-	lengths  []uint8
-	seqs     []uint64
-	messages [][]byte
-	hashes   [][blake3batch.Size]byte
-	// elements sums the elements under elementsKey, which is *key once
-	// elementsFor has run: a hasher is reused across verifies, each with
-	// its own key, and a key is compared by value (a new key may lie
-	// where an old one did).
-	elements    blake3batch.Elements
-	elementsKey multisetKey
-	elementsSet bool
-}
-
-// elementsFor returns mh's elements, keyed with *mh.key.
-func (mh *multisetHasher) elementsFor() *blake3batch.Elements {
-	if !mh.elementsSet || mh.elementsKey != *mh.key {
-		mh.elementsKey, mh.elementsSet = *mh.key, true
-		mh.elements.Reset((*[blake3batch.KeySize]byte)(&mh.elementsKey))
-	}
-	return &mh.elements
-}
-
-func newMultisetHasher(k *multisetKey) *multisetHasher {
-	return &multisetHasher{key: k}
-}
 
 // multisetHashers recycles the hashers of the index side (sumIndex) from
 // one verify to the next, as verifyWorkspaces does the entries' side's:
 // their blocks are grown to keyCheckBatchSize messages. A hasher in the
 // pool points at no key; its elements keep the last key's value, which
 // elementsFor compares with the next verify's before using them.
-var multisetHashers = sync.Pool{New: func() any { return newMultisetHasher(nil) }}
-
-// multisetElementSize is the message of one element: digest || u64be(seq),
-// what blake3batch.Elements hashes (checked when the package compiles).
-const multisetElementSize = storage.KeyDigestSize + 8
-
-const _ = uint(multisetElementSize-blake3batch.ElementSize) + uint(blake3batch.ElementSize-multisetElementSize)
-
-// keyDigestDomainWords is storage.KeyDigestDomain zero-padded to 16
-// bytes, as two little-endian words; a longer domain does not compile.
-var keyDigestDomainWords = func() [2]uint64 {
-	const _ = uint(16 - len(storage.KeyDigestDomain))
-	var b [16]byte
-	copy(b[:], storage.KeyDigestDomain)
-	return [2]uint64{binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[8:])}
-}()
-
-// keyBlockLengthMax is the longest key whose digest message fits in one
-// block.
-const keyBlockLengthMax = blake3batch.BlockSize - len(storage.KeyDigestDomain)
-
-// sum adds the elements of items to m. When digested is false the items
-// carry keys, whose digests (storage.KeyDigest) are computed first: with
-// every key short enough for one block, in the same lanes as the
-// elements (blake3batch.Elements.AddKeyDigests).
-func (mh *multisetHasher) sum(m *multisetSum, items []keyItem, digested bool) {
-	e := mh.elementsFor()
-	switch {
-	case digested:
-		for i := range items {
-			e.Add(&items[i].digest, items[i].seq)
-		}
-	case mh.digestBlocks(items):
-		e.AddKeyDigests(mh.blocks, mh.lengths, mh.seqs)
-	default:
-		mh.digestLong(items)
-		for i := range items {
-			e.Add((*[storage.KeyDigestSize]byte)(mh.hashes[i][:storage.KeyDigestSize]), items[i].seq)
-		}
-	}
-	m.add(e.Sum())
-}
-
-// size sets the lengths of mh's buffers to n messages, growing them when
-// they are shorter.
-func (mh *multisetHasher) size(n int) {
-	if cap(mh.hashes) < n {
-		mh.hashes = make([][blake3batch.Size]byte, n)
-	}
-	mh.hashes = mh.hashes[:n]
-	if cap(mh.blocks) < n*blake3batch.BlockSize {
-		mh.blocks = make([]byte, n*blake3batch.BlockSize)
-		mh.lengths = make([]uint8, n)
-		mh.seqs = make([]uint64, n)
-	}
-	mh.blocks, mh.lengths, mh.seqs = mh.blocks[:n*blake3batch.BlockSize], mh.lengths[:n], mh.seqs[:n]
-}
-
-// sumRefs adds index records to m, each element taken straight from its
-// record: the index side's batches need no copy into keyItems first.
-func (mh *multisetHasher) sumRefs(m *multisetSum, refs []storage.KeyRef) {
-	e := mh.elementsFor()
-	for i := range refs {
-		e.Add(&refs[i].Digest, refs[i].Seq)
-	}
-	m.add(e.Sum())
-}
-
-// digestBlocks lays out the digest message of every item's key (domain ||
-// key) zero-padded in mh.blocks, with its length and the item's seq, when
-// every key is short enough for one block, as the keys of a chain nearly
-// always are; it reports false, having laid out nothing, otherwise.
-func (mh *multisetHasher) digestBlocks(items []keyItem) bool {
-	for i := range items {
-		if len(items[i].key) > keyBlockLengthMax {
-			return false
-		}
-	}
-	mh.size(len(items))
-	for i := range items {
-		b := (*[blake3batch.BlockSize]byte)(mh.blocks[i*blake3batch.BlockSize:])
-		// The block is cleared whole and the domain written as two
-		// words (its last two bytes zero, where the key goes):
-		// clearing what follows each key and copying the domain were
-		// two calls per key.
-		*b = [blake3batch.BlockSize]byte{}
-		binary.LittleEndian.PutUint64(b[0:], keyDigestDomainWords[0])
-		binary.LittleEndian.PutUint64(b[8:], keyDigestDomainWords[1])
-		length := len(storage.KeyDigestDomain) + copy(b[len(storage.KeyDigestDomain):], items[i].key)
-		mh.lengths[i] = uint8(length)
-		mh.seqs[i] = items[i].seq
-	}
-	return true
-}
-
-// digestLong sets mh.hashes[i] to the hash whose first bytes are
-// storage.KeyDigest(items[i].key), for items with keys longer than a
-// block's message.
-func (mh *multisetHasher) digestLong(items []keyItem) {
-	mh.size(len(items))
-	mh.inputs, mh.messages = mh.inputs[:0], mh.messages[:0]
-	for i := range items {
-		mh.inputs = append(append(mh.inputs, storage.KeyDigestDomain...), items[i].key...)
-	}
-	o := 0
-	for i := range items {
-		size := len(storage.KeyDigestDomain) + len(items[i].key)
-		mh.messages = append(mh.messages, mh.inputs[o:o+size:o+size])
-		o += size
-	}
-	blake3batch.Sum256(mh.hashes, mh.messages)
-}
-
-// keyItem is one element on its way to a worker: from the entries a key
-// (aliasing the stored bytes of the scan's read transaction, which stays
-// open until the checker is done) and its seq; from the index a digest and
-// seq.
-type keyItem struct {
-	key    string
-	digest [storage.KeyDigestSize]byte
-	seq    uint64
-}
+var multisetHashers = sync.Pool{New: func() any { return multiset.NewHasher(nil) }}
 
 // keyBatch is a hand-off: items of one side.
 type keyBatch struct {
 	fromIndex bool
-	items     []keyItem
+	items     []multiset.Item
 }
 
 // sumInto sums the batch's items into the side they belong to.
-func (b *keyBatch) sumInto(mh *multisetHasher, entries, index *multisetSum) {
+func (b *keyBatch) sumInto(mh *multiset.Hasher, entries, index *multiset.Sum) {
 	if b.fromIndex {
-		mh.sum(index, b.items, true)
+		mh.Sum(index, b.items, true)
 		return
 	}
-	mh.sum(entries, b.items, false)
+	mh.Sum(entries, b.items, false)
 }
 
 // keyIndexChecker compares a chain's keyed entries with its key index.
@@ -284,13 +70,13 @@ type keyIndexChecker struct {
 	ctx   context.Context
 	tx    *Tx // the scan's transaction
 	chain string
-	key   *multisetKey
+	key   *multiset.Key
 	// endSeq is the chain's end as the scan found it: the higher of the
 	// stored head's seq and the last entry read. Set before finish.
 	endSeq uint64
 	// entries and index are the sums made on the scanning goroutine.
-	entries, index multisetSum
-	local          *multisetHasher
+	entries, index multiset.Sum
+	local          *multiset.Hasher
 	batch          *keyBatch
 	work           chan *keyBatch // nil until the first full batch
 	free           chan *keyBatch
@@ -305,7 +91,7 @@ type keyIndexChecker struct {
 // own; sum and err are read once done is closed.
 type indexAhead struct {
 	done chan struct{}
-	sum  multisetSum
+	sum  multiset.Sum
 	err  error
 }
 
@@ -333,19 +119,19 @@ func (k *keyIndexChecker) waitAhead() {
 
 // sumIndex sums the chain's index records as read through stx, a batch
 // at a time (indexBatches).
-func sumIndex(ctx context.Context, stx storage.Tx, chain string, key *multisetKey) (multisetSum, error) {
-	var m multisetSum
-	mh := multisetHashers.Get().(*multisetHasher)
-	mh.key = key
+func sumIndex(ctx context.Context, stx storage.Tx, chain string, key *multiset.Key) (multiset.Sum, error) {
+	var m multiset.Sum
+	mh := multisetHashers.Get().(*multiset.Hasher)
+	mh.SetKey(key)
 	defer func() {
-		mh.key = nil
+		mh.SetKey(nil)
 		multisetHashers.Put(mh)
 	}()
 	for refs, err := range indexBatches(ctx, stx, chain) {
 		if err != nil {
 			return m, err
 		}
-		mh.sumRefs(&m, refs)
+		mh.SumRefs(&m, refs)
 		if err := ctx.Err(); err != nil {
 			return m, err
 		}
@@ -387,17 +173,17 @@ func indexBatches(ctx context.Context, stx storage.Tx, chain string) iter.Seq2[[
 // keyWorker is one goroutine of a checker with its partial sums, read once
 // the checker's WaitGroup is done.
 type keyWorker struct {
-	entries, index multisetSum
+	entries, index multiset.Sum
 }
 
-func newKeyIndexChecker(ctx context.Context, tx *Tx, chain string, key *multisetKey) *keyIndexChecker {
+func newKeyIndexChecker(ctx context.Context, tx *Tx, chain string, key *multiset.Key) *keyIndexChecker {
 	return &keyIndexChecker{ctx: ctx, tx: tx, chain: chain, key: key,
-		batch: &keyBatch{items: make([]keyItem, 0, keyCheckBatchSize)}}
+		batch: &keyBatch{items: make([]multiset.Item, 0, keyCheckBatchSize)}}
 }
 
 // add queues the key of the entry at seq.
 func (k *keyIndexChecker) add(seq uint64, key string) {
-	k.batch.items = append(k.batch.items, keyItem{key: key, seq: seq})
+	k.batch.items = append(k.batch.items, multiset.Item{Key: key, Seq: seq})
 	if len(k.batch.items) == keyCheckBatchSize {
 		k.send()
 	}
@@ -409,7 +195,7 @@ func (k *keyIndexChecker) addRef(ref storage.KeyRef) {
 		k.flush()
 		k.batch.fromIndex = true
 	}
-	k.batch.items = append(k.batch.items, keyItem{digest: ref.Digest, seq: ref.Seq})
+	k.batch.items = append(k.batch.items, multiset.Item{Digest: ref.Digest, Seq: ref.Seq})
 	if len(k.batch.items) == keyCheckBatchSize {
 		k.send()
 	}
@@ -426,7 +212,7 @@ func (k *keyIndexChecker) send() {
 	case k.batch = <-k.free:
 		k.batch.items = k.batch.items[:0]
 	default:
-		k.batch = &keyBatch{items: make([]keyItem, 0, keyCheckBatchSize)}
+		k.batch = &keyBatch{items: make([]multiset.Item, 0, keyCheckBatchSize)}
 	}
 	k.batch.fromIndex = fromIndex
 }
@@ -437,7 +223,7 @@ func (k *keyIndexChecker) flush() {
 		return
 	}
 	if k.local == nil {
-		k.local = newMultisetHasher(k.key)
+		k.local = multiset.NewHasher(k.key)
 	}
 	k.batch.sumInto(k.local, &k.entries, &k.index)
 	k.batch.items = k.batch.items[:0]
@@ -455,7 +241,7 @@ func (k *keyIndexChecker) start() {
 		k.wg.Add(1)
 		go func() {
 			defer k.wg.Done()
-			mh := newMultisetHasher(k.key)
+			mh := multiset.NewHasher(k.key)
 			for b := range k.work {
 				b.sumInto(mh, &w.entries, &w.index)
 				select {
@@ -477,8 +263,8 @@ func (k *keyIndexChecker) stop() {
 	k.wg.Wait()
 	k.work = nil
 	for _, w := range k.workers {
-		k.entries.merge(&w.entries)
-		k.index.merge(&w.index)
+		k.entries.Merge(&w.entries)
+		k.index.Merge(&w.index)
 	}
 	k.workers = nil
 }
@@ -507,7 +293,7 @@ func (k *keyIndexChecker) sumIndexSide() error {
 		if k.ahead.err != nil {
 			return k.ahead.err
 		}
-		k.index.merge(&k.ahead.sum)
+		k.index.Merge(&k.ahead.sum)
 		return nil
 	}
 	k.batch.fromIndex = true
@@ -568,8 +354,8 @@ func (k *keyIndexChecker) pinpoint(add func(Failure)) error {
 	}
 	if found == 0 && excused == 0 {
 		detail := fmt.Sprintf("the key index holds %d records for %d keyed entries, each naming the entry that holds its key: a record is repeated",
-			k.index.count, k.entries.count)
-		if k.index.count == k.entries.count {
+			k.index.Count(), k.entries.Count())
+		if k.index.Count() == k.entries.Count() {
 			detail = "the key index differs from the keyed entries, though each key maps to its entry"
 		}
 		add(Failure{Chain: k.chain, Seq: 0, Reason: ReasonKeyIndexMismatch, Detail: detail})

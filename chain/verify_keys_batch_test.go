@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerworks/ledger/chain/internal/multiset"
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt"
 )
@@ -71,17 +72,17 @@ func keyedBackend(tb testing.TB, opts bolt.Options, entries int) (*bolt.Backend,
 
 // sumOneByOne is the index side summed a record at a time through
 // ScanKeys and addHash, the definition sumIndex must meet.
-func sumOneByOne(t *testing.T, stx storage.Tx, k *multisetKey) multisetSum {
+func sumOneByOne(t *testing.T, stx storage.Tx, k *multiset.Key) multiset.Sum {
 	t.Helper()
-	var m multisetSum
-	mh := newMultisetHasher(k)
+	var m multiset.Sum
+	mh := multiset.NewHasher(k)
 	for ref, err := range stx.ScanKeys(context.Background(), "k") {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var one multisetSum
-		mh.sum(&one, []keyItem{{digest: ref.Digest, seq: ref.Seq}}, true)
-		m.merge(&one)
+		var one multiset.Sum
+		mh.Sum(&one, []multiset.Item{{Digest: ref.Digest, Seq: ref.Seq}}, true)
+		m.Merge(&one)
 	}
 	return m
 }
@@ -108,13 +109,13 @@ func TestSumIndexBatchesAndRecords(t *testing.T) {
 			if _, ok := stx.(storage.KeyBatchScanner); !ok {
 				t.Fatalf("%T is not a storage.KeyBatchScanner", stx)
 			}
-			k, err := newMultisetKey()
+			k, err := multiset.NewKey()
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := sumOneByOne(t, stx, &k)
-			if want.count != uint64(keyed) {
-				t.Fatalf("ScanKeys yields %d records for %d keys", want.count, keyed)
+			if want.Count() != uint64(keyed) {
+				t.Fatalf("ScanKeys yields %d records for %d keys", want.Count(), keyed)
 			}
 			for _, via := range []struct {
 				name string
@@ -123,7 +124,7 @@ func TestSumIndexBatchesAndRecords(t *testing.T) {
 				got, err := sumIndex(ctx, via.tx, "k", &k)
 				if err != nil || got != want {
 					t.Fatalf("sumIndex through %s: %d records, %v; one by one: %d records, another sum: %v",
-						via.name, got.count, err, want.count, got != want)
+						via.name, got.Count(), err, want.Count(), got != want)
 				}
 				batches := 0
 				for refs, err := range indexBatches(ctx, via.tx, "k") {
@@ -150,7 +151,7 @@ func TestSumIndexErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stx.Rollback()
-	k, err := newMultisetKey()
+	k, err := multiset.NewKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func benchmarkSumIndex(b *testing.B, opts bolt.Options) {
 		b.Fatal(err)
 	}
 	defer stx.Rollback()
-	k, err := newMultisetKey()
+	k, err := multiset.NewKey()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -218,8 +219,8 @@ func benchmarkSumIndex(b *testing.B, opts bolt.Options) {
 		start = time.Now()
 		want, werr := sumIndex(ctx, recordsOnly{stx}, "k", &k)
 		records += time.Since(start)
-		if err != nil || werr != nil || got != want || got.count != uint64(keyed) {
-			b.Fatalf("batches: %d records, %v; ScanKeys: %d records, %v; %d keys", got.count, err, want.count, werr, keyed)
+		if err != nil || werr != nil || got != want || got.Count() != uint64(keyed) {
+			b.Fatalf("batches: %d records, %v; ScanKeys: %d records, %v; %d keys", got.Count(), err, want.Count(), werr, keyed)
 		}
 	}
 	b.StopTimer()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ledgerworks/ledger/chain/internal/multiset"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -94,8 +95,8 @@ type verifyChunk struct {
 	// once, at the chunk's end, not per entry.
 	lastSeq  uint64
 	lastData []byte
-	keys     multisetSum // the chunk's keyed entries
-	settled  []uint64    // the saved heads' seqs it met
+	keys     multiset.Sum // the chunk's keyed entries
+	settled  []uint64     // the saved heads' seqs it met
 	failMax  int
 	progress *verifyProgress
 	err      error
@@ -105,8 +106,8 @@ type verifyChunk struct {
 type verifyWorkspace struct {
 	scratch  verifyScratch
 	items    []verifyItem
-	keyItems []keyItem
-	hasher   *multisetHasher
+	keyItems []multiset.Item
+	hasher   *multiset.Hasher
 }
 
 // verifyWorkspaces recycles the workspaces of the chunks' goroutines from
@@ -118,13 +119,13 @@ type verifyWorkspace struct {
 // marked, about 3% of a warm verify's CPU.
 var verifyWorkspaces = sync.Pool{New: func() any {
 	return &verifyWorkspace{items: make([]verifyItem, 0, verifyBatchSize),
-		keyItems: make([]keyItem, 0, keyCheckBatchSize), hasher: newMultisetHasher(nil)}
+		keyItems: make([]multiset.Item, 0, keyCheckBatchSize), hasher: multiset.NewHasher(nil)}
 }}
 
 // getVerifyWorkspace returns a workspace whose hasher uses key.
-func getVerifyWorkspace(key *multisetKey) *verifyWorkspace {
+func getVerifyWorkspace(key *multiset.Key) *verifyWorkspace {
 	w := verifyWorkspaces.Get().(*verifyWorkspace)
-	w.hasher.key = key
+	w.hasher.SetKey(key)
 	return w
 }
 
@@ -135,7 +136,7 @@ func (w *verifyWorkspace) release() {
 	clear(w.items[:cap(w.items)])
 	clear(w.keyItems[:cap(w.keyItems)])
 	w.items, w.keyItems = w.items[:0], w.keyItems[:0]
-	w.hasher.key = nil
+	w.hasher.SetKey(nil)
 	verifyWorkspaces.Put(w)
 }
 
@@ -176,7 +177,7 @@ func (p *verifyChunk) run(ctx context.Context, stx storage.Tx, chain string, wan
 			}
 			p.entry(v, &items[i], want, &keyItems)
 			if len(keyItems) == keyCheckBatchSize {
-				w.hasher.sum(&p.keys, keyItems, false)
+				w.hasher.Sum(&p.keys, keyItems, false)
 				keyItems = keyItems[:0]
 			}
 		}
@@ -204,7 +205,7 @@ func (p *verifyChunk) run(ctx context.Context, stx storage.Tx, chain string, wan
 	if err := check(); err != nil {
 		return err
 	}
-	w.hasher.sum(&p.keys, keyItems, false) // the keys alias the transaction's pages: summed before it ends
+	w.hasher.Sum(&p.keys, keyItems, false) // the keys alias the transaction's pages: summed before it ends
 	w.items, w.keyItems = items[:0], keyItems[:0]
 	if p.lastData != nil {
 		last := verifyItem{seq: p.lastSeq, data: p.lastData}
@@ -217,7 +218,7 @@ func (p *verifyChunk) run(ctx context.Context, stx storage.Tx, chain string, wan
 // entry checks one hashed item as verifyChain's scan does; the chunk's
 // first entry is checked without its seq and link, which the stitch
 // settles.
-func (p *verifyChunk) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Hash, keyItems *[]keyItem) {
+func (p *verifyChunk) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Hash, keyItems *[]multiset.Item) {
 	first := !p.first.seen
 	if first {
 		p.first.seen, p.first.seq, p.first.decodable = true, it.seq, it.err == nil
@@ -245,7 +246,7 @@ func (p *verifyChunk) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Ha
 		p.first.linkAt = len(p.failures)
 	}
 	if key := it.key(); key != "" {
-		*keyItems = append(*keyItems, keyItem{key: key, seq: it.seq})
+		*keyItems = append(*keyItems, multiset.Item{Key: key, Seq: it.seq})
 	}
 	if len(want) == 0 {
 		return
@@ -269,7 +270,7 @@ func (p *verifyChunk) entry(v *ChainVerifier, it *verifyItem, want map[uint64]Ha
 // past the ones before as entry would have; i itself when the chunk's
 // first entry is still to come or saved heads are expected, which only
 // entry checks.
-func (p *verifyChunk) linked(v *ChainVerifier, items []verifyItem, i int, want map[uint64]Hash, keyItems *[]keyItem, hasher *multisetHasher) int {
+func (p *verifyChunk) linked(v *ChainVerifier, items []verifyItem, i int, want map[uint64]Hash, keyItems *[]multiset.Item, hasher *multiset.Hasher) int {
 	if !p.first.seen || len(want) != 0 {
 		return i
 	}
@@ -282,9 +283,9 @@ func (p *verifyChunk) linked(v *ChainVerifier, items []verifyItem, i int, want m
 		}
 		next, linkable, prev = next+1, true, it.hash()
 		if key := it.key(); key != "" {
-			*keyItems = append(*keyItems, keyItem{key: key, seq: it.seq})
+			*keyItems = append(*keyItems, multiset.Item{Key: key, Seq: it.seq})
 			if len(*keyItems) == keyCheckBatchSize {
-				hasher.sum(&p.keys, *keyItems, false)
+				hasher.Sum(&p.keys, *keyItems, false)
 				*keyItems = (*keyItems)[:0]
 			}
 		}
@@ -304,7 +305,7 @@ func (p *verifyChunk) linked(v *ChainVerifier, items []verifyItem, i int, want m
 // every entry's failures added to c, keys holding the keyed entries' sum,
 // the saved heads met deleted from want, and report.Entries counted.
 func (db *DB) verifySplit(ctx context.Context, tx *Tx, chain string, stored *Head, want map[uint64]Hash,
-	key *multisetKey, keys *keyIndexChecker, report *Report, c *collector, progress func()) (v *ChainVerifier, handled bool, err error) {
+	key *multiset.Key, keys *keyIndexChecker, report *Report, c *collector, progress func()) (v *ChainVerifier, handled bool, err error) {
 	size, count := verifyChunking(stored.Seq)
 	workers := min(uint64(runtime.GOMAXPROCS(0)), count)
 	forker, ok := tx.stx.(storage.Forker)
@@ -396,7 +397,7 @@ func (db *DB) verifySplit(ctx context.Context, tx *Tx, chain string, stored *Hea
 				break
 			}
 			stitch.add(p)
-			keys.entries.merge(&p.keys)
+			keys.entries.Merge(&p.keys)
 			settled = append(settled, p.settled...)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	bbolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
 )
 
 // Format is the value of meta/format in every file this package writes.
@@ -44,7 +45,7 @@ const FileMode os.FileMode = 0o600
 var (
 	BucketMeta   = []byte("meta")
 	BucketChains = []byte("chains")
-	// BucketSegments holds the entries, in segments (segment.go).
+	// BucketSegments holds the entries, in segments (internal/segment).
 	BucketSegments = []byte("entry_segments")
 	// BucketEntries held the entries, one value each, before FormatV3.
 	BucketEntries = []byte("entries")
@@ -112,8 +113,8 @@ type Backend struct {
 	closed atomic.Bool
 	cache  *runCache
 	// readers keeps the bbolt read transactions of a handle that runs the
-	// log for its next transactions (readpool.go).
-	readers readPool
+	// log for its next transactions (internal/readpool).
+	readers readpool.Pool[*tx]
 	// scratch is the memory of the last write transaction, reused by the
 	// next: a batch of a thousand keys would otherwise grow a map and a
 	// slice from nothing. Swapped atomically: a transaction hands it back
@@ -158,7 +159,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	b.prepareProbe(opts.ReadOnly)
 	if b.overlay {
-		b.readers.start(b.db)
+		b.readers.Start(b.db)
 	}
 	return b, nil
 }
@@ -359,7 +360,7 @@ func (b *Backend) Close() error {
 	if b.log != nil {
 		logErr = b.closeLog()
 	}
-	b.readers.close()
+	b.readers.Close()
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("close %s: %w: %v", b.path, storage.ErrIO, err)
 	}
@@ -425,15 +426,15 @@ func (b *Backend) Begin(ctx context.Context, writable bool) (storage.Tx, error) 
 
 // beginBolt begins a bbolt transaction.
 // A writable one empties the pool of read transactions first (see
-// readPool); the caller's tx ends what this began (tx.readers).
+// internal/readpool); the caller's tx ends what this began (tx.readers).
 func (b *Backend) beginBolt(writable bool) (*bbolt.Tx, error) {
 	if writable {
-		b.readers.beginWrite()
+		b.readers.BeginWrite()
 	}
 	btx, err := b.db.Begin(writable)
 	if err != nil {
 		if writable {
-			b.readers.endWrite(writeRolledBack, 0)
+			b.readers.EndWrite(readpool.WriteRolledBack, 0)
 		}
 		switch {
 		case errors.Is(err, bbolterrors.ErrDatabaseNotOpen):

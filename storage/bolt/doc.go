@@ -29,7 +29,7 @@
 // Chains get a dense numeric id when their first entry is written, so the
 // entries of one chain are contiguous in the entry_segments bucket and a
 // chain's appends always land at the end of its range. Entries are stored
-// several to a value (segment.go): a chain's consecutive entries fill a
+// several to a value (internal/segment): a chain's consecutive entries fill a
 // segment up to SegmentBytesMax (16,344 bytes: two segments, with their
 // keys, fill eight 4 KiB pages), so that the B-tree holds a key per
 // segment, not per entry. A write transaction collects each chain's new
@@ -42,7 +42,7 @@
 // bytes each in memory, up to SegmentIndexSegmentsMax, and from then on
 // looks a seq up where it falls among the chain's seqs (segments fill to
 // about the same size), a few steps from there at most before it halves
-// (segmentindex.go); a segment after the first begins one
+// (internal/segment); a segment after the first begins one
 // seq past the one before it, so the map knows where the entry sits in the
 // segment and reads its count and offsets at once, checked as a decode
 // checks them; write transactions always seek. The bucket is
@@ -76,7 +76,7 @@
 // whole number of records, so files written with smaller chunks read
 // unchanged.
 // A handle opened for writing also keeps one filter over every committed
-// key of the file, the keys bucket and all runs (keyfilter.go): it
+// key of the file, the keys bucket and all runs (internal/keyindex): it
 // is asked first, and its "no" proves a key new in one cache line instead of
 // a probe per run. A writable Open builds it from the file (reading about
 // 32 bytes per key), and after each commit it takes the commit's new keys;
@@ -87,7 +87,7 @@
 //
 // Beside that filter, a writable handle given Options.EntryKey (chain.Open
 // and chain.OpenBackend give it their record format's) keeps a seq map
-// (seqmap.go): for each key of the filter, a 24-bit fingerprint and the
+// (internal/keyindex): for each key of the filter, a 24-bit fingerprint and the
 // key's seq in 8 bytes, in an open-addressing table built and updated with
 // the filter. A retry's fingerprint names the entry it most likely has;
 // ReadKey reads that entry and answers with it when the key it holds (the
@@ -140,6 +140,33 @@
 // prepared key from it together with the transaction's own appends. A key
 // the preparation could not finish is looked up as if not prepared.
 //
+// # Packages
+//
+// The backend is this package: Open and the handle (bolt.go, create*.go,
+// limits.go, errors.go), transactions on the file (tx.go, entries.go),
+// the runs of the key index in their buckets and the lookups, scans and
+// preparation over them (keyindex.go, keyfilter.go, keyscan.go,
+// keybatch.go, keyprepare.go, probe.go, replay.go, replaybatch.go), the
+// log's transactions, commit and checkpoint (log.go, logtx.go, fork.go),
+// its identity and loss (logidentity.go, logloss.go), the recovery of
+// bbolt's panics (recover.go), the upgrade of older formats (upgrade.go)
+// and the hooks of tests that damage a file (rawentry.go, inspect.go).
+// Each internal package has one job and its own tests; its imports point
+// down only:
+//
+//	storage/bolt
+//	 ├── internal/wal        the log's segments, records, sync, recovery scan
+//	 ├── internal/memtable   the log's commits not yet in the file
+//	 │    └── internal/commitrec   the commit record codec
+//	 ├── internal/segment    the entry segments' bytes, builder, per-chain map
+//	 ├── internal/keyindex   run records, their sort, Bloom filters, seq map,
+//	 │                       a run's radix map, the chunk search
+//	 ├── internal/readpool   idle read transactions kept between checkpoints
+//	 └── internal/mapscan    read-ahead and release of a long scan's pages
+//
+// None of them imports another except memtable, which takes commitrec's
+// operations; all of them may import the storage contract.
+//
 // # The write-ahead log
 //
 // With Options.Log set to LogOn a commit is not a bbolt commit. A writable
@@ -168,14 +195,14 @@
 // With the log the file changes only when a checkpoint commits, so every
 // transaction between two checkpoints reads the same snapshot of it: a
 // transaction's bbolt read transaction goes back to a small pool when it
-// ends (readpool.go, up to 8 idle) and the next transaction reuses it, with
+// ends (internal/readpool, up to 8 idle) and the next transaction reuses it, with
 // the buckets and runs it opened. One is kept only while it reads the
 // file's last commit, and a bbolt write transaction empties the pool
 // before it begins (its commit may grow the file's map, which waits for
 // every read transaction to end). Close and a crash-like abandon empty it
 // too.
 //
-// A memory table (memtable.go) holds, per chain, its entries in seq order
+// A memory table (internal/memtable) holds, per chain, its entries in seq order
 // with the head after each, its idempotency keys, and the state puts and
 // deletes in key order. Every item carries the LSN of its commit, and a
 // transaction sees only the items of commits up to the LSN it began at:

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 
+	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -15,17 +16,17 @@ func DowngradeToFormatV2(btx *bbolt.Tx) error {
 	}
 	entries.FillPercent = 1.0
 	err = btx.Bucket(BucketSegments).ForEach(func(k, v []byte) error {
-		s, err := decodeSegment(k, v)
+		s, err := segment.Decode(k, v)
 		if err != nil {
 			return err
 		}
 		id := k[:8]
-		for i := range s.count {
-			e, err := s.entry(i)
+		for i := range s.Count {
+			e, err := s.Entry(i)
 			if err != nil {
 				return err
 			}
-			key := append(bytes.Clone(id), entryKey(0, s.first+uint64(i))[8:]...)
+			key := append(bytes.Clone(id), entryKey(0, s.First+uint64(i))[8:]...)
 			if err := entries.Put(key, bytes.Clone(e)); err != nil {
 				return err
 			}

@@ -1,5 +1,6 @@
 package bolt
 
+import "github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
 import "context"
 
 // Abandon drops a backend as a crash would: the log is closed without a
@@ -10,7 +11,7 @@ func Abandon(b *Backend) { b.abandon() }
 // DecodeCommitForTest decodes a commit record and reports how many
 // operations it holds.
 func DecodeCommitForTest(record []byte) (int, error) {
-	operations, err := decodeCommit(record)
+	operations, err := commitrec.Decode(record)
 	return len(operations), err
 }
 

@@ -8,6 +8,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 // KeySeq returns the seq the idempotency index holds for a chain's key in
@@ -82,31 +83,31 @@ func locateKey(btx *bbolt.Tx, chain, key string) (keyLocation, error) {
 // locateInRun finds the record of target (chain id | digest) in one run.
 func locateInRun(run *bbolt.Bucket, target []byte) (keyLocation, bool) {
 	chunkKey, chunk := run.Cursor().Seek(target)
-	if len(chunkKey) != keyRecordPrefix {
+	if len(chunkKey) != keyindex.RecordPrefixSize {
 		return keyLocation{}, false
 	}
-	for o := 0; o+keyRecordSize <= len(chunk); o += keyRecordSize {
-		if !bytes.Equal(chunk[o:o+keyRecordPrefix], target) {
+	for o := 0; o+keyindex.RecordSize <= len(chunk); o += keyindex.RecordSize {
+		if !bytes.Equal(chunk[o:o+keyindex.RecordPrefixSize], target) {
 			continue
 		}
 		chunkKey, chunk := append([]byte(nil), chunkKey...), append([]byte(nil), chunk...)
 		return keyLocation{
-			seq: binary.BigEndian.Uint64(chunk[o+keyRecordPrefix:]),
+			seq: binary.BigEndian.Uint64(chunk[o+keyindex.RecordPrefixSize:]),
 			set: func(seq uint64) error {
-				binary.BigEndian.PutUint64(chunk[o+keyRecordPrefix:], seq)
+				binary.BigEndian.PutUint64(chunk[o+keyindex.RecordPrefixSize:], seq)
 				return run.Put(chunkKey, chunk)
 			},
 			remove: func() error {
-				updated := append(append([]byte(nil), chunk[:o]...), chunk[o+keyRecordSize:]...)
+				updated := append(append([]byte(nil), chunk[:o]...), chunk[o+keyindex.RecordSize:]...)
 				if len(updated) == 0 {
 					return run.Delete(chunkKey)
 				}
 				key := chunkKey
-				if o+keyRecordSize == len(chunk) { // the chunk's key is its last record
+				if o+keyindex.RecordSize == len(chunk) { // the chunk's key is its last record
 					if err := run.Delete(chunkKey); err != nil {
 						return err
 					}
-					key = updated[len(updated)-keyRecordSize : len(updated)-keyRecordSize+keyRecordPrefix]
+					key = updated[len(updated)-keyindex.RecordSize : len(updated)-keyindex.RecordSize+keyindex.RecordPrefixSize]
 				}
 				return run.Put(key, updated)
 			},
@@ -142,14 +143,14 @@ func AddKeyRecord(btx *bbolt.Tx, chain, key string, seq uint64) error {
 	run := runs.Bucket(name)
 	digest := KeyDigest(key)
 	record := binary.BigEndian.AppendUint64(append(binary.BigEndian.AppendUint64(nil, id), digest[:]...), seq)
-	chunkKey, chunk := run.Cursor().Seek(record[:keyRecordPrefix])
-	if len(chunkKey) != keyRecordPrefix {
+	chunkKey, chunk := run.Cursor().Seek(record[:keyindex.RecordPrefixSize])
+	if len(chunkKey) != keyindex.RecordPrefixSize {
 		// Beyond every chunk: a chunk of its own, keyed by its record.
-		return run.Put(record[:keyRecordPrefix], record)
+		return run.Put(record[:keyindex.RecordPrefixSize], record)
 	}
 	o := 0
-	for o < len(chunk) && bytes.Compare(chunk[o:o+keyRecordPrefix], record[:keyRecordPrefix]) < 0 {
-		o += keyRecordSize
+	for o < len(chunk) && bytes.Compare(chunk[o:o+keyindex.RecordPrefixSize], record[:keyindex.RecordPrefixSize]) < 0 {
+		o += keyindex.RecordSize
 	}
 	updated := append(append(append([]byte(nil), chunk[:o]...), record...), chunk[o:]...)
 	return run.Put(append([]byte(nil), chunkKey...), updated)

@@ -7,6 +7,9 @@ import (
 	"iter"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
 var (
@@ -90,16 +93,16 @@ func (b *keyBatcher) flush() bool {
 // the batch, as yieldChunk yields them. last reports that the chunk holds a
 // record of a greater chain id, so no later chunk holds any of the chain's.
 func (b *keyBatcher) addChunk(chunk []byte, chainID uint64) (more, last bool) {
-	for o := 0; o < len(chunk); o += keyRecordSize {
-		rec := chunk[o : o+keyRecordSize : o+keyRecordSize]
+	for o := 0; o < len(chunk); o += keyindex.RecordSize {
+		rec := chunk[o : o+keyindex.RecordSize : o+keyindex.RecordSize]
 		switch id := binary.BigEndian.Uint64(rec); {
 		case id < chainID:
 			continue
 		case id > chainID:
 			return true, true
 		}
-		b.refs = append(b.refs, storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyRecordPrefix]),
-			Seq: binary.BigEndian.Uint64(rec[keyRecordPrefix:])})
+		b.refs = append(b.refs, storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyindex.RecordPrefixSize]),
+			Seq: binary.BigEndian.Uint64(rec[keyindex.RecordPrefixSize:])})
 		if len(b.refs) == storage.KeyBatchSizeMax && !b.flush() {
 			return false, true
 		}
@@ -128,7 +131,7 @@ func (t *tx) ScanKeyBatches(ctx context.Context, chain string) iter.Seq2[[]stora
 			yield(nil, fmt.Errorf("chain %q: %w", chain, err))
 			return
 		}
-		var memory scanMemory
+		var memory mapscan.Scan
 		each := func(chunk []byte) (bool, bool) { return b.addChunk(chunk, c.id) }
 		for _, name := range names {
 			more, err := t.walkRunChunks(c.id, name, &memory, each)
@@ -170,11 +173,11 @@ func (t *logTx) ScanKeyBatches(ctx context.Context, chain string) iter.Seq2[[]st
 			}
 		}
 		b := newKeyBatcher(yield)
-		more := t.memoryEntries(chain, baseHead+1, func(e memEntry) bool {
-			if e.key == "" {
+		more := t.memoryEntries(chain, baseHead+1, func(e memtable.Entry) bool {
+			if e.Key == "" {
 				return true
 			}
-			return b.addKey(e.key, e.seq)
+			return b.addKey(e.Key, e.Seq)
 		})
 		if more {
 			b.flush()

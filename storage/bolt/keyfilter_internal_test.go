@@ -12,6 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 // filterLedger is a bbolt file with what a test appended to it.
@@ -108,7 +109,7 @@ func (l *filterLedger) lookupOnce(chain string) {
 // and fails unless the handle's filter is current and may contain each one:
 // a filter that said "new" for a key the file holds would let a key be
 // appended twice.
-func (l *filterLedger) checkFilterCovers() *keyFilter {
+func (l *filterLedger) checkFilterCovers() *keyindex.Filter {
 	l.t.Helper()
 	f := l.b.cache.filter.Load()
 	if f == nil {
@@ -116,12 +117,12 @@ func (l *filterLedger) checkFilterCovers() *keyFilter {
 	}
 	n := 0
 	err := l.b.View(func(btx *bbolt.Tx) error {
-		if f.asOf.Load() != uint64(btx.ID()) {
-			return fmt.Errorf("filter as of commit %d, file at %d", f.asOf.Load(), btx.ID())
+		if f.AsOf.Load() != uint64(btx.ID()) {
+			return fmt.Errorf("filter as of commit %d, file at %d", f.AsOf.Load(), btx.ID())
 		}
 		if err := btx.Bucket(BucketKeys).ForEach(func(k, v []byte) error {
 			n++
-			if d := KeyDigest(string(k[8:])); !f.mayContain(binary.BigEndian.Uint64(k), d[:]) {
+			if d := KeyDigest(string(k[8:])); !f.MayContain(binary.BigEndian.Uint64(k), d[:]) {
 				return fmt.Errorf("recent key %q: false negative", k[8:])
 			}
 			return nil
@@ -130,13 +131,13 @@ func (l *filterLedger) checkFilterCovers() *keyFilter {
 		}
 		return btx.Bucket(BucketKeyRuns).ForEach(func(name, _ []byte) error {
 			return btx.Bucket(BucketKeyRuns).Bucket(name).ForEach(func(k, v []byte) error {
-				if len(k) != keyRecordPrefix {
+				if len(k) != keyindex.RecordPrefixSize {
 					return nil
 				}
-				for o := 0; o < len(v); o += keyRecordSize {
+				for o := 0; o < len(v); o += keyindex.RecordSize {
 					n++
-					if !f.mayContain(binary.BigEndian.Uint64(v[o:]), v[o+8:o+keyRecordPrefix]) {
-						return fmt.Errorf("run %x record %x: false negative", name, v[o:o+keyRecordPrefix])
+					if !f.MayContain(binary.BigEndian.Uint64(v[o:]), v[o+8:o+keyindex.RecordPrefixSize]) {
+						return fmt.Errorf("run %x record %x: false negative", name, v[o:o+keyindex.RecordPrefixSize])
 					}
 				}
 				return nil
@@ -146,8 +147,8 @@ func (l *filterLedger) checkFilterCovers() *keyFilter {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	if n != l.keys || f.count.Load() != uint64(l.keys) {
-		l.t.Fatalf("the index holds %d keys, the filter counted %d, the test appended %d", n, f.count.Load(), l.keys)
+	if n != l.keys || f.Count.Load() != uint64(l.keys) {
+		l.t.Fatalf("the index holds %d keys, the filter counted %d, the test appended %d", n, f.Count.Load(), l.keys)
 	}
 	return f
 }
@@ -171,11 +172,11 @@ func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
 		l.appendKeys(chains, small, fmt.Sprintf("small%d", i), true)
 	}
 	before := l.checkFilterCovers()
-	asOf, count := before.asOf.Load(), before.count.Load()
+	asOf, count := before.AsOf.Load(), before.Count.Load()
 	l.appendKeys(chains, KeyRunDirectMin*4, "rolled-back", false)
-	if after := l.b.cache.filter.Load(); after != before || after.asOf.Load() != asOf || after.count.Load() != count {
+	if after := l.b.cache.filter.Load(); after != before || after.AsOf.Load() != asOf || after.Count.Load() != count {
 		t.Fatalf("a rolled-back transaction changed the filter: as of %d, %d keys; before %d, %d",
-			after.asOf.Load(), after.count.Load(), asOf, count)
+			after.AsOf.Load(), after.Count.Load(), asOf, count)
 	}
 	l.checkFilterCovers()
 
@@ -190,13 +191,13 @@ func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
 	l.checkFilterCovers()
 
 	// Past its capacity the next write transaction builds a larger one.
-	capacity := l.b.cache.filter.Load().capacity
+	capacity := l.b.cache.filter.Load().Capacity
 	for i := 0; uint64(l.keys) <= capacity; i++ {
 		l.appendKeys(chains, 10_000, fmt.Sprintf("grow%d", i), true)
 	}
 	l.lookupOnce("a")
-	if f := l.checkFilterCovers(); f.capacity <= capacity {
-		t.Fatalf("capacity %d after %d keys, was %d", f.capacity, l.keys, capacity)
+	if f := l.checkFilterCovers(); f.Capacity <= capacity {
+		t.Fatalf("capacity %d after %d keys, was %d", f.Capacity, l.keys, capacity)
 	}
 }
 
@@ -218,7 +219,7 @@ func TestKeyFilterThroughCheckpoints(t *testing.T) {
 	}
 	checkpoint()
 	l.checkFilterCovers()
-	capacity := l.b.cache.filter.Load().capacity
+	capacity := l.b.cache.filter.Load().Capacity
 	for i := 0; uint64(l.keys) <= capacity; i++ {
 		l.appendKeys(chains, 10_000, fmt.Sprintf("grow%d", i), true)
 	}
@@ -226,8 +227,8 @@ func TestKeyFilterThroughCheckpoints(t *testing.T) {
 	l.checkFilterCovers()
 	l.appendKeys(chains, 5, "next", true)
 	checkpoint() // the first transaction to see it past its capacity
-	if f := l.checkFilterCovers(); f.capacity <= capacity {
-		t.Fatalf("capacity %d after %d keys, was %d: no checkpoint built it again", f.capacity, l.keys, capacity)
+	if f := l.checkFilterCovers(); f.Capacity <= capacity {
+		t.Fatalf("capacity %d after %d keys, was %d: no checkpoint built it again", f.Capacity, l.keys, capacity)
 	}
 	l.reopen()
 	l.appendKeys(chains, 50, "after-reopen", true)
@@ -346,8 +347,8 @@ func TestKeyFilterReadTransactionCatchesUp(t *testing.T) {
 	l.appendKeys([]string{"a"}, KeyRunDirectMin, "k", true)
 	l.lookupOnce("a")
 	f := l.checkFilterCovers()
-	current := f.asOf.Load()
-	f.asOf.Store(current - 1) // the commit is in the file, its keys not yet in the filter
+	current := f.AsOf.Load()
+	f.AsOf.Store(current - 1) // the commit is in the file, its keys not yet in the filter
 
 	stx, err := l.b.Begin(context.Background(), false)
 	if err != nil {
@@ -358,7 +359,7 @@ func TestKeyFilterReadTransactionCatchesUp(t *testing.T) {
 	if got, err := read.keyFilter(); err != nil || got != nil {
 		t.Fatalf("a filter behind the snapshot: got %p, %v; want none", got, err)
 	}
-	f.asOf.Store(current) // keysCommitted ran
+	f.AsOf.Store(current) // keysCommitted ran
 	if got, err := read.keyFilter(); err != nil || got != f {
 		t.Fatalf("the filter once current: got %p, %v; want %p", got, err, f)
 	}

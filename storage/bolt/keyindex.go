@@ -3,7 +3,6 @@ package bolt
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -11,8 +10,8 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/ledgerworks/ledger/internal/prefetch"
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 // The idempotency index has two parts (see the package documentation):
@@ -29,26 +28,6 @@ import (
 // are written and merged in key order, a few sequential pages per thousand
 // keys, and their filters keep a lookup of a new key in memory.
 const (
-	// KeyDigestSize is the size of the digest that stands for a key in a run.
-	KeyDigestSize = 16
-	// keyRecordSize is one run record: u64be chain id | digest | u64be seq.
-	keyRecordSize = 8 + KeyDigestSize + 8
-	// keyRecordPrefix is the part of a record that orders and identifies it.
-	keyRecordPrefix = 8 + KeyDigestSize
-	// keyChunkRecords is how many records one value of a run holds at most
-	// (1 MiB). bbolt stores a value larger than a page contiguously in
-	// overflow pages, so a run of 1,000,000 keys is 31 values under one
-	// branch page, not 8,300 under a three-level B-tree: a replay's seek in
-	// a run touches one cached branch page and the header of the chunk's
-	// first page, and the search in the chunk (searchChunk, interpolating)
-	// touches about as many cache lines in 1 MiB as a binary search did in
-	// 3,840 bytes. Readers take chunks of any size that is a whole number
-	// of records: files written with keyChunkRecordsV1 read unchanged.
-	// Sizes measured in docs/PERFORMANCE.md.
-	keyChunkRecords = 32768
-	// keyChunkRecordsV1 is the size of the chunks of files written before
-	// keyChunkRecords grew: one value of 3,840 bytes, about a page each.
-	keyChunkRecordsV1 = 120
 	// KeyRecentMax is how many keys the recent B-tree holds before they are
 	// written out as a run.
 	KeyRecentMax = 4096
@@ -62,12 +41,6 @@ const (
 	// KeyRunFanout is how many runs of one level are merged into one run of
 	// a higher level.
 	KeyRunFanout = 8
-	// filterBitsPerKey sizes the Bloom filters (about 1% false positives).
-	filterBitsPerKey = 10
-	// filterBlockWords is the size of a filter block: one 64-byte cache line.
-	filterBlockWords = 8
-	// filterProbes is how many bits of its block a key sets.
-	filterProbes = 7
 )
 
 // keyRunName is the name of a run: u8 level | u64be id of the transaction
@@ -95,194 +68,7 @@ type keyRun struct {
 	// radix maps digests to ranges of the run's chunks (see runRadix);
 	// nil until a write of the run or a read transaction's table of it
 	// builds one.
-	radix atomic.Pointer[runRadix]
-}
-
-// runRadix holds, for each chunk of a run whose records are of one chain,
-// where each of radixBuckets equal slices of the chunk's digest range
-// begins: a search reads its slice's start and end in memory (2 bytes
-// each, 64 KiB per 1,000,000 keys, which stay cached) and then about
-// radixRecords records of the chunk, instead of interpolating across it.
-// A run is immutable and its name is never reused while the process
-// knows it, so one built once serves every transaction.
-type runRadix struct {
-	starts  [][]uint16 // per chunk: radixBuckets(n)+1 record indexes, or nil
-	records []int      // per chunk: its number of records, checked on use
-}
-
-// radixRecords is the mean number of records a bucket of a runRadix
-// covers: one kilobyte of the chunk.
-const radixRecords = 32
-
-// radixBucket returns the bucket of the digest high word h among buckets
-// equal slices of first..last (first < last, first <= h <= last):
-// floor((h-first) * buckets / (last-first)), the last slice taking last.
-func radixBucket(h, first, last uint64, buckets int) int {
-	high, low := bits.Mul64(h-first, uint64(buckets))
-	b, _ := bits.Div64(high, low, last-first) // high < last-first: h-first <= last-first
-	return min(int(b), buckets-1)
-}
-
-// radixBound returns the lowest digest high word of bucket b (0 < b <
-// buckets) as radixBucket counts them: first + ceil(b * (last-first) /
-// buckets).
-func radixBound(b int, first, last uint64, buckets int) uint64 {
-	high, low := bits.Mul64(uint64(b), last-first)
-	q, r := bits.Div64(high, low, uint64(buckets)) // high < buckets: b < buckets
-	if r != 0 {
-		q++
-	}
-	return first + q
-}
-
-// newRunRadix maps the given chunks.
-func newRunRadix(chunks [][]byte) *runRadix {
-	x := &runRadix{starts: make([][]uint16, len(chunks)), records: make([]int, len(chunks))}
-	for i, chunk := range chunks {
-		n := len(chunk) / keyRecordSize
-		x.records[i] = n
-		if n < 2*radixRecords || n > math.MaxUint16 {
-			continue
-		}
-		first, last := loadPrefix(chunk, 0), loadPrefix(chunk, n-1)
-		if first.chainID != last.chainID || first.digestHigh >= last.digestHigh {
-			continue
-		}
-		buckets := n / radixRecords
-		starts := make([]uint16, buckets+1)
-		j := 0
-		for b := 1; b < buckets; b++ { // starts[0] is 0
-			bound := radixBound(b, first.digestHigh, last.digestHigh, buckets)
-			for j < n && binary.BigEndian.Uint64(chunk[j*keyRecordSize+8:]) < bound {
-				j++
-			}
-			starts[b] = uint16(j)
-		}
-		starts[buckets] = uint16(n)
-		x.starts[i] = starts
-	}
-	return x
-}
-
-// searchNear returns the index of the first record of the i-th chunk that
-// is not less than want, as searchChunk does: in the records of want's
-// bucket (records of lower buckets have lower digests, of higher ones
-// higher). It also returns a byte of the records it loaded ahead of need,
-// for the caller to keep (a load whose value is dropped is dropped too).
-func (x *runRadix) searchNear(i int, chunk []byte, want recordPrefix) (int, byte) {
-	starts := x.starts[i]
-	n := len(chunk) / keyRecordSize
-	if starts == nil {
-		return searchChunk(chunk, want), 0
-	}
-	first, last := loadPrefix(chunk, 0), loadPrefix(chunk, n-1)
-	switch {
-	case want.chainID != first.chainID || want.digestHigh < first.digestHigh:
-		if want.less(first) {
-			return 0, 0
-		}
-		return n, 0
-	case want.digestHigh > last.digestHigh:
-		return n, 0
-	}
-	lo, hi, guess := bucketGuess(starts, first, last, want)
-	if hi-lo <= 1 {
-		return searchChunkRange(chunk, lo, hi, want), 0
-	}
-	return searchFrom(chunk, lo, hi, guess, want), touchNear(chunk, lo, hi, guess)
-}
-
-// bucketGuess returns the records lo..hi of want's bucket in a chunk whose
-// first and last records are first and last (want's digest between
-// theirs, the chunk's map starts), and the record of the bucket to read
-// first: where want's digest falls in the bucket's share of the digest
-// range, about two records from the answer when digests are uniform,
-// where an interpolation across the bucket reads its two ends first and
-// then a third record, each a cache miss waiting for the one before.
-func bucketGuess(starts []uint16, first, last, want recordPrefix) (lo, hi, guess int) {
-	buckets := len(starts) - 1
-	b := radixBucket(want.digestHigh, first.digestHigh, last.digestHigh, buckets)
-	lo, hi = int(starts[b]), int(starts[b+1])
-	low := first.digestHigh
-	if b > 0 {
-		low = radixBound(b, first.digestHigh, last.digestHigh, buckets)
-	}
-	high := last.digestHigh
-	if b+1 < buckets {
-		high = radixBound(b+1, first.digestHigh, last.digestHigh, buckets)
-	}
-	guess = lo
-	if hi-lo > 1 && want.digestHigh > low && high > low {
-		guess = lo + radixBucket(min(want.digestHigh, high), low, high, hi-lo)
-	}
-	return lo, hi, guess
-}
-
-// touchNear loads the lines of the records searchNearRecords before and
-// after guess (lo <= guess < hi) and returns a byte of them: the answer is
-// that near when digests are uniform, and a step onto a line not yet
-// loaded would be a second miss waiting for the first (records are 32
-// bytes, two to a line).
-func touchNear(chunk []byte, lo, hi, guess int) byte {
-	return chunk[max(guess-searchNearRecords, lo)*keyRecordSize+8] ^ chunk[min(guess+searchNearRecords, hi-1)*keyRecordSize+8]
-}
-
-// prefetch asks for the lines searchNear reads first for want in the i-th
-// chunk (see internal/prefetch), without waiting for them; it asks for
-// none when the search would read nothing but the chunk's ends.
-func (x *runRadix) prefetch(i int, chunk []byte, want recordPrefix) {
-	starts := x.starts[i]
-	n := len(chunk) / keyRecordSize
-	if starts == nil || n == 0 {
-		return
-	}
-	first, last := loadPrefix(chunk, 0), loadPrefix(chunk, n-1)
-	if want.chainID != first.chainID || want.digestHigh < first.digestHigh || want.digestHigh > last.digestHigh {
-		return
-	}
-	lo, hi, guess := bucketGuess(starts, first, last, want)
-	if hi-lo <= 1 {
-		return
-	}
-	prefetch.Line(&chunk[max(guess-searchNearRecords, lo)*keyRecordSize])
-	prefetch.Line(&chunk[guess*keyRecordSize])
-	prefetch.Line(&chunk[min(guess+searchNearRecords, hi-1)*keyRecordSize])
-}
-
-// searchNearRecords is how many records on either side of its first read
-// searchNear loads ahead of need.
-const searchNearRecords = 2
-
-// searchWalkMax bounds the records searchFrom steps over one at a time
-// before it halves what is left.
-const searchWalkMax = 4
-
-// searchFrom returns the index of the first record of chunk in lo..hi
-// that is not less than want (hi when there is none), as
-// searchChunkRange does, reading the record at guess first and stepping
-// from it: near an answer that is near guess, it reads one or two cache
-// lines where halving reads about five.
-func searchFrom(chunk []byte, lo, hi, guess int, want recordPrefix) int {
-	if loadPrefix(chunk, guess).less(want) {
-		for j := guess + 1; j < hi; j++ {
-			if j-guess > searchWalkMax {
-				return searchChunkRange(chunk, j, hi, want)
-			}
-			if !loadPrefix(chunk, j).less(want) {
-				return j
-			}
-		}
-		return hi
-	}
-	for j := guess; j > lo; j-- {
-		if guess-j >= searchWalkMax {
-			return searchChunkRange(chunk, lo, j, want)
-		}
-		if loadPrefix(chunk, j-1).less(want) {
-			return j
-		}
-	}
-	return lo
+	radix atomic.Pointer[keyindex.Radix]
 }
 
 func (r *keyRun) level() uint8 { return r.name[0] }
@@ -300,40 +86,6 @@ func runLevel(count uint64) uint8 {
 	return uint8((bits.Len64(count) - 1) / 3)
 }
 
-func filterHashes(chainID uint64, digest []byte) (uint64, uint64) {
-	h1 := binary.LittleEndian.Uint64(digest[0:8]) ^ chainID*0x9e3779b97f4a7c15
-	h2 := binary.LittleEndian.Uint64(digest[8:16])
-	return h1, h2
-}
-
-func newFilter(count uint64) []uint64 {
-	blocks := max((count*filterBitsPerKey+511)/512, 1)
-	return make([]uint64, blocks*filterBlockWords)
-}
-
-func filterAdd(f []uint64, chainID uint64, digest []byte) {
-	h1, h2 := filterHashes(chainID, digest)
-	block, _ := bits.Mul64(h1, uint64(len(f)/filterBlockWords))
-	words := f[block*filterBlockWords : (block+1)*filterBlockWords]
-	for i := range filterProbes {
-		bit := (h2 >> (9 * i)) & 511
-		words[bit/64] |= 1 << (bit % 64)
-	}
-}
-
-func filterMayContain(f []uint64, chainID uint64, digest []byte) bool {
-	h1, h2 := filterHashes(chainID, digest)
-	block, _ := bits.Mul64(h1, uint64(len(f)/filterBlockWords))
-	words := f[block*filterBlockWords : (block+1)*filterBlockWords]
-	for i := range filterProbes {
-		bit := (h2 >> (9 * i)) & 511
-		if words[bit/64]&(1<<(bit%64)) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // runCache holds what the backend knows of the runs across transactions:
 // the filters of committed runs, and the list of runs as of one committed
 // transaction id. Both are only ever filled from committed state.
@@ -345,7 +97,7 @@ type runCache struct {
 	// filter covers every committed key (see keyFilter); nil until a write
 	// transaction or a writable Open (prepareProbe) builds it, so a
 	// read-only handle never has one.
-	filter atomic.Pointer[keyFilter]
+	filter atomic.Pointer[keyindex.Filter]
 	// chains holds the ids of committed chains (see chainIDs).
 	chains chainIDs
 	// seqMapBytesMax bounds the seq map of each filter built (see
@@ -410,7 +162,7 @@ type keyIndex struct {
 	records []byte
 	// filter is the filter this transaction consults (nil: none);
 	// filterChecked tells that it was looked for.
-	filter        *keyFilter
+	filter        *keyindex.Filter
 	filterChecked bool
 	created       []*keyRun
 	deleted       []keyRunName
@@ -434,8 +186,8 @@ type keyIndex struct {
 // key, decoded, and its records in the map, which stay in place while the
 // transaction lives. A search in it costs no B-tree descent.
 type runTable struct {
-	searches int            // searches made through the cursor before the table was built
-	last     []recordPrefix // the prefix of each chunk's last record (its key), ascending
+	searches int               // searches made through the cursor before the table was built
+	last     []keyindex.Prefix // the prefix of each chunk's last record (its key), ascending
 	chunks   [][]byte
 }
 
@@ -505,7 +257,7 @@ func (t *tx) readRun(name keyRunName) (*keyRun, error) {
 		return nil, fmt.Errorf("%s: %w: key run %x is not a bucket", t.path, storage.ErrCorrupt, name)
 	}
 	cv, fv := b.Get(runCountKey), b.Get(runFilterKey)
-	if len(cv) != 8 || len(fv) == 0 || len(fv)%(filterBlockWords*8) != 0 {
+	if len(cv) != 8 || len(fv) == 0 || len(fv)%(keyindex.FilterBlockWords*8) != 0 {
 		return nil, fmt.Errorf("%s: %w: key run %x header", t.path, storage.ErrCorrupt, name)
 	}
 	r := &keyRun{name: name, count: binary.BigEndian.Uint64(cv), filter: make([]uint64, len(fv)/8)}
@@ -530,7 +282,7 @@ func (t *tx) lookupKey(chainID uint64, key string) (uint64, bool, [KeyDigestSize
 	if err != nil {
 		return 0, false, digest, err
 	}
-	if f != nil && !f.mayContain(chainID, digest[:]) {
+	if f != nil && !f.MayContain(chainID, digest[:]) {
 		return 0, false, digest, nil
 	}
 	seq, found, err := t.lookupDigest(chainID, key, &digest)
@@ -548,12 +300,12 @@ func (t *tx) lookupDigest(chainID uint64, key string, digest *[KeyDigestSize]byt
 	if err := t.loadRuns(); err != nil {
 		return 0, false, err
 	}
-	var target [keyRecordPrefix]byte
+	var target [keyindex.RecordPrefixSize]byte
 	binary.BigEndian.PutUint64(target[:8], chainID)
 	copy(target[8:], digest[:])
 	for i := len(t.index.runs) - 1; i >= 0; i-- {
 		r := t.index.runs[i]
-		if !filterMayContain(r.filter, chainID, digest[:]) {
+		if !keyindex.FilterMayContain(r.filter, chainID, digest[:]) {
 			continue
 		}
 		seq, ok, err := t.searchRun(i, r, target[:])
@@ -623,7 +375,7 @@ func (t *tx) runCursor(name keyRunName) *bbolt.Cursor {
 // at index i (its runs load once; a write transaction, whose runs change,
 // builds no table), else through its cursor.
 func (t *tx) searchRun(i int, r *keyRun, target []byte) (uint64, bool, error) {
-	want := loadPrefix(target, 0)
+	want := keyindex.LoadPrefix(target, 0)
 	if i < len(t.index.tableAt) {
 		if table := t.index.tableAt[i]; table != nil {
 			return t.searchTable(r, table, want)
@@ -645,40 +397,40 @@ func (t *tx) searchRun(i int, r *keyRun, target []byte) (uint64, bool, error) {
 		return 0, false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
 	}
 	k, v := c.Seek(target)
-	if k == nil || len(k) != keyRecordPrefix {
+	if k == nil || len(k) != keyindex.RecordPrefixSize {
 		return 0, false, nil
 	}
-	if len(v)%keyRecordSize != 0 {
+	if len(v)%keyindex.RecordSize != 0 {
 		return 0, false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, r.name, len(v))
 	}
-	return chunkRecord(v, searchChunk(v, want), want)
+	return keyindex.ChunkRecord(v, keyindex.SearchChunk(v, want), want)
 }
 
 // searchTable is searchRun in a run's table (table.last not nil): the
 // chunk by a binary search of the chunks' last records, in memory, then
 // the run's radix map or searchChunk in the chunk.
-func (t *tx) searchTable(r *keyRun, table *runTable, want recordPrefix) (uint64, bool, error) {
+func (t *tx) searchTable(r *keyRun, table *runTable, want keyindex.Prefix) (uint64, bool, error) {
 	low := table.chunkOf(want)
 	if low == len(table.chunks) {
 		return 0, false, nil
 	}
 	chunk := table.chunks[low]
 	if x := table.radix(r, low); x != nil {
-		at, near := x.searchNear(low, chunk, want)
-		t.segmentIndex.touched ^= near
-		return chunkRecord(chunk, at, want)
+		at, near := x.SearchNear(low, chunk, want)
+		t.segmentIndex.Touched ^= near
+		return keyindex.ChunkRecord(chunk, at, want)
 	}
-	return chunkRecord(chunk, searchChunk(chunk, want), want)
+	return keyindex.ChunkRecord(chunk, keyindex.SearchChunk(chunk, want), want)
 }
 
 // chunkOf returns the index of the chunk whose last record is the first at
 // or after want (len(table.chunks) when none is), by a binary search of the
 // chunks' last records, in memory.
-func (table *runTable) chunkOf(want recordPrefix) int {
+func (table *runTable) chunkOf(want keyindex.Prefix) int {
 	low, high := 0, len(table.last)
 	for low < high {
 		middle := int(uint(low+high) >> 1)
-		if table.last[middle].less(want) {
+		if table.last[middle].Less(want) {
 			low = middle + 1
 		} else {
 			high = middle
@@ -689,8 +441,8 @@ func (table *runTable) chunkOf(want recordPrefix) int {
 
 // radix returns the run's radix map when it maps the table's chunks (the
 // i-th with as many records), else nil.
-func (table *runTable) radix(r *keyRun, i int) *runRadix {
-	if x := r.radix.Load(); x != nil && len(x.records) == len(table.chunks) && x.records[i] == len(table.chunks[i])/keyRecordSize {
+func (table *runTable) radix(r *keyRun, i int) *keyindex.Radix {
+	if x := r.radix.Load(); x != nil && len(x.Records) == len(table.chunks) && x.Records[i] == len(table.chunks[i])/keyindex.RecordSize {
 		return x
 	}
 	return nil
@@ -703,25 +455,17 @@ func (table *runTable) radix(r *keyRun, i int) *runRadix {
 // their misses overlap. The run filters' lines are expected loaded already
 // (touchRunFilters).
 func (t *tx) prefetchRecord(chainID uint64, digest *[KeyDigestSize]byte) {
-	want := recordPrefix{chainID: chainID, digestHigh: binary.BigEndian.Uint64(digest[0:8]), digestLow: binary.BigEndian.Uint64(digest[8:16])}
+	want := keyindex.Prefix{ChainID: chainID, DigestHigh: binary.BigEndian.Uint64(digest[0:8]), DigestLow: binary.BigEndian.Uint64(digest[8:16])}
 	for i, table := range t.index.tableAt {
-		if table == nil || table.last == nil || !filterMayContain(t.index.runs[i].filter, chainID, digest[:]) {
+		if table == nil || table.last == nil || !keyindex.FilterMayContain(t.index.runs[i].filter, chainID, digest[:]) {
 			continue
 		}
 		if low := table.chunkOf(want); low < len(table.chunks) {
 			if x := table.radix(t.index.runs[i], low); x != nil {
-				x.prefetch(low, table.chunks[low], want)
+				x.Prefetch(low, table.chunks[low], want)
 			}
 		}
 	}
-}
-
-// chunkRecord returns the seq of the i-th record of chunk when it is want.
-func chunkRecord(chunk []byte, i int, want recordPrefix) (uint64, bool, error) {
-	if i < len(chunk)/keyRecordSize && loadPrefix(chunk, i) == want {
-		return binary.BigEndian.Uint64(chunk[i*keyRecordSize+keyRecordPrefix:]), true, nil
-	}
-	return 0, false, nil
 }
 
 // runTable returns a read transaction's table of a run (nil: search
@@ -752,129 +496,32 @@ func (t *tx) runTable(r *keyRun) (*runTable, error) {
 		return nil, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
 	}
 	cur := b.Cursor()
-	var last []recordPrefix
+	var last []keyindex.Prefix
 	var chunks [][]byte
-	for k, v := cur.First(); k != nil && len(k) == keyRecordPrefix; k, v = cur.Next() {
+	for k, v := cur.First(); k != nil && len(k) == keyindex.RecordPrefixSize; k, v = cur.Next() {
 		if len(chunks) == runTableChunksMax {
 			return table, nil // too many: table.last stays nil
 		}
-		if len(v) == 0 || len(v)%keyRecordSize != 0 {
+		if len(v) == 0 || len(v)%keyindex.RecordSize != 0 {
 			return nil, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
 		}
-		p := loadPrefix(k, 0)
-		if len(last) > 0 && !last[len(last)-1].less(p) {
+		p := keyindex.LoadPrefix(k, 0)
+		if len(last) > 0 && !last[len(last)-1].Less(p) {
 			return nil, fmt.Errorf("%s: %w: key run %x out of order", t.path, storage.ErrCorrupt, name)
 		}
 		last, chunks = append(last, p), append(chunks, v)
 	}
 	table.last, table.chunks = last, chunks
 	if table.last == nil {
-		table.last = []recordPrefix{} // an empty run: nothing to find
+		table.last = []keyindex.Prefix{} // an empty run: nothing to find
 	}
 	if r.radix.Load() == nil {
 		// A run this process did not write: its map reads every record
 		// once (32 bytes a key), for a run searched often enough to have a
 		// table.
-		r.radix.Store(newRunRadix(chunks))
+		r.radix.Store(keyindex.NewRadix(chunks))
 	}
 	return table, nil
-}
-
-// recordPrefix is the part of a run record that orders and identifies it,
-// as big-endian words.
-type recordPrefix struct {
-	chainID, digestHigh, digestLow uint64
-}
-
-// loadPrefix reads the prefix of the i-th record of records (or of a
-// target of keyRecordPrefix bytes, i 0).
-func loadPrefix(records []byte, i int) recordPrefix {
-	rec := records[i*keyRecordSize : i*keyRecordSize+keyRecordPrefix]
-	return recordPrefix{
-		chainID:    binary.BigEndian.Uint64(rec[0:8]),
-		digestHigh: binary.BigEndian.Uint64(rec[8:16]),
-		digestLow:  binary.BigEndian.Uint64(rec[16:24]),
-	}
-}
-
-func (p recordPrefix) less(q recordPrefix) bool {
-	if p.chainID != q.chainID {
-		return p.chainID < q.chainID
-	}
-	if p.digestHigh != q.digestHigh {
-		return p.digestHigh < q.digestHigh
-	}
-	return p.digestLow < q.digestLow
-}
-
-// searchChunk returns the index of the first record of a sorted chunk that
-// is not less than want (the number of records when none), comparing
-// records as words. Digests are uniform (BLAKE3), so where the records at
-// both ends of the range are of the target's chain, the next record read
-// is the one the target's digest falls at between theirs (interpolation):
-// about four reads find a record among 32,768, each near the last, where a
-// binary search reads fifteen spread over the chunk, a cache miss each.
-// A range whose ends are of other chains (a chunk holding several chains'
-// records), or that interpolation has not narrowed in
-// searchInterpolationsMax reads (digests not uniform: a damaged or
-// hostile file), is halved instead, so a search never reads more than
-// searchInterpolationsMax plus a binary search's records.
-func searchChunk(chunk []byte, want recordPrefix) int {
-	lo, hi := 0, len(chunk)/keyRecordSize
-	for steps := 0; hi-lo > searchBinaryMax && steps < searchInterpolationsMax; steps++ {
-		mid := interpolate(chunk, lo, hi, want)
-		if loadPrefix(chunk, mid).less(want) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return searchChunkRange(chunk, lo, hi, want)
-}
-
-// searchChunkRange halves records lo..hi of chunk down to the first whose
-// prefix is not less than want (hi when there is none).
-func searchChunkRange(chunk []byte, lo, hi int, want recordPrefix) int {
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if loadPrefix(chunk, mid).less(want) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
-
-const (
-	// searchBinaryMax is the size of a range searchChunk halves rather than
-	// interpolates in: a few records on one or two cache lines.
-	searchBinaryMax = 8
-	// searchInterpolationsMax bounds the interpolating reads of one search.
-	searchInterpolationsMax = 12
-)
-
-// interpolate returns the index in [lo, hi) of the record of chunk to
-// compare with want next (hi-lo > 1): where want's digest falls between
-// the digests of the range's first and last records when all three are of
-// one chain and the range's digests differ, its middle otherwise.
-func interpolate(chunk []byte, lo, hi int, want recordPrefix) int {
-	mid := int(uint(lo+hi) >> 1)
-	first, last := loadPrefix(chunk, lo), loadPrefix(chunk, hi-1)
-	if first.chainID != want.chainID || last.chainID != want.chainID || first.digestHigh >= last.digestHigh {
-		return mid
-	}
-	switch {
-	case want.digestHigh <= first.digestHigh:
-		return lo
-	case want.digestHigh >= last.digestHigh:
-		return hi - 1
-	}
-	// (want - first) / (last - first) of the hi-1-lo records past lo, in
-	// 128 bits: the quotient is below hi-1-lo, since want < last.
-	high, low := bits.Mul64(want.digestHigh-first.digestHigh, uint64(hi-1-lo))
-	offset, _ := bits.Div64(high, low, last.digestHigh-first.digestHigh)
-	return lo + int(offset)
 }
 
 // addKey records a key appended in this transaction, with its digest.
@@ -907,7 +554,7 @@ func (t *tx) flushKeys() error {
 	}
 	if n >= KeyRunDirectMin {
 		records := t.index.records
-		sortRecords(records) // in place: the filter takes them in any order
+		keyindex.SortRecords(records) // in place: the filter takes them in any order
 		return t.addRun(records)
 	}
 	for k, seq := range t.index.pending {
@@ -928,15 +575,15 @@ func (t *tx) flushKeys() error {
 	if recent < KeyRecentMax {
 		return t.setRecentCount(recent)
 	}
-	records := make([]byte, 0, recent*keyRecordSize)
+	records := make([]byte, 0, recent*keyindex.RecordSize)
 	cur := t.keys().Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		if len(k) < 8 || len(v) != 8 {
 			return fmt.Errorf("%s: %w: key index entry %x", t.path, storage.ErrCorrupt, k)
 		}
-		records = appendRecord(records, binary.BigEndian.Uint64(k), string(k[8:]), binary.BigEndian.Uint64(v))
+		records = keyindex.AppendRecord(records, binary.BigEndian.Uint64(k), string(k[8:]), binary.BigEndian.Uint64(v))
 	}
-	sortRecords(records)
+	keyindex.SortRecords(records)
 	if err := t.tx.DeleteBucket(BucketKeys); err != nil {
 		return t.writeError(err)
 	}
@@ -947,14 +594,6 @@ func (t *tx) flushKeys() error {
 		return err
 	}
 	return t.addRun(records)
-}
-
-// appendRecord appends the run record of a key.
-func appendRecord(records []byte, chainID uint64, key string, seq uint64) []byte {
-	digest := KeyDigest(key)
-	records = binary.BigEndian.AppendUint64(records, chainID)
-	records = append(records, digest[:]...)
-	return binary.BigEndian.AppendUint64(records, seq)
 }
 
 // pendingKey is a key new in a write transaction.
@@ -1022,27 +661,27 @@ func (t *tx) addRun(records []byte) error {
 }
 
 func (t *tx) writeRun(records []byte) (*keyRun, error) {
-	count := uint64(len(records) / keyRecordSize)
-	r := &keyRun{name: runName(runLevel(count), uint64(t.tx.ID())), count: count, filter: newFilter(count)}
+	count := uint64(len(records) / keyindex.RecordSize)
+	r := &keyRun{name: runName(runLevel(count), uint64(t.tx.ID())), count: count, filter: keyindex.FilterWords(count)}
 	b, err := t.runs().CreateBucket(r.name[:])
 	if err != nil {
 		return nil, t.writeError(err)
 	}
 	b.FillPercent = 1.0
-	for o := 0; o < len(records); o += keyRecordSize {
-		rec := records[o : o+keyRecordSize]
-		filterAdd(r.filter, binary.BigEndian.Uint64(rec[:8]), rec[8:keyRecordPrefix])
+	for o := 0; o < len(records); o += keyindex.RecordSize {
+		rec := records[o : o+keyindex.RecordSize]
+		keyindex.FilterAdd(r.filter, binary.BigEndian.Uint64(rec[:8]), rec[8:keyindex.RecordPrefixSize])
 	}
 	var chunks [][]byte
-	for o := 0; o < len(records); o += keyChunkRecords * keyRecordSize {
-		chunk := records[o:min(o+keyChunkRecords*keyRecordSize, len(records))]
-		last := chunk[len(chunk)-keyRecordSize : len(chunk)-keyRecordSize+keyRecordPrefix]
+	for o := 0; o < len(records); o += keyindex.ChunkRecords * keyindex.RecordSize {
+		chunk := records[o:min(o+keyindex.ChunkRecords*keyindex.RecordSize, len(records))]
+		last := chunk[len(chunk)-keyindex.RecordSize : len(chunk)-keyindex.RecordSize+keyindex.RecordPrefixSize]
 		if err := b.Put(last, chunk); err != nil {
 			return nil, t.writeError(err)
 		}
 		chunks = append(chunks, chunk)
 	}
-	r.radix.Store(newRunRadix(chunks))
+	r.radix.Store(keyindex.NewRadix(chunks))
 	filter := make([]byte, 0, len(r.filter)*8)
 	for _, w := range r.filter {
 		filter = binary.LittleEndian.AppendUint64(filter, w)
@@ -1074,32 +713,32 @@ func (t *tx) mergeRuns(runs []*keyRun) (*keyRun, error) {
 		_, chunks[i] = cursors[i].First()
 	}
 	next := func(i int) error {
-		chunks[i] = chunks[i][keyRecordSize:]
+		chunks[i] = chunks[i][keyindex.RecordSize:]
 		if len(chunks[i]) == 0 {
 			var k []byte
-			if k, chunks[i] = cursors[i].Next(); k == nil || len(k) != keyRecordPrefix {
+			if k, chunks[i] = cursors[i].Next(); k == nil || len(k) != keyindex.RecordPrefixSize {
 				chunks[i] = nil
 			}
 		}
-		if len(chunks[i])%keyRecordSize != 0 {
+		if len(chunks[i])%keyindex.RecordSize != 0 {
 			return fmt.Errorf("%s: %w: key run chunk of %d bytes", t.path, storage.ErrCorrupt, len(chunks[i]))
 		}
 		return nil
 	}
 	for i := range chunks {
-		if len(chunks[i])%keyRecordSize != 0 {
+		if len(chunks[i])%keyindex.RecordSize != 0 {
 			return nil, fmt.Errorf("%s: %w: key run chunk of %d bytes", t.path, storage.ErrCorrupt, len(chunks[i]))
 		}
 	}
 	// heads holds the first unread record of each run, decoded: the merge
 	// compares words, not bytes.
-	heads := make([]recordKey, len(runs))
+	heads := make([]keyindex.RecordKey, len(runs))
 	for i, c := range chunks {
 		if len(c) > 0 {
-			heads[i] = loadRecord(c)
+			heads[i] = keyindex.LoadRecord(c)
 		}
 	}
-	records := make([]byte, total*keyRecordSize)
+	records := make([]byte, total*keyindex.RecordSize)
 	written := 0
 	for {
 		best := -1
@@ -1107,7 +746,7 @@ func (t *tx) mergeRuns(runs []*keyRun) (*keyRun, error) {
 			if len(c) == 0 {
 				continue
 			}
-			if best < 0 || compareRecords(heads[i], heads[best]) < 0 {
+			if best < 0 || keyindex.CompareRecords(heads[i], heads[best]) < 0 {
 				best = i
 			}
 		}
@@ -1117,18 +756,18 @@ func (t *tx) mergeRuns(runs []*keyRun) (*keyRun, error) {
 		if written == len(records) {
 			return nil, fmt.Errorf("%s: %w: key runs hold more records than their headers say (%d)", t.path, storage.ErrCorrupt, total)
 		}
-		copy(records[written:], chunks[best][:keyRecordSize])
-		written += keyRecordSize
+		copy(records[written:], chunks[best][:keyindex.RecordSize])
+		written += keyindex.RecordSize
 		if err := next(best); err != nil {
 			return nil, err
 		}
 		if len(chunks[best]) > 0 {
-			heads[best] = loadRecord(chunks[best])
+			heads[best] = keyindex.LoadRecord(chunks[best])
 		}
 	}
 	records = records[:written]
-	if uint64(len(records)/keyRecordSize) != total {
-		return nil, fmt.Errorf("%s: %w: key runs hold %d records, their headers say %d", t.path, storage.ErrCorrupt, len(records)/keyRecordSize, total)
+	if uint64(len(records)/keyindex.RecordSize) != total {
+		return nil, fmt.Errorf("%s: %w: key runs hold %d records, their headers say %d", t.path, storage.ErrCorrupt, len(records)/keyindex.RecordSize, total)
 	}
 	for _, r := range runs {
 		if err := t.runs().DeleteBucket(r.name[:]); err != nil {

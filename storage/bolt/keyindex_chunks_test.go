@@ -10,6 +10,8 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 )
 
 // chunkLedger is a file whose runs are rewritten in chunks of other sizes,
@@ -66,7 +68,7 @@ func (l *chunkLedger) rechunk(count uint64, size int) int {
 			var records []byte
 			var keys [][]byte
 			run.ForEach(func(k, v []byte) error {
-				if len(k) == keyRecordPrefix {
+				if len(k) == keyindex.RecordPrefixSize {
 					records = append(records, v...)
 					keys = append(keys, append([]byte(nil), k...))
 				}
@@ -77,9 +79,9 @@ func (l *chunkLedger) rechunk(count uint64, size int) int {
 					return err
 				}
 			}
-			for o := 0; o < len(records); o += size * keyRecordSize {
-				chunk := records[o:min(o+size*keyRecordSize, len(records))]
-				if err := run.Put(chunk[len(chunk)-keyRecordSize:len(chunk)-keyRecordSize+keyRecordPrefix], chunk); err != nil {
+			for o := 0; o < len(records); o += size * keyindex.RecordSize {
+				chunk := records[o:min(o+size*keyindex.RecordSize, len(records))]
+				if err := run.Put(chunk[len(chunk)-keyindex.RecordSize:len(chunk)-keyindex.RecordSize+keyindex.RecordPrefixSize], chunk); err != nil {
 					return err
 				}
 			}
@@ -102,8 +104,8 @@ func (l *chunkLedger) runChunks(b *Backend) map[keyRunName][]int {
 		runs := btx.Bucket(BucketKeyRuns)
 		return runs.ForEach(func(name, _ []byte) error {
 			return runs.Bucket(name).ForEach(func(k, v []byte) error {
-				if len(k) == keyRecordPrefix {
-					chunks[keyRunName(name)] = append(chunks[keyRunName(name)], len(v)/keyRecordSize)
+				if len(k) == keyindex.RecordPrefixSize {
+					chunks[keyRunName(name)] = append(chunks[keyRunName(name)], len(v)/keyindex.RecordSize)
 				}
 				return nil
 			})
@@ -183,14 +185,14 @@ func TestRunChunkSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.commit(b, map[string]int{"c": keyChunkRecords + 100, "d": 50}) // two chunks, chains mixed in the last
-	l.commit(b, map[string]int{"c": 600, "d": 10})                   // rewritten in chunks of keyChunkRecordsV1
-	l.commit(b, map[string]int{"c": runTableChunksMax + 50})         // rewritten in chunks of one record
+	l.commit(b, map[string]int{"c": keyindex.ChunkRecords + 100, "d": 50}) // two chunks, chains mixed in the last
+	l.commit(b, map[string]int{"c": 600, "d": 10})                         // rewritten in chunks of keyChunkRecordsV1
+	l.commit(b, map[string]int{"c": runTableChunksMax + 50})               // rewritten in chunks of one record
 	l.commit(b, map[string]int{"c": 700})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := l.rechunk(610, keyChunkRecordsV1); n != 1 {
+	if n := l.rechunk(610, keyindex.ChunkRecordsV1); n != 1 {
 		t.Fatalf("rewrote %d runs of 610 records", n)
 	}
 	if n := l.rechunk(runTableChunksMax+50, 1); n != 1 {
@@ -206,7 +208,7 @@ func TestRunChunkSizes(t *testing.T) {
 	for _, c := range chunks {
 		sizes[c[0]] = true
 	}
-	if len(chunks) != 4 || !sizes[keyChunkRecords] || !sizes[keyChunkRecordsV1] || !sizes[1] || !sizes[700] {
+	if len(chunks) != 4 || !sizes[keyindex.ChunkRecords] || !sizes[keyindex.ChunkRecordsV1] || !sizes[1] || !sizes[700] {
 		t.Fatalf("runs' chunks: %v", chunks)
 	}
 	tables := l.checkLookups(b)
@@ -238,7 +240,7 @@ func TestRunChunkSizes(t *testing.T) {
 		}
 		// The merge wrote the run, and its radix map with it (none for its
 		// chunk, which holds two chains).
-		if x := b.cache.get(name).radix.Load(); name[0] == 4 && (x == nil || len(x.records) != 1 || x.records[0] != c[0] || x.starts[0] != nil) {
+		if x := b.cache.get(name).radix.Load(); name[0] == 4 && (x == nil || len(x.Records) != 1 || x.Records[0] != c[0] || x.Starts[0] != nil) {
 			t.Fatalf("the merged run's radix map: %+v", x)
 		}
 	}
@@ -264,10 +266,10 @@ func (l *chunkLedger) checkScanStart(b *Backend) {
 			l.t.Fatal(err)
 		}
 		for _, name := range names {
-			var memory scanMemory
+			var memory mapscan.Scan
 			lower := 0
 			_, err := rtx.walkRunChunks(id, name, &memory, func(chunk []byte) (bool, bool) {
-				for o := 0; o < len(chunk); o += keyRecordSize {
+				for o := 0; o < len(chunk); o += keyindex.RecordSize {
 					if binary.BigEndian.Uint64(chunk[o:]) < id {
 						lower++
 					}

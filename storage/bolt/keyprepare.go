@@ -7,6 +7,7 @@ import (
 
 	"github.com/ledgerworks/ledger/internal/blake3batch"
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
 // A write of many keyed entries looks every key up before it appends it.
@@ -16,24 +17,11 @@ import (
 // one layer for all the keys are independent, so the processor overlaps
 // their misses, and the file's digests are hashed sixteen at a time.
 
-// preparedKey is one key PrepareKeys looked up: its keyHash, and what the
-// committed data of the transaction's view holds for it.
-type preparedKey struct {
-	chain, key string
-	hash       uint64
-	seq        uint64 // the entry that holds the key, when found
-	found      bool
-	// known is set when the lookup finished; a key left unknown (too
-	// long, or the file failed) is looked up as if it were not prepared,
-	// which reports the failure.
-	known bool
-}
-
 // keyPreparation is what the last PrepareKeys call of a transaction
 // prepared, the next key LookupKey may take from it, and the file pass's
 // scratch.
 type keyPreparation struct {
-	keys []preparedKey
+	keys []memtable.PreparedKey
 	next int
 
 	fileKeys []int32  // keys the file pass looks up
@@ -63,19 +51,19 @@ func (t *logTx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		return
 	}
 	for _, k := range keys[:min(len(keys), storage.PrepareKeysMax)] {
-		pk := preparedKey{chain: k.Chain, key: k.Key}
+		pk := memtable.PreparedKey{Chain: k.Chain, Key: k.Key}
 		if k.Key != "" && len(k.Key) <= IdempotencyKeySizeMax && len(k.Chain) <= ChainNameSizeMax {
-			pk.hash, pk.known = keyHash(k.Key), true
+			pk.Hash, pk.Known = memtable.KeyHash(k.Key), true
 		}
 		p.keys = append(p.keys, pk)
 	}
 	for _, m := range t.view.tables {
-		m.lookupPrepared(p.keys, t.view.asOf)
+		m.LookupPrepared(p.keys, t.view.asOf)
 	}
 	if err := t.base.lookupPrepared(p); err != nil {
 		for i := range p.keys {
-			if !p.keys[i].found {
-				p.keys[i].known = false // the lookup itself reports the failure
+			if !p.keys[i].Found {
+				p.keys[i].Known = false // the lookup itself reports the failure
 			}
 		}
 	}
@@ -83,17 +71,17 @@ func (t *logTx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 
 // takePrepared returns the prepared answer for the chain's key when it is
 // the next one prepared, nil otherwise.
-func (t *logTx) takePrepared(chain, key string) *preparedKey {
+func (t *logTx) takePrepared(chain, key string) *memtable.PreparedKey {
 	p := &t.prepared
 	if p.next >= len(p.keys) {
 		return nil
 	}
 	pk := &p.keys[p.next]
-	if pk.key != key || pk.chain != chain {
+	if pk.Key != key || pk.Chain != chain {
 		return nil
 	}
 	p.next++
-	if !pk.known {
+	if !pk.Known {
 		return nil
 	}
 	return pk
@@ -101,17 +89,17 @@ func (t *logTx) takePrepared(chain, key string) *preparedKey {
 
 // lookupPreparedKey is LookupKey for a prepared key: the transaction's own
 // appends, then the prepared answer.
-func (t *logTx) lookupPreparedKey(pk *preparedKey) (uint64, error) {
-	if p := t.chains[pk.chain]; p != nil {
-		if i, ok := p.keys.find(pk.hash, pk.key, p.entries); ok {
-			return p.entries[i].seq, nil
+func (t *logTx) lookupPreparedKey(pk *memtable.PreparedKey) (uint64, error) {
+	if p := t.chains[pk.Chain]; p != nil {
+		if i, ok := p.keys.Find(pk.Hash, pk.Key, p.entries); ok {
+			return p.entries[i].Seq, nil
 		}
 	}
-	if pk.found {
-		return pk.seq, nil
+	if pk.Found {
+		return pk.Seq, nil
 	}
 	if t.writable {
-		t.lastMiss.chain, t.lastMiss.key, t.lastMiss.hash = pk.chain, pk.key, pk.hash
+		t.lastMiss.chain, t.lastMiss.key, t.lastMiss.hash = pk.Chain, pk.Key, pk.Hash
 	}
 	return 0, storage.ErrNotFound
 }
@@ -128,31 +116,6 @@ func (t *logTx) releasePreparation() {
 	clear(p.messages[:cap(p.messages)])
 	p.keys, p.next, p.messages = p.keys[:0], 0, p.messages[:0]
 	t.b.logScratch.prepared = p
-}
-
-// lookupPrepared marks the keys of keys the table holds as of asOf as
-// found, under one hold of its lock.
-func (m *memtable) lookupPrepared(keys []preparedKey, asOf uint64) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	// The chain looked up last: keys of one chain come in runs. It is
-	// compared with each key's own chain, not the previous key's, which
-	// may have been skipped.
-	var c *memChain
-	chain, looked := "", false
-	for i := range keys {
-		k := &keys[i]
-		if !k.known || k.found {
-			continue
-		}
-		if !looked || k.chain != chain {
-			c, chain, looked = m.chains[k.chain], k.chain, true
-		}
-		if c == nil {
-			continue
-		}
-		k.seq, k.found = c.lookupKeyHash(k.key, k.hash, asOf)
-	}
 }
 
 func (g *guardedTx) lookupPrepared(p *keyPreparation) (err error) {
@@ -181,12 +144,12 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 	chain, looked := "", false // as in memtable.lookupPrepared
 	for i := range p.keys {
 		k := &p.keys[i]
-		if !k.known || k.found {
+		if !k.Known || k.Found {
 			continue
 		}
-		if !looked || k.chain != chain {
-			id, idErr = t.chainID(k.chain)
-			chain, looked = k.chain, true
+		if !looked || k.Chain != chain {
+			id, idErr = t.chainID(k.Chain)
+			chain, looked = k.Chain, true
 		}
 		switch {
 		case errors.Is(idErr, storage.ErrNotFound):
@@ -207,14 +170,14 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 	for n, i := range p.fileKeys {
 		k, id := &p.keys[i], p.ids[n]
 		digest := (*[KeyDigestSize]byte)(p.digests[n][:KeyDigestSize])
-		if f != nil && !f.mayContain(id, digest[:]) {
+		if f != nil && !f.MayContain(id, digest[:]) {
 			continue
 		}
-		seq, found, err := t.lookupDigest(id, k.key, digest)
+		seq, found, err := t.lookupDigest(id, k.Key, digest)
 		if err != nil {
 			return err
 		}
-		k.seq, k.found = seq, found
+		k.Seq, k.Found = seq, found
 	}
 	return nil
 }
@@ -223,7 +186,7 @@ func (t *tx) lookupPrepared(p *keyPreparation) error {
 func (t *tx) digestPrepared(p *keyPreparation) {
 	size := 0
 	for _, i := range p.fileKeys {
-		size += len(storage.KeyDigestDomain) + len(p.keys[i].key)
+		size += len(storage.KeyDigestDomain) + len(p.keys[i].Key)
 	}
 	if cap(p.buffer) < size {
 		p.buffer = make([]byte, 0, size)
@@ -232,7 +195,7 @@ func (t *tx) digestPrepared(p *keyPreparation) {
 	p.messages = p.messages[:0]
 	for _, i := range p.fileKeys {
 		start := len(buffer)
-		buffer = append(append(buffer, storage.KeyDigestDomain...), p.keys[i].key...)
+		buffer = append(append(buffer, storage.KeyDigestDomain...), p.keys[i].Key...)
 		p.messages = append(p.messages, buffer[start:len(buffer):len(buffer)])
 	}
 	if cap(p.digests) < len(p.fileKeys) {

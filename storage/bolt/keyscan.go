@@ -8,6 +8,8 @@ import (
 	"iter"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 )
 
 // ScanKeys reads the chain's part of every piece of the index in turn: the
@@ -16,7 +18,7 @@ import (
 // chain id, so the chain's records are one contiguous stretch of chunks:
 // a seek to the chain id and a forward walk, sequential reads like the scan
 // of the entries, and like it released from the map as it goes (see
-// scanMemory), so that a verify's resident size does not grow with the
+// internal/mapscan), so that a verify's resident size does not grow with the
 // index.
 func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRef, error] {
 	return func(yield func(storage.KeyRef, error) bool) {
@@ -35,7 +37,7 @@ func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRe
 			yield(storage.KeyRef{}, fmt.Errorf("chain %q: %w", chain, err))
 			return
 		}
-		var memory scanMemory
+		var memory mapscan.Scan
 		for _, name := range names {
 			if !t.scanRunKeys(chain, c.id, name, &memory, yield) {
 				return
@@ -74,7 +76,7 @@ func (t *tx) scanRunNames() ([]keyRunName, error) {
 			return nil, fmt.Errorf("%s: %w: key run %x is not a bucket", t.path, storage.ErrCorrupt, name)
 		}
 		cv, fv := b.Get(runCountKey), b.Get(runFilterKey) // fv's length only: its pages are not read
-		if len(cv) != 8 || len(fv) == 0 || len(fv)%(filterBlockWords*8) != 0 {
+		if len(cv) != 8 || len(fv) == 0 || len(fv)%(keyindex.FilterBlockWords*8) != 0 {
 			return nil, fmt.Errorf("%s: %w: key run %x header", t.path, storage.ErrCorrupt, name)
 		}
 		names = append(names, name)
@@ -116,7 +118,7 @@ func (t *tx) scanRecentKeys(chain string, chainID uint64, yield func(storage.Key
 
 // scanRunKeys yields the chain's records of one run (see walkRunChunks).
 // It reports whether to go on.
-func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *scanMemory,
+func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *mapscan.Scan,
 	yield func(storage.KeyRef, error) bool) bool {
 	more, err := t.walkRunChunks(chainID, name, memory, func(chunk []byte) (bool, bool) {
 		return yieldChunk(chunk, chainID, yield)
@@ -136,7 +138,7 @@ func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *
 // chain's, and the walk ends at the first record of a greater chain id.
 // The run's other keys (count, filter) are not 24 bytes long. It reports
 // whether to go on; a damaged run is an error wrapping storage.ErrCorrupt.
-func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
+func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *mapscan.Scan,
 	each func(chunk []byte) (more, last bool)) (bool, error) {
 	b := t.runBucket(name)
 	if b == nil {
@@ -145,7 +147,7 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 	cur := b.Cursor()
 	first := true
 	for k, v := cur.Seek(binary.BigEndian.AppendUint64(nil, chainID)); k != nil; k, v = cur.Next() {
-		if len(k) != keyRecordPrefix {
+		if len(k) != keyindex.RecordPrefixSize {
 			continue
 		}
 		if binary.BigEndian.Uint64(k) < chainID {
@@ -153,24 +155,24 @@ func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *scanMemory,
 			// seek ends below the chain.
 			return false, fmt.Errorf("%s: %w: key run %x out of order", t.path, storage.ErrCorrupt, name)
 		}
-		if len(v) == 0 || len(v)%keyRecordSize != 0 {
+		if len(v) == 0 || len(v)%keyindex.RecordSize != 0 {
 			return false, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, name, len(v))
 		}
 		if first {
 			// The first chunk may begin with other chains' records: up to
 			// a megabyte of them, for each chain of a verify, unless the
 			// walk starts at the chain's first record.
-			v = v[searchChunk(v, recordPrefix{chainID: chainID})*keyRecordSize:]
+			v = v[keyindex.SearchChunk(v, keyindex.Prefix{ChainID: chainID})*keyindex.RecordSize:]
 			first = false
 		}
-		// A chunk of keyChunkRecords is handed on in pieces, each observed
-		// as a value of its own: scanMemory reads ahead of a scan from
+		// A chunk of keyindex.ChunkRecords is handed on in pieces, each observed
+		// as a value of its own: a mapscan.Scan reads ahead of a scan from
 		// its first value and from its first look at the map, which come
 		// by the bytes read, so a scan that began with a 1 MiB chunk
 		// would fault most of that chunk a page at a time on a cold file.
 		for o := 0; o < len(v); o += scanPieceBytes {
 			piece := v[o:min(o+scanPieceBytes, len(v))]
-			memory.observe(piece)
+			memory.Observe(piece)
 			more, last := each(piece)
 			if !more || last {
 				return more, nil
@@ -189,15 +191,15 @@ const scanPieceBytes = 64 << 10
 // chunk holds a record of a greater chain id, so no later chunk holds any
 // of the chain's.
 func yieldChunk(chunk []byte, chainID uint64, yield func(storage.KeyRef, error) bool) (more, last bool) {
-	for o := 0; o < len(chunk); o += keyRecordSize {
-		rec := chunk[o : o+keyRecordSize]
+	for o := 0; o < len(chunk); o += keyindex.RecordSize {
+		rec := chunk[o : o+keyindex.RecordSize]
 		switch id := binary.BigEndian.Uint64(rec); {
 		case id < chainID:
 			continue
 		case id > chainID:
 			return true, true
 		}
-		ref := storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyRecordPrefix]), Seq: binary.BigEndian.Uint64(rec[keyRecordPrefix:])}
+		ref := storage.KeyRef{Digest: [KeyDigestSize]byte(rec[8:keyindex.RecordPrefixSize]), Seq: binary.BigEndian.Uint64(rec[keyindex.RecordPrefixSize:])}
 		if !yield(ref, nil) {
 			return false, true
 		}

@@ -11,6 +11,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 // writeKeyRunsLedger writes chain "c" with keys keyed entries in 10
@@ -130,7 +131,7 @@ func TestScanKeysDamagedRunHeader(t *testing.T) {
 		value []byte
 	}{
 		{"count", runCountKey, []byte{1, 2, 3}},
-		{"filter", runFilterKey, make([]byte, filterBlockWords*8+1)},
+		{"filter", runFilterKey, make([]byte, keyindex.FilterBlockWords*8+1)},
 		{"no filter", runFilterKey, nil},
 	} {
 		t.Run(damage.name, func(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/wal"
 )
 
@@ -74,7 +76,7 @@ var metaCheckpointLSN = []byte("checkpoint_lsn")
 // memView is what a transaction sees of the memory tables: the tables
 // (newest first) and the LSN of the last commit it sees.
 type memView struct {
-	tables []*memtable
+	tables []*memtable.Table
 	asOf   uint64
 }
 
@@ -104,7 +106,7 @@ type logState struct {
 
 	// Owned by the holder of the writer slot.
 	logScratch     logScratch
-	active         *memtable
+	active         *memtable.Table
 	lastLSN        uint64
 	checkpointDone chan struct{} // closed when the running checkpoint ends; nil when none ran
 
@@ -179,9 +181,9 @@ func (b *Backend) openLog(opts Options) error {
 	b.durableLSN.Store(last)
 	if opts.ReadOnly {
 		lg.Close()
-		if !replayed.empty() {
+		if !replayed.Empty() {
 			b.overlay = true
-			b.published.Store(&memView{tables: []*memtable{replayed}, asOf: last})
+			b.published.Store(&memView{tables: []*memtable.Table{replayed}, asOf: last})
 		}
 		return nil
 	}
@@ -189,7 +191,7 @@ func (b *Backend) openLog(opts Options) error {
 		lg.Close()
 		return fmt.Errorf("open %s: %w: the log %s continues at LSN %d, the file at LSN %d", b.path, storage.ErrCorrupt, dir, next, last+1)
 	}
-	if !replayed.empty() {
+	if !replayed.Empty() {
 		if err := b.checkpoint(replayed); err != nil {
 			// The failed bbolt transaction rolled back; the first of a
 			// checkpoint's two may have committed whole commits, which the
@@ -277,8 +279,8 @@ func (b *Backend) useLog(lg *wal.Log, dir string, id wal.ID, last uint64) {
 	b.logDir = dir
 	b.logID = id
 	b.overlay = true
-	b.active = newMemtable()
-	b.published.Store(&memView{tables: []*memtable{b.active}, asOf: last})
+	b.active = memtable.New()
+	b.published.Store(&memView{tables: []*memtable.Table{b.active}, asOf: last})
 }
 
 // removeUnrecordedLog handles a log folder beside a file that was closed
@@ -340,12 +342,12 @@ func logName(id wal.ID) string {
 }
 
 // replay reads the records past the file's checkpoint into a memory table.
-func (b *Backend) replay(lg *wal.Log) (*memtable, uint64, error) {
+func (b *Backend) replay(lg *wal.Log) (*memtable.Table, uint64, error) {
 	checkpoint, err := b.checkpointLSN()
 	if err != nil {
 		return nil, 0, err
 	}
-	m := newMemtable()
+	m := memtable.New()
 	if lg.LastLSN() == 0 {
 		return m, checkpoint, nil
 	}
@@ -363,14 +365,14 @@ func (b *Backend) replay(lg *wal.Log) (*memtable, uint64, error) {
 		}
 		expected++
 		payload := slices.Clone(rec.Payload)
-		operations, err := decodeCommit(payload)
+		operations, err := commitrec.Decode(payload)
 		if err != nil {
 			return nil, 0, fmt.Errorf("open %s: log record %d: %w", b.path, rec.LSN, err)
 		}
-		if err := m.check(operations); err != nil {
+		if err := m.Check(operations); err != nil {
 			return nil, 0, fmt.Errorf("open %s: log record %d: %w", b.path, rec.LSN, err)
 		}
-		m.apply(rec.LSN, payload, operations)
+		m.Apply(rec.LSN, payload, operations)
 	}
 	return m, max(checkpoint, lg.LastLSN()), nil
 }
@@ -475,7 +477,7 @@ func (b *Backend) beginView(writable bool) (*memView, *tx, error) {
 // beginFileRead returns a read transaction of the file: an idle one of the
 // pool (which reads the file's last commit) or a new one.
 func (b *Backend) beginFileRead() (*tx, error) {
-	if t := b.readers.take(); t != nil {
+	if t := b.readers.Take(); t != nil {
 		return t, nil
 	}
 	btx, err := b.beginBolt(false)
@@ -546,7 +548,7 @@ func (b *Backend) freezeWhenFull(ctx context.Context) error {
 	if err := b.failed(); err != nil {
 		return err
 	}
-	if b.active.size() < b.memtableBytesMax {
+	if b.active.Size() < b.memtableBytesMax {
 		return nil
 	}
 	if err := b.waitCheckpoint(ctx); err != nil {
@@ -561,8 +563,8 @@ func (b *Backend) freezeWhenFull(ctx context.Context) error {
 		return err
 	}
 	frozen := b.active
-	b.active = newMemtable()
-	b.publish(func(v *memView) { v.tables = append([]*memtable{b.active}, v.tables...) })
+	b.active = memtable.New()
+	b.publish(func(v *memView) { v.tables = append([]*memtable.Table{b.active}, v.tables...) })
 	done := make(chan struct{})
 	b.checkpointDone = done
 	go func() {
@@ -589,10 +591,10 @@ func (b *Backend) waitCheckpoint(ctx context.Context) error {
 // checkpointAndRelease applies a frozen table to the file, drops it from
 // the view and releases its log records. A failure stops the log: later
 // commits return it, and the next Open recovers from the log.
-func (b *Backend) checkpointAndRelease(m *memtable) {
+func (b *Backend) checkpointAndRelease(m *memtable.Table) {
 	// The frozen table may end with commits not yet durable: the file
 	// takes durable commits only.
-	if err := b.syncThrough(m.lastLSN); err != nil {
+	if err := b.syncThrough(m.LastLSN()); err != nil {
 		return
 	}
 	if err := b.checkpoint(m); err != nil {
@@ -603,9 +605,9 @@ func (b *Backend) checkpointAndRelease(m *memtable) {
 		return
 	}
 	b.publish(func(v *memView) {
-		v.tables = slices.DeleteFunc(v.tables, func(t *memtable) bool { return t == m })
+		v.tables = slices.DeleteFunc(v.tables, func(t *memtable.Table) bool { return t == m })
 	})
-	if err := b.log.Release(m.lastLSN); err != nil {
+	if err := b.log.Release(m.LastLSN()); err != nil {
 		b.fail(fmt.Errorf("release the log of %s: %w", b.path, err))
 	}
 }
@@ -618,19 +620,19 @@ func (b *Backend) checkpointAndRelease(m *memtable) {
 // bbolt keeps the two newest meta pages, and when the newest is damaged it
 // opens the file as of the other; that file then lacks only the last
 // commit, as it would without the log, not the whole table.
-func (b *Backend) checkpoint(m *memtable) error {
-	if m.firstLSN < m.lastLSN {
-		if err := b.checkpointRange(m, 0, m.lastLSN-1); err != nil {
+func (b *Backend) checkpoint(m *memtable.Table) error {
+	if m.FirstLSN() < m.LastLSN() {
+		if err := b.checkpointRange(m, 0, m.LastLSN()-1); err != nil {
 			return err
 		}
-		return b.checkpointRange(m, m.lastLSN-1, m.lastLSN)
+		return b.checkpointRange(m, m.LastLSN()-1, m.LastLSN())
 	}
-	return b.checkpointRange(m, 0, m.lastLSN)
+	return b.checkpointRange(m, 0, m.LastLSN())
 }
 
 // checkpointRange writes the table's commits with after < LSN <= through
 // in one bbolt transaction.
-func (b *Backend) checkpointRange(m *memtable, after, through uint64) error {
+func (b *Backend) checkpointRange(m *memtable.Table, after, through uint64) error {
 	if fault := b.checkpointFault.Load(); fault != nil {
 		return *fault
 	}
@@ -658,48 +660,36 @@ func (b *Backend) checkpointRange(m *memtable, after, through uint64) error {
 	return nil
 }
 
-func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable, after, through uint64) error {
+func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable.Table, after, through uint64) error {
 	ctx := context.Background()
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	names := make([]string, 0, len(m.chains))
-	for name := range m.chains {
-		names = append(names, name)
-	}
-	slices.Sort(names)
 	var digests checkpointDigests
-	for _, name := range names {
-		entries := m.chains[name].entries
+	err := m.Walk(through, func(name string, entries []memtable.Entry) error {
 		for len(entries) > 0 {
 			batch := entries[:min(len(entries), checkpointDigestBatch)]
 			entries = entries[len(batch):]
 			digests.digest(batch)
 			for i, e := range batch {
-				if e.lsn <= after || e.lsn > through {
+				if e.LSN <= after || e.LSN > through {
 					continue
 				}
-				if e.key != "" {
+				if e.Key != "" {
 					g.t.nextKeyDigest = &digests.out[i]
 				}
-				rec := storage.Record{Seq: e.seq, IdempotencyKey: e.key, Data: e.data}
-				if err := g.Append(ctx, name, rec, e.head); err != nil {
+				rec := storage.Record{Seq: e.Seq, IdempotencyKey: e.Key, Data: e.Data}
+				if err := g.Append(ctx, name, rec, e.Head); err != nil {
 					return err
 				}
 			}
 		}
-	}
-	var err error
-	m.stateKeys.scan("", nil, false, func(key string) bool {
-		v, ok := m.state[key].visible(through)
-		if !ok || v.lsn <= after {
-			return true
+		return nil
+	}, func(key string, v memtable.StateVersion) error {
+		if v.LSN <= after {
+			return nil
 		}
-		if v.deleted {
-			err = g.StateDelete(ctx, []byte(key))
-		} else {
-			err = g.StatePut(ctx, []byte(key), v.value)
+		if v.Deleted {
+			return g.StateDelete(ctx, []byte(key))
 		}
-		return err == nil
+		return g.StatePut(ctx, []byte(key), v.Value)
 	})
 	if err != nil {
 		return err
@@ -727,10 +717,10 @@ type checkpointDigests struct {
 
 // digest sets out[i] to the digest of batch[i]'s key (empty keys too, which
 // are not used).
-func (c *checkpointDigests) digest(batch []memEntry) {
+func (c *checkpointDigests) digest(batch []memtable.Entry) {
 	c.keys = c.keys[:0]
 	for i := range batch {
-		c.keys = append(c.keys, batch[i].key)
+		c.keys = append(c.keys, batch[i].Key)
 	}
 	if cap(c.out) < len(batch) {
 		c.out = make([][KeyDigestSize]byte, checkpointDigestBatch)
@@ -753,11 +743,11 @@ func (g *guardedTx) putMeta(key, value []byte) (err error) {
 // record, so not decoded again) to the active table and
 // publishes it to writers; syncThrough publishes it to readers. The caller
 // holds the writer slot.
-func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error) {
+func (b *Backend) commitNoSync(operations []commitrec.Operation, size int) (uint64, error) {
 	if err := b.failed(); err != nil {
 		return 0, err
 	}
-	record := encodeCommitAliased(make([]byte, 0, size), operations)
+	record := commitrec.EncodeAliased(make([]byte, 0, size), operations)
 	lsn := b.lastLSN + 1
 	if !b.logMarked {
 		if err := b.markLogOpenFirst(lsn); err != nil {
@@ -774,7 +764,7 @@ func (b *Backend) commitNoSync(operations []operation, size int) (uint64, error)
 		return 0, err
 	}
 	b.lastLSN = lsn
-	b.active.apply(lsn, record, operations)
+	b.active.Apply(lsn, record, operations)
 	b.publish(func(v *memView) { v.asOf = lsn })
 	return lsn, nil
 }
@@ -827,8 +817,8 @@ func (b *Backend) closeLog() error {
 	defer b.releaseWriter()
 	_ = b.waitCheckpoint(context.Background())
 	err := b.failed()
-	if err == nil && !b.active.empty() {
-		err = b.syncThrough(b.active.lastLSN)
+	if err == nil && !b.active.Empty() {
+		err = b.syncThrough(b.active.LastLSN())
 	}
 	// The final checkpoint records that the file is closed in each of its
 	// bbolt transactions: when the newest meta page is damaged, bbolt opens
@@ -837,13 +827,13 @@ func (b *Backend) closeLog() error {
 	// Written early, the mark is harmless: a log that is still there is
 	// replayed whatever the file says.
 	checkpointed := false
-	if err == nil && !b.active.empty() {
+	if err == nil && !b.active.Empty() {
 		b.closingCheckpoint = b.logMarked
 		err = b.checkpoint(b.active)
 		b.closingCheckpoint = false
 		checkpointed = err == nil
 		if err == nil {
-			err = b.log.Release(b.active.lastLSN)
+			err = b.log.Release(b.active.LastLSN())
 		}
 	}
 	if closeErr := b.log.Close(); err == nil && closeErr != nil {
@@ -881,7 +871,7 @@ func (b *Backend) forceCheckpoint(ctx context.Context) error {
 		return err
 	}
 	defer b.releaseWriter()
-	if !b.active.empty() {
+	if !b.active.Empty() {
 		saved := b.memtableBytesMax
 		b.memtableBytesMax = 0
 		err := b.freezeWhenFull(ctx)
@@ -907,6 +897,6 @@ func (b *Backend) abandon() {
 		_ = b.waitCheckpoint(context.Background())
 		b.log.Close()
 	}
-	b.readers.close()
+	b.readers.Close()
 	b.db.Close()
 }

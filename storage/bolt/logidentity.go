@@ -12,6 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/wal"
 )
 
@@ -102,13 +103,13 @@ func (b *Backend) putLogMeta(values map[string][]byte) (err error) {
 	if err != nil {
 		return err
 	}
-	outcome, txid := writeRolledBack, uint64(btx.ID())
+	outcome, txid := readpool.WriteRolledBack, uint64(btx.ID())
 	defer func() {
 		if p := recover(); p != nil {
 			btx.Rollback()
-			outcome, err = writeRolledBack, damagedError(b.path, p)
+			outcome, err = readpool.WriteRolledBack, damagedError(b.path, p)
 		}
-		b.readers.endWrite(outcome, txid)
+		b.readers.EndWrite(outcome, txid)
 	}()
 	meta := btx.Bucket(BucketMeta)
 	for k, v := range values {
@@ -118,10 +119,10 @@ func (b *Backend) putLogMeta(values map[string][]byte) (err error) {
 		}
 	}
 	if err := btx.Commit(); err != nil {
-		outcome = writeFailed
+		outcome = readpool.WriteFailed
 		return fmt.Errorf("record the log of %s: %w: %v", b.path, storage.ErrIO, err)
 	}
-	outcome = writeCommitted
+	outcome = readpool.WriteCommitted
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/wal"
 )
 
@@ -96,7 +98,7 @@ func (b *Backend) salvageLog(dir string, id wal.ID) (LogLoss, error) {
 	if damage != nil && loss.Damage == "" {
 		loss.Damage = damage.Error()
 	}
-	if !m.empty() {
+	if !m.Empty() {
 		if err := b.checkpoint(m); err != nil {
 			return loss, fmt.Errorf("open %s: the kept records of the log cannot be checkpointed into the file, and the log %s is kept: %w",
 				b.path, dir, err)
@@ -116,12 +118,12 @@ func (b *Backend) salvageLog(dir string, id wal.ID) (LogLoss, error) {
 
 // salvageRecords reads the records that continue the file's checkpoint, up
 // to the first that cannot be read or applied, into a memory table.
-func (b *Backend) salvageRecords(lg *wal.Log) (*memtable, uint64, error, error) {
+func (b *Backend) salvageRecords(lg *wal.Log) (*memtable.Table, uint64, error, error) {
 	checkpoint, err := b.checkpointLSN()
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	m := newMemtable()
+	m := memtable.New()
 	if lg.LastLSN() <= checkpoint {
 		return m, 0, nil, nil
 	}
@@ -137,14 +139,14 @@ func (b *Backend) salvageRecords(lg *wal.Log) (*memtable, uint64, error, error) 
 			return m, count, fmt.Errorf("log record %d where %d was expected", rec.LSN, expected), nil
 		}
 		payload := slices.Clone(rec.Payload)
-		operations, err := decodeCommit(payload)
+		operations, err := commitrec.Decode(payload)
 		if err == nil {
-			err = m.check(operations)
+			err = m.Check(operations)
 		}
 		if err != nil {
 			return m, count, fmt.Errorf("log record %d: %w", rec.LSN, err), nil
 		}
-		m.apply(rec.LSN, payload, operations)
+		m.Apply(rec.LSN, payload, operations)
 		expected++
 		count++
 	}

@@ -12,6 +12,8 @@ import (
 	bbolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
 // logTx is a transaction of a backend whose commits go to the log. It reads
@@ -29,10 +31,10 @@ type logTx struct {
 	// goroutine (see forkBeginWaitMax).
 	forked bool
 
-	operations []operation
+	operations []commitrec.Operation
 	recordSize int
 	chains     map[string]*pendingChain
-	state      map[string]stateVersion
+	state      map[string]memtable.StateVersion
 	// lastMiss is the chain and key of the newest LookupKey that found
 	// nothing, with no append since, and the key's keyHash: the engine
 	// looks a key up before it appends it, and the append needs no second
@@ -59,8 +61,8 @@ type viewHead struct {
 
 // pendingChain is what a writable logTx appended to one chain.
 type pendingChain struct {
-	entries []memEntry
-	keys    keyTable
+	entries []memtable.Entry
+	keys    memtable.KeyTable
 }
 
 // logScratch is the memory of the last writable logTx, which the next one
@@ -68,7 +70,7 @@ type pendingChain struct {
 // maps. A group commit of single appends otherwise allocates a map and a
 // chain record per append. The holder of the writer slot owns it.
 type logScratch struct {
-	operations []operation
+	operations []commitrec.Operation
 	chains     map[string]*pendingChain
 	spare      []*pendingChain
 	prepared   keyPreparation
@@ -102,12 +104,12 @@ func (t *logTx) returnScratch() {
 	}
 	for name, p := range t.chains {
 		delete(t.chains, name)
-		if len(s.spare) >= scratchChainsMax || len(p.keys.slots) > 2*scratchChainKeysMax || cap(p.entries) > scratchChainKeysMax {
+		if len(s.spare) >= scratchChainsMax || p.keys.SlotCount() > 2*scratchChainKeysMax || cap(p.entries) > scratchChainKeysMax {
 			continue
 		}
 		clear(p.entries)
 		p.entries = p.entries[:0]
-		p.keys.reset()
+		p.keys.Reset()
 		s.spare = append(s.spare, p)
 	}
 	if len(t.chains) == 0 && t.chains != nil {
@@ -152,8 +154,8 @@ func (t *logTx) usable(write bool) error {
 }
 
 // tables lists the view's memory tables oldest first.
-func (t *logTx) tablesOldestFirst() iter.Seq[*memtable] {
-	return func(yield func(*memtable) bool) {
+func (t *logTx) tablesOldestFirst() iter.Seq[*memtable.Table] {
+	return func(yield func(*memtable.Table) bool) {
 		for i := len(t.view.tables) - 1; i >= 0; i-- {
 			if !yield(t.view.tables[i]) {
 				return
@@ -171,7 +173,7 @@ func (t *logTx) Head(ctx context.Context, chain string) (storage.Head, error) {
 
 func (t *logTx) head(ctx context.Context, chain string) (storage.Head, error) {
 	if p := t.chains[chain]; p != nil {
-		return p.entries[len(p.entries)-1].head, nil
+		return p.entries[len(p.entries)-1].Head, nil
 	}
 	if !t.writable {
 		return t.headBelow(ctx, chain)
@@ -196,7 +198,7 @@ func (t *logTx) head(ctx context.Context, chain string) (storage.Head, error) {
 // view's memory tables, newest first, then in the file.
 func (t *logTx) headBelow(ctx context.Context, chain string) (storage.Head, error) {
 	for _, m := range t.view.tables {
-		if h, ok := m.head(chain, t.view.asOf); ok {
+		if h, ok := m.Head(chain, t.view.asOf); ok {
 			return h, nil
 		}
 	}
@@ -250,7 +252,7 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 		if t.lastMiss.chain == chain && t.lastMiss.key == rec.IdempotencyKey {
 			hash = t.lastMiss.hash
 		} else {
-			hash = keyHash(rec.IdempotencyKey)
+			hash = memtable.KeyHash(rec.IdempotencyKey)
 			_, err := t.lookupKeyHash(ctx, chain, rec.IdempotencyKey, hash)
 			switch {
 			case err == nil:
@@ -260,7 +262,7 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 			}
 		}
 	}
-	o := operation{kind: operationAppend, chain: chain, seq: rec.Seq, key: rec.IdempotencyKey, keyHash: hash, head: head, data: rec.Data}
+	o := commitrec.Operation{Kind: commitrec.KindAppend, Chain: chain, Seq: rec.Seq, Key: rec.IdempotencyKey, KeyHash: hash, Head: head, Data: rec.Data}
 	if err := t.add(o); err != nil {
 		return err
 	}
@@ -273,19 +275,19 @@ func (t *logTx) Append(ctx context.Context, chain string, rec storage.Record, he
 		p = t.newPendingChain()
 		t.chains[chain] = p
 	}
-	p.entries = append(p.entries, memEntry{seq: rec.Seq, key: rec.IdempotencyKey, data: rec.Data, head: head})
+	p.entries = append(p.entries, memtable.Entry{Seq: rec.Seq, Key: rec.IdempotencyKey, Data: rec.Data, Head: head})
 	if rec.IdempotencyKey != "" {
-		p.keys.put(hash, rec.IdempotencyKey, len(p.entries)-1, p.entries)
+		p.keys.Put(hash, rec.IdempotencyKey, len(p.entries)-1, p.entries)
 	}
 	return nil
 }
 
 // add records an operation when the commit record stays within
 // CommitRecordSizeMax.
-func (t *logTx) add(o operation) error {
-	size := o.encodedSize()
+func (t *logTx) add(o commitrec.Operation) error {
+	size := o.EncodedSize()
 	if t.recordSize == 0 {
-		t.recordSize = commitHeaderSize
+		t.recordSize = commitrec.HeaderSize
 	}
 	if t.recordSize+size > CommitRecordSizeMax {
 		return fmt.Errorf("%s: %w: the transaction's writes exceed %d bytes", t.b.path, ErrCommitTooLarge, CommitRecordSizeMax)
@@ -299,14 +301,14 @@ func (t *logTx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, er
 	if err := t.usable(false); err != nil {
 		return nil, err
 	}
-	if p := t.chains[chain]; p != nil && seq >= p.entries[0].seq {
-		if i := seq - p.entries[0].seq; i < uint64(len(p.entries)) {
-			return p.entries[i].data, nil
+	if p := t.chains[chain]; p != nil && seq >= p.entries[0].Seq {
+		if i := seq - p.entries[0].Seq; i < uint64(len(p.entries)) {
+			return p.entries[i].Data, nil
 		}
 		return nil, storage.ErrNotFound
 	}
 	for _, m := range t.view.tables {
-		if data, ok := m.entry(chain, seq, t.view.asOf); ok {
+		if data, ok := m.Entry(chain, seq, t.view.asOf); ok {
 			return data, nil
 		}
 	}
@@ -320,7 +322,7 @@ func (t *logTx) LookupKey(ctx context.Context, chain, key string) (uint64, error
 	if pk := t.takePrepared(chain, key); pk != nil {
 		return t.lookupPreparedKey(pk)
 	}
-	hash := keyHash(key)
+	hash := memtable.KeyHash(key)
 	seq, err := t.lookupKeyHash(ctx, chain, key, hash)
 	if t.writable && errors.Is(err, storage.ErrNotFound) {
 		t.lastMiss.chain, t.lastMiss.key, t.lastMiss.hash = chain, key, hash
@@ -333,12 +335,12 @@ func (t *logTx) LookupKey(ctx context.Context, chain, key string) (uint64, error
 // for a key whose keyHash the caller has.
 func (t *logTx) lookupKeyHash(ctx context.Context, chain, key string, hash uint64) (uint64, error) {
 	if p := t.chains[chain]; p != nil {
-		if i, ok := p.keys.find(hash, key, p.entries); ok {
-			return p.entries[i].seq, nil
+		if i, ok := p.keys.Find(hash, key, p.entries); ok {
+			return p.entries[i].Seq, nil
 		}
 	}
 	for _, m := range t.view.tables {
-		if seq, ok := m.lookupKeyHash(chain, key, hash, t.view.asOf); ok {
+		if seq, ok := m.LookupKeyHash(chain, key, hash, t.view.asOf); ok {
 			return seq, nil
 		}
 	}
@@ -348,28 +350,28 @@ func (t *logTx) lookupKeyHash(ctx context.Context, chain, key string, hash uint6
 // memoryEntries yields the chain's entries with seq >= from held in memory
 // (the view's tables, oldest first, then the transaction's own), copying a
 // bounded chunk at a time.
-func (t *logTx) memoryEntries(chain string, from uint64, yield func(memEntry) bool) bool {
-	var chunk []memEntry
+func (t *logTx) memoryEntries(chain string, from uint64, yield func(memtable.Entry) bool) bool {
+	var chunk []memtable.Entry
 	for m := range t.tablesOldestFirst() {
 		for {
-			chunk = m.entriesChunk(chain, from, t.view.asOf, scanChunkSize, chunk[:0])
+			chunk = m.EntriesChunk(chain, from, t.view.asOf, scanChunkSize, chunk[:0])
 			if len(chunk) == 0 {
 				break
 			}
 			for _, e := range chunk {
-				if e.seq < from {
+				if e.Seq < from {
 					continue
 				}
 				if !yield(e) {
 					return false
 				}
-				from = e.seq + 1
+				from = e.Seq + 1
 			}
 		}
 	}
 	if p := t.chains[chain]; p != nil {
 		for _, e := range p.entries {
-			if e.seq < from {
+			if e.Seq < from {
 				continue
 			}
 			if !yield(e) {
@@ -404,8 +406,8 @@ func (t *logTx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.
 			}
 		}
 		next = max(next, baseHead+1)
-		t.memoryEntries(chain, next, func(e memEntry) bool {
-			return yield(storage.Record{Seq: e.seq, Data: e.data}, nil)
+		t.memoryEntries(chain, next, func(e memtable.Entry) bool {
+			return yield(storage.Record{Seq: e.Seq, Data: e.Data}, nil)
 		})
 	}
 }
@@ -426,11 +428,11 @@ func (t *logTx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.Ke
 				return
 			}
 		}
-		t.memoryEntries(chain, baseHead+1, func(e memEntry) bool {
-			if e.key == "" {
+		t.memoryEntries(chain, baseHead+1, func(e memtable.Entry) bool {
+			if e.Key == "" {
 				return true
 			}
-			return yield(storage.KeyRef{Digest: storage.KeyDigest(e.key), Seq: e.seq}, nil)
+			return yield(storage.KeyRef{Digest: storage.KeyDigest(e.Key), Seq: e.Seq}, nil)
 		})
 	}
 }
@@ -443,11 +445,11 @@ func (t *logTx) Chains(ctx context.Context, from string) iter.Seq2[storage.Chain
 		}
 		memory := map[string]storage.Head{}
 		for _, m := range t.view.tables {
-			m.chainHeads(from, t.view.asOf, memory)
+			m.ChainHeads(from, t.view.asOf, memory)
 		}
 		for name, p := range t.chains {
 			if name >= from {
-				memory[name] = p.entries[len(p.entries)-1].head
+				memory[name] = p.entries[len(p.entries)-1].Head
 			}
 		}
 		names := make([]string, 0, len(memory))
@@ -486,17 +488,17 @@ func (t *logTx) StateGet(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	if v, ok := t.state[string(key)]; ok {
-		if v.deleted {
+		if v.Deleted {
 			return nil, storage.ErrNotFound
 		}
-		return v.value, nil
+		return v.Value, nil
 	}
 	for _, m := range t.view.tables {
-		if v, ok := m.stateGet(key, t.view.asOf); ok {
-			if v.deleted {
+		if v, ok := m.StateGet(key, t.view.asOf); ok {
+			if v.Deleted {
 				return nil, storage.ErrNotFound
 			}
-			return v.value, nil
+			return v.Value, nil
 		}
 	}
 	return t.base.StateGet(ctx, key)
@@ -523,10 +525,10 @@ func (t *logTx) StatePut(ctx context.Context, key, value []byte) error {
 		return t.writeError(bbolterrors.ErrValueTooLarge)
 	}
 	key, value = bytes.Clone(key), append([]byte{}, value...)
-	if err := t.add(operation{kind: operationStatePut, state: key, data: value}); err != nil {
+	if err := t.add(commitrec.Operation{Kind: commitrec.KindStatePut, State: key, Data: value}); err != nil {
 		return err
 	}
-	t.setState(key, stateVersion{value: value})
+	t.setState(key, memtable.StateVersion{Value: value})
 	return nil
 }
 
@@ -538,16 +540,16 @@ func (t *logTx) StateDelete(ctx context.Context, key []byte) error {
 		return err
 	}
 	key = bytes.Clone(key)
-	if err := t.add(operation{kind: operationStateDelete, state: key}); err != nil {
+	if err := t.add(commitrec.Operation{Kind: commitrec.KindStateDelete, State: key}); err != nil {
 		return err
 	}
-	t.setState(key, stateVersion{deleted: true})
+	t.setState(key, memtable.StateVersion{Deleted: true})
 	return nil
 }
 
-func (t *logTx) setState(key []byte, v stateVersion) {
+func (t *logTx) setState(key []byte, v memtable.StateVersion) {
 	if t.state == nil {
-		t.state = map[string]stateVersion{}
+		t.state = map[string]memtable.StateVersion{}
 	}
 	t.state[string(key)] = v
 }
@@ -564,21 +566,21 @@ func (t *logTx) StateScan(ctx context.Context, start, end []byte, reverse bool) 
 		// Layers newest first: a key's newest layer decides it.
 		var layers []*stateLayer
 		if len(t.state) > 0 {
-			var own []stateItem
+			var own []memtable.StateItem
 			for k, v := range t.state {
 				if inRange([]byte(k)) {
-					own = append(own, stateItem{key: []byte(k), value: v.value, deleted: v.deleted})
+					own = append(own, memtable.StateItem{Key: []byte(k), Value: v.Value, Deleted: v.Deleted})
 				}
 			}
-			slices.SortFunc(own, func(a, b stateItem) int { return bytes.Compare(a.key, b.key) })
+			slices.SortFunc(own, func(a, b memtable.StateItem) int { return bytes.Compare(a.Key, b.Key) })
 			if reverse {
 				slices.Reverse(own)
 			}
 			layers = append(layers, &stateLayer{items: own, exhausted: true})
 		}
 		for _, m := range t.view.tables {
-			layers = append(layers, &stateLayer{fetch: func(from, to []byte) []stateItem {
-				return m.stateChunk(from, to, reverse, t.view.asOf, scanChunkSize, nil)
+			layers = append(layers, &stateLayer{fetch: func(from, to []byte) []memtable.StateItem {
+				return m.StateChunk(from, to, reverse, t.view.asOf, scanChunkSize, nil)
 			}, start: start, end: end, reverse: reverse})
 		}
 		if len(layers) == 0 {
@@ -598,10 +600,10 @@ func (t *logTx) StateScan(ctx context.Context, start, end []byte, reverse bool) 
 
 // stateLayer is one layer of a merged state scan.
 type stateLayer struct {
-	items     []stateItem
+	items     []memtable.StateItem
 	exhausted bool
 	// fetch copies the next chunk of a memory table in [from, to).
-	fetch      func(from, to []byte) []stateItem
+	fetch      func(from, to []byte) []memtable.StateItem
 	start, end []byte
 	reverse    bool
 	pull       func() (storage.KeyValue, error, bool)
@@ -609,32 +611,32 @@ type stateLayer struct {
 }
 
 // peek returns the layer's next item, fetching a chunk when it has none.
-func (l *stateLayer) peek() (stateItem, bool) {
+func (l *stateLayer) peek() (memtable.StateItem, bool) {
 	if len(l.items) > 0 {
 		return l.items[0], true
 	}
 	if l.exhausted || l.err != nil {
-		return stateItem{}, false
+		return memtable.StateItem{}, false
 	}
 	switch {
 	case l.pull != nil:
 		kv, err, ok := l.pull()
 		if !ok {
 			l.exhausted = true
-			return stateItem{}, false
+			return memtable.StateItem{}, false
 		}
 		if err != nil {
 			l.err = err
-			return stateItem{}, false
+			return memtable.StateItem{}, false
 		}
-		l.items = append(l.items[:0], stateItem{key: kv.Key, value: kv.Value})
+		l.items = append(l.items[:0], memtable.StateItem{Key: kv.Key, Value: kv.Value})
 	case l.fetch != nil:
 		l.items = l.fetch(l.start, l.end)
 		if len(l.items) < scanChunkSize {
 			l.exhausted = true
 		}
 		if len(l.items) > 0 {
-			last := l.items[len(l.items)-1].key
+			last := l.items[len(l.items)-1].Key
 			if l.reverse {
 				l.end = last // the next chunk ends before it
 			} else {
@@ -642,11 +644,11 @@ func (l *stateLayer) peek() (stateItem, bool) {
 			}
 		}
 		if len(l.items) == 0 {
-			return stateItem{}, false
+			return memtable.StateItem{}, false
 		}
 	default:
 		l.exhausted = true
-		return stateItem{}, false
+		return memtable.StateItem{}, false
 	}
 	return l.items[0], true
 }
@@ -658,7 +660,7 @@ func (l *stateLayer) advance() { l.items = l.items[1:] }
 func mergeState(layers []*stateLayer, reverse bool, yield func(storage.KeyValue, error) bool) {
 	for {
 		best := -1
-		var bestItem stateItem
+		var bestItem memtable.StateItem
 		for i, l := range layers {
 			item, ok := l.peek()
 			if l.err != nil {
@@ -670,7 +672,7 @@ func mergeState(layers []*stateLayer, reverse bool, yield func(storage.KeyValue,
 			}
 			c := 0
 			if best >= 0 {
-				c = bytes.Compare(item.key, bestItem.key)
+				c = bytes.Compare(item.Key, bestItem.Key)
 				if reverse {
 					c = -c
 				}
@@ -683,14 +685,14 @@ func mergeState(layers []*stateLayer, reverse bool, yield func(storage.KeyValue,
 			return
 		}
 		for _, l := range layers {
-			if item, ok := l.peek(); ok && bytes.Equal(item.key, bestItem.key) {
+			if item, ok := l.peek(); ok && bytes.Equal(item.Key, bestItem.Key) {
 				l.advance()
 			}
 		}
-		if bestItem.deleted {
+		if bestItem.Deleted {
 			continue
 		}
-		if !yield(storage.KeyValue{Key: bestItem.key, Value: bestItem.value}, nil) {
+		if !yield(storage.KeyValue{Key: bestItem.Key, Value: bestItem.Value}, nil) {
 			return
 		}
 	}
@@ -714,9 +716,9 @@ func (t *logTx) end() {
 
 // endBase ends the file transaction of the view: it goes back to the pool
 // for the next transaction when it is sound and reads the file's last
-// commit (readPool), and is rolled back otherwise.
+// commit (internal/readpool), and is rolled back otherwise.
 func (t *logTx) endBase() {
-	if t.base.broken != nil || t.base.t.done || !t.b.readers.give(t.base.t) {
+	if t.base.broken != nil || t.base.t.done || !t.b.readers.Give(t.base.t) {
 		t.base.Rollback()
 	}
 }
@@ -755,7 +757,7 @@ func (t *logTx) CommitAsync() (wait func() error, err error) {
 	t.endBase()
 	defer t.b.releaseWriter()
 	if v := t.view.tables; len(v) > 1 && v[0] == t.b.active {
-		v[0].presizeLike(v[1]) // the first commit after a freeze
+		v[0].PresizeLike(v[1]) // the first commit after a freeze
 	}
 	lsn, err := t.b.commitNoSync(t.operations, t.recordSize)
 	t.returnScratch()

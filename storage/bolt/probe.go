@@ -89,7 +89,7 @@ func (b *Backend) MayHoldKey(chain, key string) bool {
 	}
 	v := b.published.Load()
 	for _, m := range v.tables {
-		if _, ok := m.lookupKey(chain, key, v.asOf); ok {
+		if _, ok := m.LookupKey(chain, key, v.asOf); ok {
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
 // The functions below reach one entry's stored bytes in a bbolt
@@ -26,7 +27,7 @@ func RawEntry(btx *bbolt.Tx, chainID, seq uint64) []byte {
 	if !ok {
 		return nil
 	}
-	data, err := s.seqEntry(seq)
+	data, err := s.SeqEntry(seq)
 	if err != nil {
 		return nil
 	}
@@ -37,19 +38,19 @@ func RawEntry(btx *bbolt.Tx, chainID, seq uint64) []byte {
 // segment holds seq, the entry is stored as a segment of its own.
 func PutRawEntry(btx *bbolt.Tx, chainID, seq uint64, data []byte) error {
 	if btx.Bucket(BucketSegments) == nil {
-		return btx.Bucket(BucketEntries).Put(segmentKey(chainID, seq), bytes.Clone(data))
+		return btx.Bucket(BucketEntries).Put(segment.Key(chainID, seq), bytes.Clone(data))
 	}
 	s, ok := heldBy(btx, chainID, seq)
 	if !ok {
-		b := &segmentBuilder{chainID: chainID}
-		b.add(seq, data)
-		return btx.Bucket(BucketSegments).Put(segmentKey(chainID, seq), b.encode(nil))
+		b := &segment.Builder{ChainID: chainID}
+		b.Add(seq, data)
+		return btx.Bucket(BucketSegments).Put(segment.Key(chainID, seq), b.Encode(nil))
 	}
-	return rewriteSegment(btx, chainID, s, func(b *segmentBuilder, at uint64, e []byte) error {
+	return rewriteSegment(btx, chainID, s, func(b *segment.Builder, at uint64, e []byte) error {
 		if at == seq {
 			e = data
 		}
-		b.add(at, e)
+		b.Add(at, e)
 		return nil
 	})
 }
@@ -65,53 +66,53 @@ func DeleteRawEntry(btx *bbolt.Tx, chainID, seq uint64) error {
 		return nil
 	}
 	segments := btx.Bucket(BucketSegments)
-	return rewriteSegment(btx, chainID, s, func(b *segmentBuilder, at uint64, e []byte) error {
+	return rewriteSegment(btx, chainID, s, func(b *segment.Builder, at uint64, e []byte) error {
 		if at != seq {
-			b.add(at, e)
+			b.Add(at, e)
 			return nil
 		}
-		if b.empty() {
+		if b.Empty() {
 			return nil
 		}
-		err := segments.Put(segmentKey(chainID, b.last()), b.encode(nil))
-		b.reset()
+		err := segments.Put(segment.Key(chainID, b.Last()), b.Encode(nil))
+		b.Reset()
 		return err
 	})
 }
 
 // heldBy returns the decoded segment that holds the chain's entry seq.
-func heldBy(btx *bbolt.Tx, chainID, seq uint64) (segment, bool) {
+func heldBy(btx *bbolt.Tx, chainID, seq uint64) (segment.Segment, bool) {
 	k, v := btx.Bucket(BucketSegments).Cursor().Seek(entryKey(chainID, seq))
 	if len(k) < 8 || binary.BigEndian.Uint64(k) != chainID {
-		return segment{}, false
+		return segment.Segment{}, false
 	}
-	s, err := decodeSegment(k, v)
-	if err != nil || seq < s.first {
-		return segment{}, false
+	s, err := segment.Decode(k, v)
+	if err != nil || seq < s.First {
+		return segment.Segment{}, false
 	}
 	return s, true
 }
 
 // rewriteSegment deletes segment s and writes what add builds from its
 // entries, the last part under the key of s's last entry.
-func rewriteSegment(btx *bbolt.Tx, chainID uint64, s segment, add func(b *segmentBuilder, seq uint64, e []byte) error) error {
+func rewriteSegment(btx *bbolt.Tx, chainID uint64, s segment.Segment, add func(b *segment.Builder, seq uint64, e []byte) error) error {
 	segments := btx.Bucket(BucketSegments)
-	s.value = bytes.Clone(s.value) // the stored bytes may go with the delete
-	if err := segments.Delete(segmentKey(chainID, s.last)); err != nil {
+	s.Value = bytes.Clone(s.Value) // the stored bytes may go with the delete
+	if err := segments.Delete(segment.Key(chainID, s.Last)); err != nil {
 		return err
 	}
-	b := &segmentBuilder{chainID: chainID}
-	for i := range s.count {
-		e, err := s.entry(i)
+	b := &segment.Builder{ChainID: chainID}
+	for i := range s.Count {
+		e, err := s.Entry(i)
 		if err != nil {
 			return storage.ErrCorrupt
 		}
-		if err := add(b, s.first+uint64(i), bytes.Clone(e)); err != nil {
+		if err := add(b, s.First+uint64(i), bytes.Clone(e)); err != nil {
 			return err
 		}
 	}
-	if b.empty() {
+	if b.Empty() {
 		return nil
 	}
-	return segments.Put(segmentKey(chainID, b.last()), b.encode(nil))
+	return segments.Put(segment.Key(chainID, b.Last()), b.Encode(nil))
 }

@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -85,7 +86,7 @@ func (l *pooledLedger) read(key, want string) *tx {
 }
 
 func (l *pooledLedger) idle() int {
-	return l.b.readers.idleCount()
+	return l.b.readers.IdleCount()
 }
 
 // TestReadPoolReusesBetweenCheckpoints: reads between two checkpoints share
@@ -144,7 +145,7 @@ func TestReadPoolCheckpointThatRemaps(t *testing.T) {
 	l.commit("a", []byte("1"))
 	l.checkpoint()
 	var held []*logTx
-	for range readPoolSizeMax {
+	for range readpool.SizeMax {
 		lt, _ := l.begin()
 		held = append(held, lt)
 	}
@@ -244,7 +245,7 @@ func TestReadPoolEmptyWhileWriting(t *testing.T) {
 			var own *tx
 			for !stop.Load() {
 				if own == nil {
-					if own = pool.take(); own == nil {
+					if own = pool.Take(); own == nil {
 						btx, err := l.b.beginBolt(false)
 						if err != nil {
 							t.Error(err)
@@ -253,7 +254,7 @@ func TestReadPoolEmptyWhileWriting(t *testing.T) {
 						own = &tx{tx: btx, path: l.b.path, cache: l.b.cache}
 					}
 				}
-				if pool.give(own) {
+				if pool.Give(own) {
 					kept.Add(1)
 					own = nil
 				}
@@ -264,17 +265,17 @@ func TestReadPoolEmptyWhileWriting(t *testing.T) {
 		}()
 	}
 	for range 40 {
-		pool.beginWrite()
+		pool.BeginWrite()
 		for range 20 {
-			if n := pool.idleCount(); n != 0 {
+			if n := pool.IdleCount(); n != 0 {
 				stop.Store(true)
 				wg.Wait()
-				pool.endWrite(writeRolledBack, 0)
+				pool.EndWrite(readpool.WriteRolledBack, 0)
 				t.Fatalf("%d idle transactions while a write runs", n)
 			}
 			runtime.Gosched()
 		}
-		pool.endWrite(writeRolledBack, 0)
+		pool.EndWrite(readpool.WriteRolledBack, 0)
 		before := kept.Load()
 		for kept.Load() == before {
 			runtime.Gosched()

@@ -11,6 +11,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
 )
 
 // bbolt trusts the file: a damaged page header, a child pointer beyond the
@@ -184,7 +185,7 @@ func (g *guardedTx) Rollback() (err error) {
 // rollback ends the bbolt transaction of a broken guardedTx, so that its
 // locks are released; a second panic there leaves nothing more to do.
 func (g *guardedTx) rollback() {
-	defer g.t.finishWrite(writeFailed, 0) // what a panic left of the file is not known
+	defer g.t.finishWrite(readpool.WriteFailed, 0) // what a panic left of the file is not known
 	defer func() { _ = recover() }()
 	g.t.done = true
 	_ = g.t.tx.Rollback()

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
 var _ storage.KeyReader = (*Backend)(nil)
@@ -81,11 +83,11 @@ type candidate struct {
 // would say the same, after searching the map again).
 func (b *Backend) likelySeq(id uint64, idKnown bool, digest *[KeyDigestSize]byte) (likely candidate, absent bool) {
 	f := b.cache.filter.Load()
-	if f == nil || f.seqs == nil || !idKnown {
+	if f == nil || f.Seqs == nil || !idKnown {
 		return candidate{}, false
 	}
-	seq, ok := f.seqs.find(id, digest[:])
-	return candidate{seq: seq, ok: ok}, !ok && !f.seqs.partial.Load()
+	seq, ok := f.Seqs.Find(id, digest[:])
+	return candidate{seq: seq, ok: ok}, !ok && !f.Seqs.Partial.Load()
 }
 
 // holdsKey reports whether stored, an entry's bytes, holds the idempotency
@@ -109,11 +111,11 @@ func (b *Backend) touchRunFilters(id uint64, idKnown bool, digest *[KeyDigestSiz
 	if l == nil || !idKnown {
 		return 0
 	}
-	h1, _ := filterHashes(id, digest[:])
+	h1, _ := keyindex.FilterHashes(id, digest[:])
 	var touched uint64
 	for _, r := range l.runs {
-		block, _ := bits.Mul64(h1, uint64(len(r.filter)/filterBlockWords))
-		touched ^= r.filter[block*filterBlockWords]
+		block, _ := bits.Mul64(h1, uint64(len(r.filter)/keyindex.FilterBlockWords))
+		touched ^= r.filter[block*keyindex.FilterBlockWords]
 	}
 	return byte(touched)
 }
@@ -140,14 +142,14 @@ func (b *Backend) fileMayHoldID(id uint64, idKnown bool, digest *[KeyDigestSize]
 	if !idKnown {
 		return !b.cache.chains.complete.Load()
 	}
-	if m := f.seqs; m != nil && !m.partial.Load() {
+	if m := f.Seqs; m != nil && !m.Partial.Load() {
 		// A map that holds every key of the filter rules a key out as the
 		// filter would, and ReadKey has just read its lines (likelySeq):
 		// the filter's line is not read.
-		_, ok := m.find(id, digest[:])
+		_, ok := m.Find(id, digest[:])
 		return ok
 	}
-	return f.mayContain(id, digest[:])
+	return f.MayContain(id, digest[:])
 }
 
 // readPublishedTables looks the key up in the memory tables of the last
@@ -160,14 +162,14 @@ func (b *Backend) readPublishedTables(chain, key string) (seq uint64, data []byt
 
 // readTables looks the key up in memory tables as of a commit, newest
 // table first, and copies its entry.
-func (b *Backend) readTables(tables []*memtable, asOf uint64, chain, key string) (seq uint64, data []byte, found bool, err error) {
+func (b *Backend) readTables(tables []*memtable.Table, asOf uint64, chain, key string) (seq uint64, data []byte, found bool, err error) {
 	for _, m := range tables {
-		seq, ok := m.lookupKey(chain, key, asOf)
+		seq, ok := m.LookupKey(chain, key, asOf)
 		if !ok {
 			continue
 		}
 		// A commit adds a key and its entry together, so the entry is here.
-		stored, ok := m.entry(chain, seq, asOf)
+		stored, ok := m.Entry(chain, seq, asOf)
 		if !ok {
 			return 0, nil, false, fmt.Errorf("%s: %w: chain %q key %q: a memory table maps it to seq %d, which it does not hold",
 				b.path, storage.ErrCorrupt, chain, key, seq)
@@ -193,7 +195,7 @@ func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[
 		}
 		t = &tx{tx: btx, path: b.path, cache: b.cache}
 	}
-	t.segmentIndex.touched ^= touched
+	t.segmentIndex.Touched ^= touched
 	seq, data, found, broken, err := b.readFile(t, chain, key, id, idKnown, digest, likely)
 	b.endRead(t, broken)
 	if err != nil || found || v == nil {
@@ -262,7 +264,7 @@ func (b *Backend) endRead(t *tx, broken bool) {
 		g.Rollback()
 		return
 	}
-	if broken || t.done || !b.readers.give(t) {
+	if broken || t.done || !b.readers.Give(t) {
 		g := guardedTx{t: t}
 		if broken {
 			g.rollback()

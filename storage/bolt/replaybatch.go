@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 var _ storage.KeyBatchReader = (*Backend)(nil)
@@ -101,15 +102,15 @@ func (s *keyReads) prepare(b *Backend, keys []storage.ChainKey) byte {
 		s.ids[i], s.idKnown[i] = b.cache.chains.get(k.Chain)
 	}
 	s.digester.Digest(s.digests, s.keys)
-	var m *seqMap
+	var m *keyindex.SeqMap
 	if f := b.cache.filter.Load(); f != nil {
-		m = f.seqs
+		m = f.Seqs
 	}
 	var touched byte
 	for i := range keys {
 		if m != nil && s.idKnown[i] {
-			m.prefetch(s.ids[i], s.digests[i][:])
-			if !m.partial.Load() {
+			m.Prefetch(s.ids[i], s.digests[i][:])
+			if !m.Partial.Load() {
 				continue
 			}
 		}
@@ -135,7 +136,7 @@ func (b *Backend) readViewKeys(keys []storage.ChainKey, reads []storage.KeyRead,
 		}
 		t = &tx{tx: btx, path: b.path, cache: b.cache}
 	}
-	t.segmentIndex.touched ^= touched
+	t.segmentIndex.Touched ^= touched
 	broken, err := b.readFileKeys(t, keys, reads, s)
 	b.endRead(t, broken)
 	if err != nil || v == nil {
@@ -198,7 +199,7 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 	}
 	for _, i := range s.inView {
 		if reads[i].Found && s.stored[i] == nil {
-			t.segmentIndex.prefetch(s.ids[i], reads[i].Seq)
+			t.segmentIndex.Prefetch(s.ids[i], reads[i].Seq)
 		}
 	}
 	for _, i := range s.inView {
@@ -233,7 +234,7 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 func (b *Backend) readLikelyKeys(t *tx, keys []storage.ChainKey, reads []storage.KeyRead, s *keyReads) (size int) {
 	for _, i := range s.inView {
 		if s.likely[i].ok {
-			t.segmentIndex.prefetch(s.ids[i], s.likely[i].seq)
+			t.segmentIndex.Prefetch(s.ids[i], s.likely[i].seq)
 		}
 	}
 	for _, i := range s.inView {

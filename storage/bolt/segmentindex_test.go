@@ -11,6 +11,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
 // segmentIndexFile writes a file whose chains hold entries of varied sizes,
@@ -52,8 +53,8 @@ func TestSegmentIndexReadsAsDescents(t *testing.T) {
 				t.Fatalf("%s seq %d: %q, %v; want %q", name, i+1, got, err, entries[i])
 			}
 		}
-		if !read.segmentIndex.built || len(read.segmentIndex.lasts) < 2 {
-			t.Fatalf("%s: after %d reads the chain is not mapped (%d segments)", name, len(entries), len(read.segmentIndex.lasts))
+		if !read.segmentIndex.Built() || read.segmentIndex.Count() < 2 {
+			t.Fatalf("%s: after %d reads the chain is not mapped (%d segments)", name, len(entries), read.segmentIndex.Count())
 		}
 		for _, seq := range []uint64{0, uint64(len(entries) + 1), 1 << 40} {
 			if _, err := stx.Entry(ctx, name, seq); !errors.Is(err, storage.ErrNotFound) {
@@ -70,7 +71,7 @@ func TestSegmentIndexAlternatingChains(t *testing.T) {
 	ctx := context.Background()
 	b, want := segmentIndexFile(t)
 	stx, read := readTx(t, b)
-	for i := range 4 * segmentIndexReadsMin {
+	for i := range 4 * segment.IndexReadsMin {
 		for _, name := range []string{"a", "c"} {
 			got, err := stx.Entry(ctx, name, uint64(i+1))
 			if err != nil || !bytes.Equal(got, want[name][i]) {
@@ -78,7 +79,7 @@ func TestSegmentIndexAlternatingChains(t *testing.T) {
 			}
 		}
 	}
-	if read.segmentIndex.built {
+	if read.segmentIndex.Built() {
 		t.Fatal("alternating reads mapped a chain")
 	}
 }
@@ -96,22 +97,22 @@ func TestSegmentIndexDamagedSegment(t *testing.T) {
 		if !ok {
 			t.Fatal("no segment holds seq 700 of chain a")
 		}
-		damagedFirst, damagedLast = s.first, s.last
-		v := bytes.Clone(s.value)
+		damagedFirst, damagedLast = s.First, s.Last
+		v := bytes.Clone(s.Value)
 		binary.BigEndian.PutUint32(v, 0)
-		return btx.Bucket(BucketSegments).Put(segmentKey(id, s.last), v)
+		return btx.Bucket(BucketSegments).Put(segment.Key(id, s.Last), v)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stx, read := readTx(t, b)
-	for i := range 2 * segmentIndexReadsMin {
+	for i := range 2 * segment.IndexReadsMin {
 		got, err := stx.Entry(ctx, "a", uint64(i+1))
 		if err != nil || !bytes.Equal(got, want["a"][i]) {
 			t.Fatalf("a seq %d: %q, %v; want %q", i+1, got, err, want["a"][i])
 		}
 	}
-	if !read.segmentIndex.built {
+	if !read.segmentIndex.Built() {
 		t.Fatal("a chain with a damaged segment is not mapped")
 	}
 	for _, seq := range []uint64{damagedFirst, damagedLast} {
@@ -148,8 +149,8 @@ func TestSegmentIndexNotInWriteTransactions(t *testing.T) {
 			}
 		}
 	}
-	if write.segmentIndex.reads != 0 || write.segmentIndex.built {
-		t.Fatalf("a write transaction counted %d reads for a map", write.segmentIndex.reads)
+	if write.segmentIndex.Reads() != 0 || write.segmentIndex.Built() {
+		t.Fatalf("a write transaction counted %d reads for a map", write.segmentIndex.Reads())
 	}
 }
 
@@ -182,54 +183,54 @@ func TestSegmentIndexDamagedHeader(t *testing.T) {
 		{"count one more", func(v []byte, n int) { binary.BigEndian.PutUint32(v, uint32(n+1)) }, -1},
 		{"count one less", func(v []byte, n int) { binary.BigEndian.PutUint32(v, uint32(n-1)) }, -1},
 		{"last offset short", func(v []byte, n int) {
-			o := segmentCountSize + segmentOffsetSize*(n-1)
+			o := segment.CountSize + segment.OffsetSize*(n-1)
 			binary.BigEndian.PutUint32(v[o:], binary.BigEndian.Uint32(v[o:])-1)
 		}, -1},
 		{"an entry's end past the data", func(v []byte, n int) {
-			binary.BigEndian.PutUint32(v[segmentCountSize+segmentOffsetSize*2:], uint32(len(v)))
+			binary.BigEndian.PutUint32(v[segment.CountSize+segment.OffsetSize*2:], uint32(len(v)))
 		}, 2},
 		{"an entry's end before its start", func(v []byte, n int) {
-			binary.BigEndian.PutUint32(v[segmentCountSize+segmentOffsetSize*5:], 0)
+			binary.BigEndian.PutUint32(v[segment.CountSize+segment.OffsetSize*5:], 0)
 		}, 5},
 	}
 	for _, d := range damages {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
 			b, want := segmentIndexFile(t)
-			var damaged segment
+			var damaged segment.Segment
 			err := b.db.Update(func(btx *bbolt.Tx) error {
 				id := chainIDOf(t, btx, "a")
 				s, ok := heldBy(btx, id, 700)
-				if !ok || s.first == 1 || s.count < 8 {
-					t.Fatalf("the segment of seq 700 of chain a: %v, first %d, %d entries", ok, s.first, s.count)
+				if !ok || s.First == 1 || s.Count < 8 {
+					t.Fatalf("the segment of seq 700 of chain a: %v, first %d, %d entries", ok, s.First, s.Count)
 				}
 				damaged = s
-				v := bytes.Clone(s.value)
-				d.damage(v, s.count)
-				return btx.Bucket(BucketSegments).Put(segmentKey(id, s.last), v)
+				v := bytes.Clone(s.Value)
+				d.damage(v, s.Count)
+				return btx.Bucket(BucketSegments).Put(segment.Key(id, s.Last), v)
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			stx, read := readTx(t, b)
-			for i := range segmentIndexReadsMin {
+			for i := range segment.IndexReadsMin {
 				if _, err := stx.Entry(ctx, "a", uint64(i+1)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if !read.segmentIndex.built {
+			if !read.segmentIndex.Built() {
 				t.Fatal("the chain is not mapped")
 			}
-			for seq := damaged.first - 3; seq <= damaged.last+3; seq++ {
+			for seq := damaged.First - 3; seq <= damaged.Last+3; seq++ {
 				got, err := stx.Entry(ctx, "a", seq)
-				inside := seq >= damaged.first && seq <= damaged.last
-				if inside && (d.entry < 0 || seq == damaged.first+uint64(d.entry)) {
+				inside := seq >= damaged.First && seq <= damaged.Last
+				if inside && (d.entry < 0 || seq == damaged.First+uint64(d.entry)) {
 					if !errors.Is(err, storage.ErrCorrupt) {
-						t.Fatalf("seq %d of the damaged segment (%d..%d): %q, %v; want storage.ErrCorrupt", seq, damaged.first, damaged.last, got, err)
+						t.Fatalf("seq %d of the damaged segment (%d..%d): %q, %v; want storage.ErrCorrupt", seq, damaged.First, damaged.Last, got, err)
 					}
 					continue
 				}
-				if inside && d.entry >= 0 && seq == damaged.first+uint64(d.entry)+1 {
+				if inside && d.entry >= 0 && seq == damaged.First+uint64(d.entry)+1 {
 					continue // begins where the damaged offset says: read as a descent reads it
 				}
 				if err != nil || !bytes.Equal(got, want["a"][seq-1]) {

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 )
 
 // keyBeforeBar is the EntryKey of these tests' entries: the key, then '|'
@@ -25,14 +25,14 @@ func keyBeforeBar(entry []byte) ([]byte, bool) {
 // does not.
 func HasSeqMap(b *Backend) bool {
 	f := b.cache.filter.Load()
-	return f != nil && f.seqs != nil
+	return f != nil && f.Seqs != nil
 }
 
 // SeqMapPartial reports whether the handle's seq map had to leave a key
 // out, and so no longer rules keys out in place of the filter.
 func SeqMapPartial(b *Backend) bool {
 	f := b.cache.filter.Load()
-	return f != nil && f.seqs != nil && f.seqs.partial.Load()
+	return f != nil && f.Seqs != nil && f.Seqs.Partial.Load()
 }
 
 // SeqMapCandidate returns the seq the handle's seq map gives for a key of a
@@ -40,18 +40,18 @@ func SeqMapPartial(b *Backend) bool {
 func SeqMapCandidate(b *Backend, chain, key string) (seq uint64, ok bool) {
 	f := b.cache.filter.Load()
 	id, known := b.cache.chains.get(chain)
-	if f == nil || f.seqs == nil || !known {
+	if f == nil || f.Seqs == nil || !known {
 		return 0, false
 	}
 	digest := KeyDigest(key)
-	return f.seqs.find(id, digest[:])
+	return f.Seqs.Find(id, digest[:])
 }
 
 // PlantSeqMapCandidate makes the handle's seq map answer seq for the key,
 // a fault ReadKey must correct: the map gives candidates, not answers.
 func PlantSeqMapCandidate(b *Backend, chain, key string, seq uint64) error {
 	f := b.cache.filter.Load()
-	if f == nil || f.seqs == nil {
+	if f == nil || f.Seqs == nil {
 		return errors.New("the handle has no seq map")
 	}
 	id, known := b.cache.chains.get(chain)
@@ -60,256 +60,12 @@ func PlantSeqMapCandidate(b *Backend, chain, key string, seq uint64) error {
 	}
 	digest := KeyDigest(key)
 	b.cache.mu.Lock() // the committer adds under it
-	f.seqs.plant(id, digest[:], seq)
+	f.Seqs.Plant(id, digest[:], seq)
 	b.cache.mu.Unlock()
-	if got, ok := f.seqs.find(id, digest[:]); !ok || got != seq {
+	if got, ok := f.Seqs.Find(id, digest[:]); !ok || got != seq {
 		return fmt.Errorf("planted seq %d for %q of chain %q, the map gives %d, %v", seq, key, chain, got, ok)
 	}
 	return nil
-}
-
-// plant puts a slot with the key's fingerprint and seq where the key's
-// search begins, and moves the filled slots from there on (up to the open
-// slot that ends them) one slot further, so that the key's search meets the
-// planted slot first and every other key is still found: its slot moves,
-// the slots between its start and it stay filled. The map must have an open
-// slot, and no other goroutine may add to it meanwhile.
-func (m *seqMap) plant(chainID uint64, digest []byte, seq uint64) {
-	start, fingerprint := m.hashes(chainID, digest)
-	n := uint64(len(m.slots))
-	end := start
-	for atomic.LoadUint64(&m.slots[end]) != 0 {
-		if end = (end + 1) % n; end == start {
-			panic("plant: the seq map has no open slot")
-		}
-	}
-	for i := end; i != start; {
-		prev := (i + n - 1) % n
-		atomic.StoreUint64(&m.slots[i], atomic.LoadUint64(&m.slots[prev]))
-		i = prev
-	}
-	atomic.StoreUint64(&m.slots[start], fingerprint|(seq+1))
-	m.used++
-}
-
-// mapKey is a key added to a map in the tests below.
-type mapKey struct {
-	chainID uint64
-	digest  [KeyDigestSize]byte
-	seq     uint64
-}
-
-// randomMapKeys returns n keys of distinct (chain id, digest), over a few
-// chain ids, with random seqs that fit a slot.
-func randomMapKeys(r *rand.Rand, n int) []mapKey {
-	keys := make([]mapKey, 0, n)
-	seen := map[[2]any]bool{}
-	for len(keys) < n {
-		var k mapKey
-		k.chainID = r.Uint64N(4)
-		for i := range k.digest {
-			k.digest[i] = byte(r.Uint32())
-		}
-		k.seq = r.Uint64N(1<<seqMapSeqBits - 1)
-		if id := [2]any{k.chainID, k.digest}; !seen[id] {
-			seen[id] = true
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// checkFound fails unless find gives the key's own seq, or the seq of a
-// key added to the map that has the same fingerprint (a candidate a reader
-// would reject): a fingerprint is 24 bits, not the key.
-func checkFound(t *testing.T, m *seqMap, k mapKey, bySeq map[uint64][]mapKey) {
-	t.Helper()
-	got, ok := m.find(k.chainID, k.digest[:])
-	if ok && got == k.seq {
-		return
-	}
-	_, want := m.hashes(k.chainID, k.digest[:])
-	for _, other := range bySeq[got] {
-		if _, fp := m.hashes(other.chainID, other.digest[:]); ok && fp == want {
-			return
-		}
-	}
-	t.Fatalf("find(%d, %x) = %d, %v; added with seq %d", k.chainID, k.digest, got, ok, k.seq)
-}
-
-// TestSeqMapRoundTrip adds random keys up to the load a filter's capacity
-// gives (80% of the slots) and finds each; keys never added, among them the
-// added digests under other chain ids, find nothing (or a candidate of the
-// same fingerprint).
-func TestSeqMapRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	const capacity = 20_000
-	m := newSeqMap(0, capacity, SeqMapBytesMaxDefault)
-	if m == nil || len(m.slots) != capacity*seqMapLoadDen/seqMapLoadNum {
-		t.Fatalf("newSeqMap(%d) = %v", capacity, m)
-	}
-	keys := randomMapKeys(r, capacity*2)
-	added, absent := keys[:capacity], keys[capacity:]
-	bySeq := map[uint64][]mapKey{}
-	for _, k := range added {
-		m.add(k.chainID, k.digest[:], k.seq)
-		bySeq[k.seq] = append(bySeq[k.seq], k)
-	}
-	if m.used != capacity {
-		t.Fatalf("used = %d after %d adds below the fill limit", m.used, capacity)
-	}
-	for _, k := range added {
-		checkFound(t, m, k, bySeq)
-	}
-	misses := 0
-	for _, k := range absent {
-		for _, id := range []uint64{k.chainID, k.chainID + 4} { // +4: an id no key was added under
-			got, ok := m.find(id, k.digest[:])
-			if !ok {
-				misses++
-				continue
-			}
-			_, want := m.hashes(id, k.digest[:])
-			sameFingerprint := false
-			for _, other := range bySeq[got] {
-				if _, fp := m.hashes(other.chainID, other.digest[:]); fp == want {
-					sameFingerprint = true
-				}
-			}
-			if !sameFingerprint {
-				t.Fatalf("find(%d, %x) of a key never added = %d, true, the seq of no key of its fingerprint", id, k.digest, got)
-			}
-		}
-	}
-	// The same digest under another chain id is another key.
-	for _, k := range added[:1000] {
-		if got, ok := m.find(k.chainID+4, k.digest[:]); ok && got == k.seq {
-			t.Fatalf("find(%d, %x) gives the seq of chain %d's key", k.chainID+4, k.digest, k.chainID)
-		}
-	}
-	// 24-bit fingerprints: a candidate for a key never added is rare.
-	if misses < len(absent)*2*99/100 {
-		t.Fatalf("%d of %d keys never added found a candidate", len(absent)*2-misses, len(absent)*2)
-	}
-}
-
-// TestSeqMapSeqBounds: a seq that does not fit a slot's 40 bits (seq+1 is
-// stored) is left out, the largest that fits round-trips.
-func TestSeqMapSeqBounds(t *testing.T) {
-	m := newSeqMap(0, 100, SeqMapBytesMaxDefault)
-	digest := func(i int) []byte { d := KeyDigest(fmt.Sprint("k", i)); return d[:] }
-	for i, seq := range []uint64{1<<seqMapSeqBits - 1, 1 << seqMapSeqBits, 1<<64 - 1} {
-		m.add(1, digest(i), seq)
-		if got, ok := m.find(1, digest(i)); ok {
-			t.Fatalf("seq %d was added (find = %d)", seq, got)
-		}
-	}
-	if m.used != 0 {
-		t.Fatalf("used = %d after adds of seqs too large", m.used)
-	}
-	if !m.partial.Load() {
-		t.Fatal("a map that left a key out is not partial: it would rule the key out")
-	}
-	m = newSeqMap(0, 100, SeqMapBytesMaxDefault)
-	for i, seq := range []uint64{0, 1, 1<<seqMapSeqBits - 2} {
-		m.add(2, digest(i), seq)
-		if got, ok := m.find(2, digest(i)); !ok || got != seq {
-			t.Fatalf("seq %d: find = %d, %v", seq, got, ok)
-		}
-	}
-	if m.partial.Load() {
-		t.Fatal("a map that took every key is partial")
-	}
-}
-
-// TestSeqMapStopsAtFillLimit adds twice as many keys as the map's slots:
-// it takes them up to 90% of its slots and no more, so that a search always
-// meets an open slot, and finds still end, for keys taken and not.
-func TestSeqMapStopsAtFillLimit(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	m := newSeqMap(0, 800, SeqMapBytesMaxDefault) // 1,000 slots
-	keys := randomMapKeys(r, 2*len(m.slots))
-	bySeq := map[uint64][]mapKey{}
-	for i, k := range keys {
-		if m.partial.Load() != (uint64(i) > uint64(len(m.slots))*seqMapFullNum/seqMapFullDen) {
-			t.Fatalf("partial %v after %d adds to %d slots", m.partial.Load(), i, len(m.slots))
-		}
-		m.add(k.chainID, k.digest[:], k.seq)
-		bySeq[k.seq] = append(bySeq[k.seq], k)
-	}
-	limit := uint64(len(m.slots)) * seqMapFullNum / seqMapFullDen
-	if !m.partial.Load() {
-		t.Fatal("a map that stopped taking keys is not partial")
-	}
-	filled := uint64(0)
-	for _, s := range m.slots {
-		if s != 0 {
-			filled++
-		}
-	}
-	if m.used != limit || filled != limit {
-		t.Fatalf("%d slots: used %d, %d filled, after %d adds; want %d", len(m.slots), m.used, filled, len(keys), limit)
-	}
-	for _, k := range keys[:limit] { // added in order until the limit
-		checkFound(t, m, k, bySeq)
-	}
-	for _, k := range keys[limit:] {
-		m.find(k.chainID, k.digest[:]) // must return
-	}
-}
-
-// TestSeqMapFindOnFullMap fills every slot directly (adds never do) and
-// checks that find ends after one pass: without the key's fingerprint it
-// finds nothing, and one in the slot before the key's start is found after
-// the search wraps around the end.
-func TestSeqMapFindOnFullMap(t *testing.T) {
-	m := newSeqMap(0, 80, SeqMapBytesMaxDefault) // 100 slots
-	digest := KeyDigest("the key")
-	start, fingerprint := m.hashes(7, digest[:])
-	other := (fingerprint + 1<<seqMapSeqBits) // another fingerprint
-	for i := range m.slots {
-		m.slots[i] = other | uint64(i+1)
-	}
-	if seq, ok := m.find(7, digest[:]); ok {
-		t.Fatalf("find on a full map without the fingerprint = %d, true", seq)
-	}
-	before := (start + uint64(len(m.slots)) - 1) % uint64(len(m.slots))
-	m.slots[before] = fingerprint | 42
-	if seq, ok := m.find(7, digest[:]); !ok || seq != 41 {
-		t.Fatalf("find of the fingerprint one slot before the start = %d, %v; want 41", seq, ok)
-	}
-}
-
-// TestNewSeqMapBound: no map for a negative bound or one below the map's
-// size (1.25 slots of 8 bytes per key of capacity); a map at the bound.
-func TestNewSeqMapBound(t *testing.T) {
-	for _, c := range []struct {
-		keys, capacity uint64
-		bytesMax       int64
-		slots          int // 0: no map
-	}{
-		{0, 80, -1, 0},
-		{80, 80, -1, 0},
-		{0, 80, 800, 100},  // sized for the capacity at 80%
-		{80, 80, 800, 100}, // the keys there are fill 80% of it
-		{0, 80, 799, 99},   // the bound's size: smaller than the capacity wants
-		{79, 80, 799, 99},  // 79 keys fill under 80% of 99 slots
-		{80, 80, 799, 0},   // 80 keys would fill more than 80% of 99 slots
-		{0, 0, 800, 1},     // never an empty slice
-		// Under the default bound: a filter built at 30,000,000 keys has
-		// none, one built at 20,000,000 (for 60,000,000) has the bound's.
-		{30_000_000, 90_000_000, SeqMapBytesMaxDefault, 0},
-		{20_000_000, 60_000_000, SeqMapBytesMaxDefault, SeqMapBytesMaxDefault / seqMapSlotBytes},
-	} {
-		m := newSeqMap(c.keys, c.capacity, c.bytesMax)
-		got := 0
-		if m != nil {
-			got = len(m.slots)
-		}
-		if got != c.slots {
-			t.Errorf("newSeqMap(%d keys, capacity %d, %d bytes) has %d slots, want %d", c.keys, c.capacity, c.bytesMax, got, c.slots)
-		}
-	}
 }
 
 // appendEntries appends the keys to chain in one transaction, each entry
@@ -419,7 +175,7 @@ func TestSeqMapPlantedCandidates(t *testing.T) {
 	cases := []plantCase{
 		{"another key's entry", "a", "a-7", 21, false},
 		{"seq 0", "a", "a-7", 0, false},
-		{"the largest seq of a slot", "a", "a-7", 1<<seqMapSeqBits - 2, false},
+		{"the largest seq of a slot", "a", "a-7", 1<<keyindex.SeqMapSeqBits - 2, false},
 		{"past the head, in the next chain's range", "a", "a-7", 102, false},
 		{"the key's seq on another chain", "a", "both", 50, false},
 		{"a new key, an existing entry", "a", "a-new", 8, false},
@@ -504,16 +260,16 @@ func TestSeqMapBeyondFillLimit(t *testing.T) {
 	l := newFilterLedgerWith(t, Options{Log: LogOff, EntryKey: keyBeforeBar})
 	l.appendKeys([]string{"a"}, 10, "first", true)
 	f := l.b.cache.filter.Load()
-	if f.seqs == nil || f.seqs.partial.Load() {
-		t.Fatalf("a new file's seq map: %v, partial %v", f.seqs, f.seqs != nil && f.seqs.partial.Load())
+	if f.Seqs == nil || f.Seqs.Partial.Load() {
+		t.Fatalf("a new file's seq map: %v, partial %v", f.Seqs, f.Seqs != nil && f.Seqs.Partial.Load())
 	}
 	l.appendKeys([]string{"a"}, 80_000, "k", true) // seq of "k-i" is i+11
 	if l.b.cache.filter.Load() != f {
 		t.Fatal("the filter was built again before it outgrew its capacity")
 	}
-	limit := uint64(len(f.seqs.slots)) * seqMapFullNum / seqMapFullDen
-	if f.seqs.used != limit || !f.seqs.partial.Load() {
-		t.Fatalf("the map took %d keys of 80,010 in %d slots, partial %v; want %d, partial", f.seqs.used, len(f.seqs.slots), f.seqs.partial.Load(), limit)
+	limit := uint64(len(f.Seqs.Slots)) * keyindex.SeqMapFullNum / keyindex.SeqMapFullDen
+	if f.Seqs.Used != limit || !f.Seqs.Partial.Load() {
+		t.Fatalf("the map took %d keys of 80,010 in %d slots, partial %v; want %d, partial", f.Seqs.Used, len(f.Seqs.Slots), f.Seqs.Partial.Load(), limit)
 	}
 	ctx := context.Background()
 	id, _ := l.b.cache.chains.get("a")
@@ -521,7 +277,7 @@ func TestSeqMapBeyondFillLimit(t *testing.T) {
 	for i := range 80_000 {
 		key := fmt.Sprintf("k-%d", i)
 		digest := KeyDigest(key)
-		if got, ok := f.seqs.find(id, digest[:]); ok && got == uint64(i+11) && i%50 != 0 {
+		if got, ok := f.Seqs.Find(id, digest[:]); ok && got == uint64(i+11) && i%50 != 0 {
 			continue // read through the map: a sample is enough
 		}
 		left++
@@ -539,12 +295,12 @@ func TestSeqMapBeyondFillLimit(t *testing.T) {
 	}
 	l.lookupOnce("a") // past its capacity: built again
 	g := l.checkFilterCovers()
-	if g == f || g.seqs == nil || g.seqs.used != 80_010 || g.seqs.partial.Load() {
-		t.Fatalf("after the rebuild: same filter %v, map %v", g == f, g.seqs)
+	if g == f || g.Seqs == nil || g.Seqs.Used != 80_010 || g.Seqs.Partial.Load() {
+		t.Fatalf("after the rebuild: same filter %v, map %v", g == f, g.Seqs)
 	}
 	for i := range 80_000 {
 		digest := KeyDigest(fmt.Sprintf("k-%d", i))
-		if got, ok := g.seqs.find(id, digest[:]); !ok || got != uint64(i+11) {
+		if got, ok := g.Seqs.Find(id, digest[:]); !ok || got != uint64(i+11) {
 			t.Fatalf("rebuilt map: k-%d = %d, %v; want %d", i, got, ok, i+11)
 		}
 	}
@@ -558,15 +314,15 @@ func TestSeqMapRulesOutInPlaceOfFilter(t *testing.T) {
 	l := newFilterLedgerWith(t, Options{Log: LogOff, EntryKey: keyBeforeBar})
 	l.appendKeys([]string{"a", "b"}, 40, "k", true)
 	f := l.b.cache.filter.Load()
-	for i := range f.words {
-		atomic.StoreUint64(&f.words[i], ^uint64(0))
+	for i := range f.Words {
+		atomic.StoreUint64(&f.Words[i], ^uint64(0))
 	}
 	id, _ := l.b.cache.chains.get("a")
 	ruledOut := 0
 	for i := range 200 {
 		key := fmt.Sprint("never-", i)
 		digest := KeyDigest(key)
-		_, candidate := f.seqs.find(id, digest[:])
+		_, candidate := f.Seqs.Find(id, digest[:])
 		if got := l.b.MayHoldKey("a", key); got != candidate {
 			t.Fatalf("MayHoldKey(a, %q) = %v with a complete map whose search finds %v", key, got, candidate)
 		}
@@ -582,7 +338,7 @@ func TestSeqMapRulesOutInPlaceOfFilter(t *testing.T) {
 			t.Fatalf("MayHoldKey of committed %q = false", key)
 		}
 	}
-	f.seqs.partial.Store(true)
+	f.Seqs.Partial.Store(true)
 	for i := range 20 {
 		key := fmt.Sprint("never-", i)
 		if !l.b.MayHoldKey("a", key) {
@@ -592,50 +348,4 @@ func TestSeqMapRulesOutInPlaceOfFilter(t *testing.T) {
 			t.Fatalf("ReadKey(a, %q) of a key never committed = %v, %v", key, found, err)
 		}
 	}
-}
-
-// TestSeqMapOneKeyInManyChains: the same keys in 10,000 chains (an
-// account's "deposit-1" in each account) share their digests, and a map
-// that began their searches at one slot per digest grew one cluster per
-// key, which every search walked: 5,000 slots at the mean. The chain's
-// offset spreads them as distinct keys are spread.
-func TestSeqMapOneKeyInManyChains(t *testing.T) {
-	const chains, keysPerChain = 10_000, 10
-	m := newSeqMap(0, max(chains*keysPerChain*keyFilterGrowth, keyFilterCapacityMin), SeqMapBytesMaxDefault)
-	var digests [keysPerChain][KeyDigestSize]byte
-	for k := range digests {
-		digests[k] = KeyDigest(fmt.Sprintf("deposit-%d", k))
-	}
-	for id := uint64(1); id <= chains; id++ {
-		for k := range digests {
-			m.add(id, digests[k][:], id*keysPerChain+uint64(k))
-		}
-	}
-	walked, longest := 0, 0
-	for id := uint64(1); id <= chains; id++ {
-		for k := range digests {
-			seq, ok := m.find(id, digests[k][:])
-			if !ok || seq != id*keysPerChain+uint64(k) {
-				t.Fatalf("find(chain %d, deposit-%d) = %d, %v", id, k, seq, ok)
-			}
-			n := slotsWalked(m, id, digests[k][:])
-			walked += n
-			longest = max(longest, n)
-		}
-	}
-	if mean := float64(walked) / (chains * keysPerChain); mean > 2 || longest > 64 {
-		t.Fatalf("a search walks %.1f slots at the mean, %d at most: the chains' copies of a key cluster", mean, longest)
-	}
-}
-
-// slotsWalked counts the slots find reads before the key's own slot.
-func slotsWalked(m *seqMap, chainID uint64, digest []byte) int {
-	i, fingerprint := m.hashes(chainID, digest)
-	for n := range len(m.slots) {
-		if m.slots[i] == 0 || m.slots[i]&^(1<<seqMapSeqBits-1) == fingerprint {
-			return n
-		}
-		i = (i + 1) % uint64(len(m.slots))
-	}
-	return len(m.slots)
 }

@@ -13,6 +13,9 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
 // tx is a storage.Tx over one bbolt transaction.
@@ -39,7 +42,7 @@ type tx struct {
 	lastMissDigest [KeyDigestSize]byte
 	// readers is set on a writable transaction begun by beginBolt, which
 	// counted it in the pool of read transactions; finishWrite ends that.
-	readers *readPool
+	readers *readpool.Pool[*tx]
 	// keysProvenNew is set on a checkpoint's transaction: every key it
 	// appends was looked up by the log commit that recorded it, against
 	// everything committed before, so it is indexed without a lookup.
@@ -55,17 +58,17 @@ type tx struct {
 	// chain (by id) that have not filled a segment yet; arena is the
 	// memory of the segments it sealed, which bbolt reads until the
 	// commit.
-	builders map[uint64]*segmentBuilder
+	builders map[uint64]*segment.Builder
 	arena    []byte
 	// segmentsCursor is a read transaction's cursor on the segments, kept
 	// for its next lookups (a replay makes one on a pooled transaction):
 	// bbolt allocates a cursor, and grows its stack, on every Get.
 	// seekKey is the key a lookup seeks.
 	segmentsCursor *bbolt.Cursor
-	seekKey        [segmentKeySize]byte
+	seekKey        [segment.KeySize]byte
 	// segmentIndex maps the segments of the chain a read transaction
-	// reads many entries of (segmentindex.go).
-	segmentIndex segmentIndex
+	// reads many entries of (internal/segment).
+	segmentIndex segment.Index
 	// lastChain is the chain record a read transaction read last.
 	lastChain struct {
 		name   string
@@ -304,8 +307,8 @@ func (t *tx) Entry(ctx context.Context, chain string, seq uint64) ([]byte, error
 // entryAt returns the stored bytes of the entry (chain id, seq), valid
 // while the transaction lasts, or storage.ErrNotFound.
 func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
-	if b := t.builders[id]; b != nil && !b.empty() && seq >= b.first && seq <= b.last() {
-		return b.entry(seq), nil
+	if b := t.builders[id]; b != nil && !b.Empty() && seq >= b.First && seq <= b.Last() {
+		return b.Entry(seq), nil
 	}
 	segments := t.segments()
 	if segments == nil {
@@ -327,14 +330,14 @@ func (t *tx) entryAt(id, seq uint64) ([]byte, error) {
 // under key, the first whose last seq is at or after seq, or
 // storage.ErrNotFound when the segment begins after seq.
 func (t *tx) segmentEntry(id, seq uint64, key, value []byte) ([]byte, error) {
-	s, err := decodeSegment(key, value)
+	s, err := segment.Decode(key, value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: chain id %d seq %d: %w", t.path, id, seq, err)
 	}
-	if seq < s.first {
+	if seq < s.First {
 		return nil, storage.ErrNotFound
 	}
-	return s.seqEntry(seq)
+	return s.SeqEntry(seq)
 }
 
 func (t *tx) LookupKey(ctx context.Context, chain, key string) (uint64, error) {
@@ -386,20 +389,20 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 // that does not decode.
 func (t *tx) scanSegments(chain string, id, fromSeq uint64, yield func(storage.Record, error) bool) {
 	cur := t.segments().Cursor()
-	var memory scanMemory
+	var memory mapscan.Scan
 	var previous uint64 // last seq yielded
 	for k, v := cur.Seek(entryKey(id, fromSeq)); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = cur.Next() {
-		memory.observe(v)
-		s, err := decodeSegment(k, v)
-		if err == nil && previous != 0 && s.first <= previous {
-			err = fmt.Errorf("%w: entry segment of seqs %d..%d after seq %d", storage.ErrCorrupt, s.first, s.last, previous)
+		memory.Observe(v)
+		s, err := segment.Decode(k, v)
+		if err == nil && previous != 0 && s.First <= previous {
+			err = fmt.Errorf("%w: entry segment of seqs %d..%d after seq %d", storage.ErrCorrupt, s.First, s.Last, previous)
 		}
 		if err != nil {
 			yield(storage.Record{}, fmt.Errorf("chain %q: %w", chain, err))
 			return
 		}
-		for seq := max(s.first, fromSeq); seq <= s.last; seq++ {
-			data, err := s.seqEntry(seq)
+		for seq := max(s.First, fromSeq); seq <= s.Last; seq++ {
+			data, err := s.SeqEntry(seq)
 			if err != nil {
 				yield(storage.Record{}, fmt.Errorf("chain %q: %w", chain, err))
 				return
@@ -526,15 +529,15 @@ func (t *tx) Commit() error {
 	}
 	if err := t.prepareCommit(); err != nil {
 		t.tx.Rollback()
-		t.finishWrite(writeRolledBack, 0)
+		t.finishWrite(readpool.WriteRolledBack, 0)
 		return err
 	}
 	txid := uint64(t.tx.ID())
 	err := t.tx.Commit()
 	if err == nil {
-		t.finishWrite(writeCommitted, txid)
+		t.finishWrite(readpool.WriteCommitted, txid)
 	} else {
-		t.finishWrite(writeFailed, 0)
+		t.finishWrite(readpool.WriteFailed, 0)
 	}
 	if err != nil {
 		// bbolt may have written the meta page before it failed: the
@@ -591,7 +594,7 @@ func (t *tx) Rollback() error {
 	t.done = true
 	defer t.release()
 	err := t.tx.Rollback()
-	t.finishWrite(writeRolledBack, 0)
+	t.finishWrite(readpool.WriteRolledBack, 0)
 	if err != nil {
 		return fmt.Errorf("rollback %s: %w: %v", t.path, storage.ErrIO, err)
 	}
@@ -601,11 +604,18 @@ func (t *tx) Rollback() error {
 // finishWrite tells the pool of read transactions how a writable
 // transaction ended, once (a read transaction has nothing to tell); txid is
 // the committed transaction's id.
-func (t *tx) finishWrite(outcome writeOutcome, txid uint64) {
+func (t *tx) finishWrite(outcome readpool.WriteOutcome, txid uint64) {
 	if t.readers == nil {
 		return
 	}
 	r := t.readers
 	t.readers = nil
-	r.endWrite(outcome, txid)
+	r.EndWrite(outcome, txid)
 }
+
+// BoltTx returns the bbolt transaction, for the read pool.
+func (t *tx) BoltTx() *bbolt.Tx { return t.tx }
+
+// Pooled marks t ended while the read pool keeps it (kept) and begun again
+// when the pool hands it out.
+func (t *tx) Pooled(kept bool) { t.done = kept }

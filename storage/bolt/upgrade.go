@@ -7,6 +7,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/segment"
 )
 
 // A file of an earlier format is upgraded when it is opened for writing,
@@ -86,13 +87,13 @@ func upgradeEntriesBatch(tx *bbolt.Tx) (done bool, err error) {
 		from = entryKey(binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])+1)
 	}
 	cur := tx.Bucket(BucketEntries).Cursor()
-	b := &segmentBuilder{}
+	b := &segment.Builder{}
 	put := func() error {
-		v := b.encode(nil)
-		if err := segments.Put(segmentKey(b.chainID, b.last()), v); err != nil {
+		v := b.Encode(nil)
+		if err := segments.Put(segment.Key(b.ChainID, b.Last()), v); err != nil {
 			return err
 		}
-		b.reset()
+		b.Reset()
 		return nil
 	}
 	moved := 0
@@ -101,11 +102,11 @@ func upgradeEntriesBatch(tx *bbolt.Tx) (done bool, err error) {
 		k, v = cur.Seek(from)
 	}
 	for ; k != nil; k, v = cur.Next() {
-		if len(k) != segmentKeySize {
+		if len(k) != segment.KeySize {
 			return false, fmt.Errorf("%w: entry key of %d bytes", storage.ErrCorrupt, len(k))
 		}
 		id, seq := binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
-		if !b.empty() && (id != b.chainID || seq != b.last()+1 || !b.fits(len(v))) {
+		if !b.Empty() && (id != b.ChainID || seq != b.Last()+1 || !b.Fits(len(v))) {
 			if err := put(); err != nil {
 				return false, err
 			}
@@ -113,11 +114,11 @@ func upgradeEntriesBatch(tx *bbolt.Tx) (done bool, err error) {
 				return false, nil
 			}
 		}
-		b.chainID = id
-		b.add(seq, v)
+		b.ChainID = id
+		b.Add(seq, v)
 		moved += len(v)
 	}
-	if !b.empty() {
+	if !b.Empty() {
 		if err := put(); err != nil {
 			return false, err
 		}

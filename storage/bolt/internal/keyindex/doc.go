@@ -1,0 +1,14 @@
+// Package keyindex holds the in-memory side of the backend's
+// log-structured idempotency index: the run record (u64be chain id | key
+// digest | u64be seq, RecordSize bytes, ordered by its first
+// RecordPrefixSize) and what is built over records: their sort
+// (SortRecords, a bucket sort by chain and digest), the blocked Bloom
+// filters of a run (FilterWords, FilterAdd, FilterMayContain) and of a
+// whole file (Filter), the seq map beside the file's filter (SeqMap), a
+// run's radix map of its chunks (Radix) and the search of a chunk
+// (SearchChunk, interpolating between uniform digests).
+//
+// It reads and writes no file: the backend owns the keys and key_runs
+// buckets, the runs' life (writes, merges, the run cache) and the
+// transactions.
+package keyindex
