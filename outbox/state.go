@@ -37,6 +37,13 @@ type txState struct {
 // newTxState returns a txState with a cache, for one operation.
 func newTxState(tx *chain.Tx) txState { return txState{tx: tx, cache: map[string][]byte{}} }
 
+// newTxStateSized returns a txState whose cache has room for the keys of
+// an operation on n messages (each message's record and one index key),
+// so that a batch of a thousand does not grow it step by step.
+func newTxStateSized(tx *chain.Tx, n int) txState {
+	return txState{tx: tx, cache: make(map[string][]byte, 2*n+4)}
+}
+
 func (s txState) get(key []byte) ([]byte, bool, error) {
 	if s.cache == nil {
 		return s.getStored(key)
@@ -68,9 +75,14 @@ func (s txState) getStored(key []byte) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
+// put writes a key. The cache keeps value itself, not a copy: every
+// transition puts a slice it has just encoded and never changes it after.
 func (s txState) put(key, value []byte) error {
 	if s.cache != nil {
-		s.remember(key, value, true)
+		if value == nil {
+			value = []byte{} // nil in the cache is an absence
+		}
+		s.cache[string(key)] = value
 	}
 	return s.tx.StatePut(key, value)
 }
