@@ -169,7 +169,7 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 	if err != nil {
 		return Claim{}, err
 	}
-	ready, nextReady, err := dueMessages(tx, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
+	ready, nextReady, err := dueMessages(st, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -390,20 +390,23 @@ func mergeDue(ready, expired []dueRef, max int) ([]dueRef, int, int64) {
 // dueMessages returns, in (due, seq) order, up to max pending messages of
 // the topic's ready index due at now, read from the floor when it has one,
 // and the due time of the first one not taken (noneDue when none waits).
-func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]dueRef, int64, error) {
+// The records the ready keys carry go into st's cache, so that the claim
+// reads them with the index instead of one at a time.
+func dueMessages(st txState, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]dueRef, int64, error) {
 	start := topicPrefix(tenant, stateReady, topic)
 	from := start
 	if hasFloor {
 		from = readyKey(tenant, topic, floor, 0)
 	}
-	var refs []dueRef
+	refs := make([]dueRef, 0, min(max, 64))
 	next := int64(noneDue)
-	for kv, err := range tx.StateScan(from, prefixEnd(start), false) {
+	for kv, err := range st.tx.StateScan(from, prefixEnd(start), false) {
 		if err != nil {
 			return nil, next, err
 		}
 		rest := kv.Key[len(start):]
-		if len(rest) != 16 || len(kv.Value) != IDSize {
+		id, rec, ok := splitReadyValue(kv.Value)
+		if len(rest) != 16 || !ok {
 			return nil, next, fmt.Errorf("outbox: malformed ready key %x", kv.Key)
 		}
 		due := int64(binary.BigEndian.Uint64(rest) ^ (1 << 63))
@@ -411,9 +414,10 @@ func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool,
 			next = due
 			break
 		}
-		ref := dueRef{due: due, seq: binary.BigEndian.Uint64(rest[8:])}
-		copy(ref.id[:], kv.Value)
-		refs = append(refs, ref)
+		refs = append(refs, dueRef{due: due, seq: binary.BigEndian.Uint64(rest[8:]), id: id})
+		if rec != nil && st.cache != nil {
+			st.cache[string(recordKey(tenant, id))] = bytes.Clone(rec)
+		}
 	}
 	return refs, next, nil
 }

@@ -129,7 +129,10 @@ const (
 // State keys, all under "outbox/<tenant>/":
 //
 //	m/<id>                                 the message's record
-//	r/<topic>/<due><seq>                   ready index: pending messages, claimable once due
+//	r/<topic>/<due><seq>                   ready index: pending messages, claimable once due,
+//	                                       valued the id and a copy of the record (read
+//	                                       with the index by a claim; the id alone when
+//	                                       written before ready keys carried records)
 //	l/<topic>/<deadline><entry seq>        lease index: one key per lease (or heartbeat) entry
 //	                                       whose deadline some messages still hold, valued
 //	                                       their count; claimable once the deadline passed
