@@ -36,10 +36,9 @@ func enqueueDue(e *chain.Entry, m *messageEvent) int64 { return max(e.TimeUnixNa
 func applyMessage(s stateStore, tenant, topic string, e *chain.Entry, m *messageEvent, fresh bool) error {
 	id := MessageID(tenant, topic, e.IdempotencyKey)
 	if !fresh {
-		if _, found, err := s.get(recordKey(tenant, id)); err != nil || found {
-			if err == nil {
-				err = badTransition(id, "enqueued twice")
-			}
+		if _, err := getRecord(s, tenant, id); err == nil {
+			return badTransition(id, "enqueued twice")
+		} else if !IsUnknown(err) {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -225,7 +226,9 @@ func benchMessages() int {
 // 50,000 embedded); ratio is the delivery's time over the baseline's.
 // cpu-ratio is the same over the process's CPU time (all threads), which
 // the other work on a shared machine moves less than the wall clock;
-// deliveries-entries counts the lease and outcome entries (the batches).
+// deliveries-entries counts the lease and outcome entries (the batches);
+// allocs/message counts the heap allocations of the whole process during
+// the delivery, per message (the figure the machine's load does not move).
 func BenchmarkDeliver(b *testing.B) {
 	benchBackends(b, func(b *testing.B, open func() *chain.DB) {
 		ctx := context.Background()
@@ -261,6 +264,9 @@ func BenchmarkDeliver(b *testing.B) {
 			}
 			stopProfile := profileCPU(b, os.Getenv("OUTBOX_BENCH_CPUPROFILE"))
 			b.ResetTimer()
+			var mem runtime.MemStats
+			runtime.ReadMemStats(&mem)
+			startMallocs := mem.Mallocs
 			start, startCPU := time.Now(), processCPU()
 			if err := w.Start(ctx); err != nil {
 				b.Fatal(err)
@@ -270,6 +276,8 @@ func BenchmarkDeliver(b *testing.B) {
 				b.Fatal(err)
 			}
 			measured, measuredCPU := time.Since(start), processCPU()-startCPU
+			runtime.ReadMemStats(&mem)
+			mallocs := mem.Mallocs - startMallocs
 			stopProfile()
 			b.StopTimer()
 			s, err := outbox.Stats(ctx, db, "acme", "bench")
@@ -290,6 +298,7 @@ func BenchmarkDeliver(b *testing.B) {
 			}
 			baseline, baselineCPU := time.Since(start), processCPU()-startCPU
 			b.ReportMetric(float64(n)/measured.Seconds(), "messages/s")
+			b.ReportMetric(float64(mallocs)/float64(n), "allocs/message")
 			if dc, _ := outbox.DeliveriesChain("acme", "bench"); dc != "" {
 				if h, err := db.Head(ctx, dc); err == nil {
 					b.ReportMetric(float64(h.Seq), "deliveries-entries")

@@ -415,8 +415,10 @@ func dueMessages(st txState, tenant, topic string, floor int64, hasFloor bool, n
 			break
 		}
 		refs = append(refs, dueRef{due: due, seq: binary.BigEndian.Uint64(rest[8:]), id: id})
-		if rec != nil && st.cache != nil {
-			st.cache[string(recordKey(tenant, id))] = bytes.Clone(rec)
+		if rec != nil {
+			if err := rememberRecord(st, id, rec); err != nil {
+				return nil, next, err
+			}
 		}
 	}
 	return refs, next, nil
