@@ -138,6 +138,23 @@ func validWorker(worker string) error {
 // Of an ordering key only the oldest undelivered message is ever due. One
 // lease entry records them all; its seq is their fencing token.
 func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) {
+	c, err := claimTx(tx, tenant, topic, o)
+	if err != nil {
+		return Claim{}, err
+	}
+	messages, _ := MessagesChain(tenant, topic)
+	if err := readMessages(tx, tenant, topic, messages, c.Leases); err != nil {
+		return Claim{}, err
+	}
+	return c, nil
+}
+
+// claimTx is ClaimTx without reading the messages: each lease's Message
+// holds only its ID and Seq, for readMessages to fill in. The enqueues are
+// committed and never change, so a worker reads them after the claim's
+// commit, in a read transaction, outside the writer that every claim and
+// outcome goes through.
+func claimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) {
 	if err := validateNames(tenant, topic); err != nil {
 		return Claim{}, err
 	}
@@ -248,10 +265,6 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 	for i, it := range le.Items {
 		claim.Leases[i] = Lease{Message: Message{ID: it.ID, Seq: records[i].Seq}, Attempt: int(it.Attempt),
 			Token: res.Entry.Seq, Deadline: time.Unix(0, le.Deadline)}
-	}
-	messages, _ := MessagesChain(tenant, topic)
-	if err := readMessages(tx, tenant, topic, messages, claim.Leases); err != nil {
-		return Claim{}, err
 	}
 	return claim, nil
 }

@@ -369,12 +369,31 @@ func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 	var c Claim
 	err := r.w.db.Update(ctx, func(tx *chain.Tx) error {
 		var err error
-		c, err = ClaimTx(tx, o.Tenant, r.topic, ClaimOptions{Worker: o.ID, Max: n, LeaseDuration: o.LeaseDuration,
+		c, err = claimTx(tx, o.Tenant, r.topic, ClaimOptions{Worker: o.ID, Max: n, LeaseDuration: o.LeaseDuration,
 			Now: r.w.clock(), Policy: r.t.Policy})
 		return err
 	})
 	if err != nil {
 		return Claim{}, err
+	}
+	if len(c.Leases) > 0 {
+		// The leases are held: read their messages in a read transaction
+		// (see claimTx), retried a few times; a worker that cannot read
+		// them leaves the leases to expire, and the messages are attempted
+		// again with the same keys.
+		messages, _ := MessagesChain(o.Tenant, r.topic)
+		for attempt := 0; ; attempt++ {
+			err = r.w.db.View(context.WithoutCancel(ctx), func(tx *chain.Tx) error {
+				return readMessages(tx, o.Tenant, r.topic, messages, c.Leases)
+			})
+			if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
+				break
+			}
+			time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
+		}
+		if err != nil {
+			return Claim{}, fmt.Errorf("outbox: %d messages leased but not read (their leases will expire): %w", len(c.Leases), err)
+		}
 	}
 	if len(c.Leases) > 0 || c.Expired > 0 {
 		r.w.metrics.Claimed(r.topic, len(c.Leases), c.Expired)
