@@ -420,6 +420,11 @@ func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 }
 
 func (r *topicRunner) handle(base context.Context) {
+	// Each handler goroutine derives its calls' contexts from a parent of
+	// its own, so that creating and canceling them does not contend on
+	// the lock of one context all the goroutines share.
+	base, stop := context.WithCancel(base)
+	defer stop()
 	for j := range r.jobs {
 		ctx, cancel := context.WithTimeout(base, r.t.Timeout)
 		r.mu.Lock()
