@@ -364,24 +364,36 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 	}
 }
 
+// claimReadInlineMax is the largest claim whose messages a worker reads
+// in the claim's own transaction. A larger one's are read after it
+// commits (see claimTx), which frees the writer every claim and outcome
+// shares; a small one, the claim of a message just enqueued, saves a
+// transaction (on PostgreSQL, round trips) between commit and handler.
+const claimReadInlineMax = 64
+
 func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 	o := &r.w.opts
 	var c Claim
+	messages, _ := MessagesChain(o.Tenant, r.topic)
+	read := false
 	err := r.w.db.Update(ctx, func(tx *chain.Tx) error {
 		var err error
 		c, err = claimTx(tx, o.Tenant, r.topic, ClaimOptions{Worker: o.ID, Max: n, LeaseDuration: o.LeaseDuration,
 			Now: r.w.clock(), Policy: r.t.Policy})
-		return err
+		if err != nil || len(c.Leases) > claimReadInlineMax {
+			return err
+		}
+		read = true
+		return readMessages(tx, o.Tenant, r.topic, messages, c.Leases)
 	})
 	if err != nil {
 		return Claim{}, err
 	}
-	if len(c.Leases) > 0 {
+	if !read {
 		// The leases are held: read their messages in a read transaction
 		// (see claimTx), retried a few times; a worker that cannot read
 		// them leaves the leases to expire, and the messages are attempted
 		// again with the same keys.
-		messages, _ := MessagesChain(o.Tenant, r.topic)
 		for attempt := 0; ; attempt++ {
 			err = r.w.db.View(context.WithoutCancel(ctx), func(tx *chain.Tx) error {
 				return readMessages(tx, o.Tenant, r.topic, messages, c.Leases)
