@@ -394,15 +394,11 @@ func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 		// (see claimTx), retried a few times; a worker that cannot read
 		// them leaves the leases to expire, and the messages are attempted
 		// again with the same keys.
-		for attempt := 0; ; attempt++ {
-			err = r.w.db.View(context.WithoutCancel(ctx), func(tx *chain.Tx) error {
+		err = retried(func() error {
+			return r.w.db.View(context.WithoutCancel(ctx), func(tx *chain.Tx) error {
 				return readMessages(tx, o.Tenant, r.topic, messages, c.Leases)
 			})
-			if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
-				break
-			}
-			time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
-		}
+		})
 		if err != nil {
 			return Claim{}, fmt.Errorf("outbox: %d messages leased but not read (their leases will expire): %w", len(c.Leases), err)
 		}
@@ -484,18 +480,13 @@ func (r *topicRunner) record() {
 func (r *topicRunner) recordBatch(batch []Outcome) {
 	o := &r.w.opts
 	var rec Recorded
-	var err error
-	for attempt := 0; ; attempt++ {
-		err = r.w.db.Update(context.Background(), func(tx *chain.Tx) error {
+	err := retried(func() error {
+		return r.w.db.Update(context.Background(), func(tx *chain.Tx) error {
 			var err error
 			rec, err = RecordTx(tx, o.Tenant, r.topic, RecordOptions{Worker: o.ID, Now: r.w.clock(), Policy: r.t.Policy}, batch)
 			return err
 		})
-		if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
-			break
-		}
-		time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
-	}
+	})
 	if err != nil {
 		// The leases expire and the messages are attempted again: at
 		// least once holds, at the cost of a repeat.
@@ -531,6 +522,19 @@ func (r *topicRunner) recordBatch(batch []Outcome) {
 	select {
 	case r.freed <- struct{}{}:
 	default:
+	}
+}
+
+// retried calls op until it succeeds, the ledger is closed, or six calls
+// have failed, waiting 10 ms, doubling, between them; it returns the last
+// call's error.
+func retried(op func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := op()
+		if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
+			return err
+		}
+		time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
 	}
 }
 
