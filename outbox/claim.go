@@ -239,7 +239,7 @@ func claimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 		}
 	}
 	if len(dead.Items) > 0 {
-		if err := appendDead(tx, tenant, topic, deliveries, &dead); err != nil {
+		if err := appendDead(st, tenant, topic, deliveries, &dead); err != nil {
 			return Claim{}, err
 		}
 		for _, it := range dead.Items {
@@ -544,11 +544,13 @@ func fillMessage(m *Message, tenant, topic string, e *chain.Entry) error {
 	return nil
 }
 
-func appendDead(tx *chain.Tx, tenant, topic, deliveries string, d *deadEvent) error {
-	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeDead, Payload: d.encode()}); err != nil {
+// appendDead records dead letters and applies them through st, the
+// operation's own state, so that its caches stay true.
+func appendDead(st txState, tenant, topic, deliveries string, d *deadEvent) error {
+	if _, err := st.tx.Append(chain.Request{Chain: deliveries, Type: TypeDead, Payload: d.encode()}); err != nil {
 		return err
 	}
-	return applyDead(newTxState(tx), tenant, topic, d)
+	return applyDead(st, tenant, topic, d)
 }
 
 // DeadLetter names a message that was dead-lettered, and why.
@@ -671,7 +673,7 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 		return Recorded{}, err
 	}
 	if len(dead.Items) > 0 {
-		if err := appendDead(tx, tenant, topic, deliveries, &dead); err != nil {
+		if err := appendDead(st, tenant, topic, deliveries, &dead); err != nil {
 			return Recorded{}, err
 		}
 		// Only a dead letter deletes ready keys here (a failure's, put
