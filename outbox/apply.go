@@ -36,10 +36,9 @@ func enqueueDue(e *chain.Entry, m *messageEvent) int64 { return max(e.TimeUnixNa
 func applyMessage(s stateStore, tenant, topic string, e *chain.Entry, m *messageEvent, fresh bool) error {
 	id := MessageID(tenant, topic, e.IdempotencyKey)
 	if !fresh {
-		if _, found, err := s.get(recordKey(tenant, id)); err != nil || found {
-			if err == nil {
-				err = badTransition(id, "enqueued twice")
-			}
+		if _, err := getRecord(s, tenant, id); err == nil {
+			return badTransition(id, "enqueued twice")
+		} else if !IsUnknown(err) {
 			return err
 		}
 	}
@@ -63,13 +62,31 @@ func applyMessage(s stateStore, tenant, topic string, e *chain.Entry, m *message
 	return putReady(s, tenant, id, &r)
 }
 
-// putReady puts a message's ready key (its value is the message id),
-// lowering the topic's floor below it first.
+// putReady puts a message's ready key, lowering the topic's floor below it
+// first. Its value is the message id and a copy of the record r, which the
+// caller puts as the message's record in the same transition: a claim
+// reads the records of the messages it leases with the index, in one
+// range, instead of one point read each.
 func putReady(s stateStore, tenant string, id ID, r *record) error {
 	if err := lowerFloor(s, tenant, r.Topic, r.Due); err != nil {
 		return err
 	}
-	return s.put(readyKey(tenant, r.Topic, r.Due, r.Seq), id[:])
+	return s.put(readyKey(tenant, r.Topic, r.Due, r.Seq), r.appendEncoded(id[:]))
+}
+
+// splitReadyValue splits a ready key's value into the message id and the
+// record it carries. A value of the id alone (as an outbox written before
+// ready keys carried records holds) has no record: rec is nil, and the
+// record is read by its key.
+func splitReadyValue(v []byte) (id ID, rec []byte, ok bool) {
+	if len(v) < IDSize {
+		return id, nil, false
+	}
+	copy(id[:], v)
+	if len(v) > IDSize {
+		rec = v[IDSize:]
+	}
+	return id, rec, true
 }
 
 // The floor of a topic's ready index (state key f/<topic>) is the due time
@@ -136,27 +153,36 @@ func applyLease(s stateStore, tenant, topic string, e *chain.Entry, l *leaseEven
 			return err
 		}
 		r.Status, r.Attempts, r.Token, r.Worker, r.Due, r.Group = Leased, it.Attempt, e.Seq, l.Worker, l.Deadline, e.Seq
-		counts.add(leaseKey(tenant, topic, r.Due, r.Group), 1)
+		counts.add(&r, 1)
 		if err := putRecord(s, tenant, it.ID, &r); err != nil {
 			return err
 		}
 	}
-	return counts.write(s)
+	return counts.write(s, tenant, topic)
 }
 
 // leaseCounts are the changes one entry makes to the counts of the lease
-// index's keys, written once at its end (a batch of a thousand outcomes
-// of one lease writes its key once).
-type leaseCounts map[string]int64
+// index's keys of its topic, written once at its end (a batch of a
+// thousand outcomes of one lease writes its key once, and builds it once).
+type leaseCounts map[leaseRef]int64
 
-func (c leaseCounts) add(key []byte, n int64) { c[string(key)] += n }
+// leaseRef names a lease index key: the deadline and the seq of the entry
+// that set it.
+type leaseRef struct {
+	deadline int64
+	seq      uint64
+}
 
-func (c leaseCounts) write(s stateStore) error {
-	for k, n := range c {
+// add counts n more (or fewer) messages on the key of the lease the
+// record holds.
+func (c leaseCounts) add(r *record, n int64) { c[leaseRef{r.Due, r.Group}] += n }
+
+func (c leaseCounts) write(s stateStore, tenant, topic string) error {
+	for ref, n := range c {
 		if n == 0 {
 			continue
 		}
-		key := []byte(k)
+		key := leaseKey(tenant, topic, ref.deadline, ref.seq)
 		v, found, err := s.get(key)
 		if err != nil {
 			return err
@@ -191,7 +217,7 @@ func leaveIndex(s stateStore, tenant string, r *record, counts leaseCounts) erro
 	case Pending:
 		return s.del(readyKey(tenant, r.Topic, r.Due, r.Seq))
 	case Leased:
-		counts.add(leaseKey(tenant, r.Topic, r.Due, r.Group), -1)
+		counts.add(r, -1)
 	}
 	return nil
 }
@@ -229,14 +255,14 @@ func applyHeartbeat(s stateStore, tenant, topic string, e *chain.Entry, h *heart
 		if err := currentLease(&r, it.ID, it.Token); err != nil {
 			return err
 		}
-		counts.add(leaseKey(tenant, topic, r.Due, r.Group), -1)
+		counts.add(&r, -1)
 		r.Due, r.Group = h.Deadline, e.Seq
-		counts.add(leaseKey(tenant, topic, r.Due, r.Group), 1)
+		counts.add(&r, 1)
 		if err := putRecord(s, tenant, it.ID, &r); err != nil {
 			return err
 		}
 	}
-	return counts.write(s)
+	return counts.write(s, tenant, topic)
 }
 
 func applyOutcome(s stateStore, tenant, topic string, o *outcomeEvent) error {
@@ -252,7 +278,7 @@ func applyOutcome(s stateStore, tenant, topic string, o *outcomeEvent) error {
 		if it.Attempt != r.Attempts {
 			return badTransition(it.ID, "outcome of attempt %d during attempt %d", it.Attempt, r.Attempts)
 		}
-		counts.add(leaseKey(tenant, topic, r.Due, r.Group), -1)
+		counts.add(&r, -1)
 		r.Group = 0
 		if it.Kind == Delivered {
 			r.Status = Done
@@ -272,7 +298,7 @@ func applyOutcome(s stateStore, tenant, topic string, o *outcomeEvent) error {
 			return err
 		}
 	}
-	return counts.write(s)
+	return counts.write(s, tenant, topic)
 }
 
 // finishInQueue removes a delivered message from its ordering key's queue
@@ -321,7 +347,7 @@ func applyDead(s stateStore, tenant, topic string, d *deadEvent) error {
 			return err
 		}
 	}
-	return counts.write(s)
+	return counts.write(s, tenant, topic)
 }
 
 func applyRequeue(s stateStore, tenant, topic string, e *chain.Entry, q *requeueEvent) error {

@@ -138,6 +138,23 @@ func validWorker(worker string) error {
 // Of an ordering key only the oldest undelivered message is ever due. One
 // lease entry records them all; its seq is their fencing token.
 func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) {
+	c, err := claimTx(tx, tenant, topic, o)
+	if err != nil {
+		return Claim{}, err
+	}
+	messages, _ := MessagesChain(tenant, topic)
+	if err := readMessages(tx, tenant, topic, messages, c.Leases); err != nil {
+		return Claim{}, err
+	}
+	return c, nil
+}
+
+// claimTx is ClaimTx without reading the messages: each lease's Message
+// holds only its ID and Seq, for readMessages to fill in. The enqueues are
+// committed and never change, so a worker reads them after the claim's
+// commit, in a read transaction, outside the writer that every claim and
+// outcome goes through.
+func claimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) {
 	if err := validateNames(tenant, topic); err != nil {
 		return Claim{}, err
 	}
@@ -164,12 +181,12 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 		return Claim{}, err
 	}
 	var claim Claim
-	st := newTxState(tx)
+	st := newTxStateSized(tx, o.Max)
 	floor, hasFloor, err := readFloor(st, tenant, topic)
 	if err != nil {
 		return Claim{}, err
 	}
-	ready, nextReady, err := dueMessages(tx, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
+	ready, nextReady, err := dueMessages(st, tenant, topic, floor, hasFloor, now.UnixNano(), o.Max)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -177,7 +194,18 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 	if err != nil {
 		return Claim{}, err
 	}
-	due, next := mergeDue(ready, expired, o.Max)
+	due, taken, next := mergeDue(ready, expired, o.Max)
+	// The claim takes the first taken ready keys from the floor on (every
+	// message of due leaves the ready index, leased or dead); the first key
+	// left is the next one the scan read, so the floor is known without a
+	// scan over the keys this transaction deletes.
+	settled := int64(floorEmpty)
+	switch {
+	case taken < len(ready):
+		settled = ready[taken].due
+	case nextReady != noneDue:
+		settled = nextReady
+	}
 	for _, n := range []int64{nextReady, nextExpired} {
 		if n != noneDue && (next == noneDue || n < next) {
 			next = n
@@ -211,15 +239,20 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 		}
 	}
 	if len(dead.Items) > 0 {
-		if err := appendDead(tx, tenant, topic, deliveries, &dead); err != nil {
+		if err := appendDead(st, tenant, topic, deliveries, &dead); err != nil {
 			return Claim{}, err
 		}
 		for _, it := range dead.Items {
 			claim.Dead = append(claim.Dead, DeadLetter{ID: it.ID, Reason: it.Reason})
 		}
 	}
+	if hasFloor && settled != floor {
+		if err := st.put(floorKey(tenant, topic), encodeFloor(settled)); err != nil {
+			return Claim{}, err
+		}
+	}
 	if len(le.Items) == 0 {
-		return claim, settleFloor(st, tx, tenant, topic)
+		return claim, nil
 	}
 	res, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeLease, Payload: le.encode()})
 	if err != nil {
@@ -228,77 +261,71 @@ func ClaimTx(tx *chain.Tx, tenant, topic string, o ClaimOptions) (Claim, error) 
 	if err := applyLease(st, tenant, topic, &res.Entry, &le); err != nil {
 		return Claim{}, err
 	}
-	if err := settleFloor(st, tx, tenant, topic); err != nil {
-		return Claim{}, err
-	}
-	messages, _ := MessagesChain(tenant, topic)
-	leased, err := readMessages(tx, tenant, topic, messages, records)
-	if err != nil {
-		return Claim{}, err
-	}
 	claim.Leases = make([]Lease, len(le.Items))
 	for i, it := range le.Items {
-		claim.Leases[i] = Lease{Message: leased[i], Attempt: int(it.Attempt), Token: res.Entry.Seq, Deadline: time.Unix(0, le.Deadline)}
+		claim.Leases[i] = Lease{Message: Message{ID: it.ID, Seq: records[i].Seq}, Attempt: int(it.Attempt),
+			Token: res.Entry.Seq, Deadline: time.Unix(0, le.Deadline)}
 	}
 	return claim, nil
 }
 
-// readMessages reads the enqueues of the records' messages. When their
-// seqs lie close together (a FIFO topic's claim: they mostly do) it reads
-// the range between the lowest and the highest in one pass, which on
-// PostgreSQL is a few paged queries instead of a round trip per message;
-// otherwise one entry at a time.
-func readMessages(tx *chain.Tx, tenant, topic, messages string, records []record) ([]Message, error) {
-	out := make([]Message, len(records))
-	if len(records) == 0 {
-		return out, nil
+// readMessages fills in the leases' messages from their enqueues, named
+// by each message's ID and Seq (from its record, which Check holds to the
+// chains: the id is not derived again). When their seqs lie close together
+// (a FIFO topic's claim: they mostly do) it reads the range between the
+// lowest and the highest in one pass, which on PostgreSQL is a few paged
+// queries instead of a round trip per message; otherwise one entry at a
+// time.
+func readMessages(tx *chain.Tx, tenant, topic, messages string, leases []Lease) error {
+	if len(leases) == 0 {
+		return nil
 	}
-	lo, hi := records[0].Seq, records[0].Seq
-	for _, r := range records {
-		lo, hi = min(lo, r.Seq), max(hi, r.Seq)
+	lo, hi := leases[0].Message.Seq, leases[0].Message.Seq
+	for i := range leases {
+		lo, hi = min(lo, leases[i].Message.Seq), max(hi, leases[i].Message.Seq)
 	}
-	if len(records) == 1 || hi-lo+1 > 2*uint64(len(records)) {
-		for i, r := range records {
-			m, err := readMessage(tx, tenant, topic, messages, r.Seq)
+	if len(leases) == 1 || hi-lo+1 > 2*uint64(len(leases)) {
+		for i := range leases {
+			m := &leases[i].Message
+			e, err := tx.Get(messages, m.Seq)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out[i] = m
+			if err := fillMessage(m, tenant, topic, &e); err != nil {
+				return err
+			}
 		}
-		return out, nil
+		return nil
 	}
-	want := make(map[uint64][]int, len(records))
-	for i, r := range records {
-		want[r.Seq] = append(want[r.Seq], i)
+	// Slots by seq: a dense table over [lo, hi], which holds at most twice
+	// as many seqs as there are leases.
+	slots := make([]int32, hi-lo+1)
+	for i := range leases {
+		slots[leases[i].Message.Seq-lo] = int32(i) + 1
 	}
 	found := 0
 	for e, err := range tx.Entries(messages, lo) {
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if e.Seq > hi {
 			break
 		}
-		slots, ok := want[e.Seq]
-		if !ok {
+		slot := slots[e.Seq-lo]
+		if slot == 0 {
 			continue
 		}
-		m, err := messageOf(tenant, topic, &e)
-		if err != nil {
-			return nil, err
+		if err := fillMessage(&leases[slot-1].Message, tenant, topic, &e); err != nil {
+			return err
 		}
-		for _, i := range slots {
-			out[i] = m
-			found++
-		}
-		if found == len(records) {
+		if found++; found == len(leases) {
 			break
 		}
 	}
-	if found != len(records) {
-		return nil, fmt.Errorf("outbox: %s holds %d of the %d enqueues its records name", messages, found, len(records))
+	if found != len(leases) {
+		return fmt.Errorf("outbox: %s holds %d of the %d enqueues its records name", messages, found, len(leases))
 	}
-	return out, nil
+	return nil
 }
 
 func leaseDuration(d time.Duration) (time.Duration, error) {
@@ -351,8 +378,9 @@ func dueLess(a, b dueRef) bool { return a.due < b.due || a.due == b.due && a.seq
 
 // mergeDue merges the due pending messages and the expired leases, both in
 // (due, seq) order, into the first max of both in that order, and returns
-// the due time of the first one left out (noneDue when none is).
-func mergeDue(ready, expired []dueRef, max int) ([]dueRef, int64) {
+// how many of ready it took and the due time of the first one left out
+// (noneDue when none is).
+func mergeDue(ready, expired []dueRef, max int) ([]dueRef, int, int64) {
 	out := make([]dueRef, 0, min(max, len(ready)+len(expired)))
 	i, j := 0, 0
 	for len(out) < max && (i < len(ready) || j < len(expired)) {
@@ -369,26 +397,29 @@ func mergeDue(ready, expired []dueRef, max int) ([]dueRef, int64) {
 	if j < len(expired) && (next == noneDue || expired[j].due < next) {
 		next = expired[j].due
 	}
-	return out, next
+	return out, i, next
 }
 
 // dueMessages returns, in (due, seq) order, up to max pending messages of
 // the topic's ready index due at now, read from the floor when it has one,
 // and the due time of the first one not taken (noneDue when none waits).
-func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]dueRef, int64, error) {
+// The records the ready keys carry go into st's cache, so that the claim
+// reads them with the index instead of one at a time.
+func dueMessages(st txState, tenant, topic string, floor int64, hasFloor bool, now int64, max int) ([]dueRef, int64, error) {
 	start := topicPrefix(tenant, stateReady, topic)
 	from := start
 	if hasFloor {
 		from = readyKey(tenant, topic, floor, 0)
 	}
-	var refs []dueRef
+	refs := make([]dueRef, 0, min(max, 64))
 	next := int64(noneDue)
-	for kv, err := range tx.StateScan(from, prefixEnd(start), false) {
+	for kv, err := range st.tx.StateScan(from, prefixEnd(start), false) {
 		if err != nil {
 			return nil, next, err
 		}
 		rest := kv.Key[len(start):]
-		if len(rest) != 16 || len(kv.Value) != IDSize {
+		id, rec, ok := splitReadyValue(kv.Value)
+		if len(rest) != 16 || !ok {
 			return nil, next, fmt.Errorf("outbox: malformed ready key %x", kv.Key)
 		}
 		due := int64(binary.BigEndian.Uint64(rest) ^ (1 << 63))
@@ -396,9 +427,12 @@ func dueMessages(tx *chain.Tx, tenant, topic string, floor int64, hasFloor bool,
 			next = due
 			break
 		}
-		ref := dueRef{due: due, seq: binary.BigEndian.Uint64(rest[8:])}
-		copy(ref.id[:], kv.Value)
-		refs = append(refs, ref)
+		refs = append(refs, dueRef{due: due, seq: binary.BigEndian.Uint64(rest[8:]), id: id})
+		if rec != nil {
+			if err := rememberRecord(st, id, rec); err != nil {
+				return nil, next, err
+			}
+		}
 	}
 	return refs, next, nil
 }
@@ -490,23 +524,33 @@ func readMessage(tx *chain.Tx, tenant, topic, messages string, seq uint64) (Mess
 }
 
 func messageOf(tenant, topic string, e *chain.Entry) (Message, error) {
+	m := Message{ID: MessageID(tenant, topic, e.IdempotencyKey)}
+	err := fillMessage(&m, tenant, topic, e)
+	return m, err
+}
+
+// fillMessage sets the fields of a message with a known id from its
+// enqueue.
+func fillMessage(m *Message, tenant, topic string, e *chain.Entry) error {
 	if e.Type != TypeMessage {
-		return Message{}, fmt.Errorf("%w: entry %s seq %d has type %q", errDecode, e.Chain, e.Seq, e.Type)
+		return fmt.Errorf("%w: entry %s seq %d has type %q", errDecode, e.Chain, e.Seq, e.Type)
 	}
 	ev, err := decodeMessage(e.Payload)
 	if err != nil {
-		return Message{}, fmt.Errorf("entry %s seq %d: %w", e.Chain, e.Seq, err)
+		return fmt.Errorf("entry %s seq %d: %w", e.Chain, e.Seq, err)
 	}
-	id := MessageID(tenant, topic, e.IdempotencyKey)
-	return Message{ID: id, Key: id.Key(), Tenant: tenant, Topic: topic, IdempotencyKey: e.IdempotencyKey,
-		OrderingKey: ev.OrderingKey, Headers: ev.Headers, Payload: ev.Payload, EnqueuedAt: time.Unix(0, e.TimeUnixNano), Seq: e.Seq}, nil
+	*m = Message{ID: m.ID, Key: m.ID.Key(), Tenant: tenant, Topic: topic, IdempotencyKey: e.IdempotencyKey,
+		OrderingKey: ev.OrderingKey, Headers: ev.Headers, Payload: ev.Payload, EnqueuedAt: time.Unix(0, e.TimeUnixNano), Seq: e.Seq}
+	return nil
 }
 
-func appendDead(tx *chain.Tx, tenant, topic, deliveries string, d *deadEvent) error {
-	if _, err := tx.Append(chain.Request{Chain: deliveries, Type: TypeDead, Payload: d.encode()}); err != nil {
+// appendDead records dead letters and applies them through st, the
+// operation's own state, so that its caches stay true.
+func appendDead(st txState, tenant, topic, deliveries string, d *deadEvent) error {
+	if _, err := st.tx.Append(chain.Request{Chain: deliveries, Type: TypeDead, Payload: d.encode()}); err != nil {
 		return err
 	}
-	return applyDead(newTxState(tx), tenant, topic, d)
+	return applyDead(st, tenant, topic, d)
 }
 
 // DeadLetter names a message that was dead-lettered, and why.
@@ -573,7 +617,7 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) {
 		return Recorded{}, err
 	}
-	st := newTxState(tx)
+	st := newTxStateSized(tx, len(outcomes))
 	errs := make([]error, len(outcomes))
 	ev := outcomeEvent{Worker: o.Worker, Items: make([]outcomeItem, 0, len(outcomes))}
 	var dead deadEvent
@@ -629,12 +673,15 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 		return Recorded{}, err
 	}
 	if len(dead.Items) > 0 {
-		if err := appendDead(tx, tenant, topic, deliveries, &dead); err != nil {
+		if err := appendDead(st, tenant, topic, deliveries, &dead); err != nil {
 			return Recorded{}, err
 		}
-	}
-	if err := settleFloor(st, tx, tenant, topic); err != nil {
-		return Recorded{}, err
+		// Only a dead letter deletes ready keys here (a failure's, put
+		// just before); puts lower the floor as they go, so it stays
+		// exact without them.
+		if err := settleFloor(st, tx, tenant, topic); err != nil {
+			return Recorded{}, err
+		}
 	}
 	notify(tx, tenant, topic) // a delivered message may have made the next of its key ready
 	rec := Recorded{Errs: errs}
@@ -688,7 +735,7 @@ func HeartbeatTx(tx *chain.Tx, tenant, topic string, o RecordOptions, lease time
 	if _, err := tx.Head(deliveries); err != nil && !isNotFound(err) {
 		return nil, err
 	}
-	st := newTxState(tx)
+	st := newTxStateSized(tx, len(leases))
 	errs := make([]error, len(leases))
 	ev := heartbeatEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
 	seen := map[ID]bool{}

@@ -21,8 +21,10 @@ var errDecode = errors.New("outbox: undecodable payload")
 
 type encoder struct{ b []byte }
 
-func newEncoder(size int) *encoder {
-	e := &encoder{b: make([]byte, 0, size)}
+// newEncoder and newDecoder return values, not pointers, so that a codec
+// call allocates only what it encodes or decodes.
+func newEncoder(size int) encoder {
+	e := encoder{b: make([]byte, 0, size)}
 	e.b = append(e.b, codecVersion)
 	return e
 }
@@ -48,8 +50,8 @@ type decoder struct {
 	err error
 }
 
-func newDecoder(b []byte) *decoder {
-	d := &decoder{b: b}
+func newDecoder(b []byte) decoder {
+	d := decoder{b: b}
 	if len(b) == 0 || b[0] != codecVersion {
 		d.fail("unknown version")
 		return d

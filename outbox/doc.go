@@ -44,7 +44,8 @@
 // answers "when was this invoice email first tried, by which worker, and
 // what did the gateway answer", and `ledgerctl verify` proves that nobody
 // rewrote it. The delivery state (each message's status, the ready index
-// of pending messages ordered by due time, the lease index of the lease
+// of pending messages ordered by due time, each key carrying a copy of its
+// message's record for the claims, the lease index of the lease
 // entries whose deadline messages still hold, the ordering keys' queues,
 // the dead letters) is
 // derived state in the state keyspace, written in the same transactions;

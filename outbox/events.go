@@ -345,8 +345,12 @@ type record struct {
 	AgeFrom     int64 // EnqueuedAt, or the last requeue's time: MaxAge counts from it
 }
 
-func (r *record) encode() []byte {
-	e := newEncoder(64 + len(r.Topic) + len(r.Worker) + len(r.OrderingKey))
+func (r *record) encode() []byte { return r.appendEncoded(nil) }
+
+// appendEncoded appends the record's encoding to prefix, in one allocation.
+func (r *record) appendEncoded(prefix []byte) []byte {
+	e := newEncoder(len(prefix) + 80 + len(r.Topic) + len(r.Worker) + len(r.OrderingKey))
+	e.b = append(append(e.b[:0], prefix...), codecVersion)
 	e.str(r.Topic)
 	e.u64(r.Seq)
 	e.u8(uint8(r.Status))

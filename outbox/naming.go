@@ -38,7 +38,11 @@ func (id ID) String() string { return hex.EncodeToString(id[:]) }
 
 // Key is the idempotency key every delivery attempt of the message
 // carries: "outbox:" + id.
-func (id ID) Key() string { return KeyPrefix + id.String() }
+func (id ID) Key() string {
+	var b [len(KeyPrefix) + 2*IDSize]byte
+	hex.Encode(b[copy(b[:], KeyPrefix):], id[:])
+	return string(b[:])
+}
 
 // ParseID parses the 32 hex digits of an id, with or without KeyPrefix.
 func ParseID(s string) (ID, error) {
@@ -125,7 +129,10 @@ const (
 // State keys, all under "outbox/<tenant>/":
 //
 //	m/<id>                                 the message's record
-//	r/<topic>/<due><seq>                   ready index: pending messages, claimable once due
+//	r/<topic>/<due><seq>                   ready index: pending messages, claimable once due,
+//	                                       valued the id and a copy of the record (read
+//	                                       with the index by a claim; the id alone when
+//	                                       written before ready keys carried records)
 //	l/<topic>/<deadline><entry seq>        lease index: one key per lease (or heartbeat) entry
 //	                                       whose deadline some messages still hold, valued
 //	                                       their count; claimable once the deadline passed
@@ -149,7 +156,9 @@ const (
 func tenantPrefix(tenant string) []byte { return []byte(Domain + "/" + tenant + "/") }
 
 func recordKey(tenant string, id ID) []byte {
-	return append(append(tenantPrefix(tenant), stateRecord+"/"...), id[:]...)
+	k := make([]byte, 0, len(Domain)+len(tenant)+len(stateRecord)+3+IDSize)
+	k = append(append(append(k, Domain+"/"...), tenant...), '/')
+	return append(append(k, stateRecord+"/"...), id[:]...)
 }
 
 func topicPrefix(tenant, kind, topic string) []byte {

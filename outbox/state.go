@@ -27,15 +27,26 @@ type stateStore interface {
 // txState is a transaction's state keyspace. cache, when set, holds the
 // keys one operation read or wrote, so that a batch of a thousand
 // transitions reads each record and its topic's floor once (on PostgreSQL
-// every read the transaction has not written is a round trip). Only the
-// operation writes these keys while it runs: the transaction is its own.
+// every read the transaction has not written is a round trip); records
+// holds the messages' records it read or wrote, decoded (getRecord and
+// putRecord keep them there instead of in cache, so that a transition
+// neither builds a record's key nor decodes it again). Only the operation
+// writes these keys while it runs: the transaction is its own.
 type txState struct {
-	tx    *chain.Tx
-	cache map[string][]byte // nil value: absent
+	tx      *chain.Tx
+	cache   map[string][]byte // nil value: absent
+	records map[ID]record
 }
 
-// newTxState returns a txState with a cache, for one operation.
+// newTxState returns a txState with a cache of keys, for one operation.
 func newTxState(tx *chain.Tx) txState { return txState{tx: tx, cache: map[string][]byte{}} }
+
+// newTxStateSized returns a txState with both caches, with room for an
+// operation on n messages (each message's record and one index key), so
+// that a batch of a thousand does not grow them step by step.
+func newTxStateSized(tx *chain.Tx, n int) txState {
+	return txState{tx: tx, cache: make(map[string][]byte, n+4), records: make(map[ID]record, n)}
+}
 
 func (s txState) get(key []byte) ([]byte, bool, error) {
 	if s.cache == nil {
@@ -68,9 +79,14 @@ func (s txState) getStored(key []byte) ([]byte, bool, error) {
 	return v, err == nil, err
 }
 
+// put writes a key. The cache keeps value itself, not a copy: every
+// transition puts a slice it has just encoded and never changes it after.
 func (s txState) put(key, value []byte) error {
 	if s.cache != nil {
-		s.remember(key, value, true)
+		if value == nil {
+			value = []byte{} // nil in the cache is an absence
+		}
+		s.cache[string(key)] = value
 	}
 	return s.tx.StatePut(key, value)
 }
@@ -167,7 +183,21 @@ func (m *memState) queueHead(prefix []byte) ([]byte, []byte, bool, error) {
 
 // getRecord reads a message's record; ErrUnknownMessage when it has none.
 func getRecord(s stateStore, tenant string, id ID) (record, error) {
-	v, found, err := s.get(recordKey(tenant, id))
+	ts, cached := s.(txState)
+	cached = cached && ts.records != nil
+	if cached {
+		if r, ok := ts.records[id]; ok {
+			return r, nil
+		}
+	}
+	var v []byte
+	var found bool
+	var err error
+	if cached {
+		v, found, err = ts.getStored(recordKey(tenant, id))
+	} else {
+		v, found, err = s.get(recordKey(tenant, id))
+	}
 	if err != nil {
 		return record{}, err
 	}
@@ -178,9 +208,30 @@ func getRecord(s stateStore, tenant string, id ID) (record, error) {
 	if err != nil {
 		return record{}, fmt.Errorf("outbox: record of %s: %w", id, err)
 	}
+	if cached {
+		ts.records[id] = r
+	}
 	return r, nil
 }
 
 func putRecord(s stateStore, tenant string, id ID, r *record) error {
+	if ts, ok := s.(txState); ok && ts.records != nil {
+		ts.records[id] = *r
+		return ts.tx.StatePut(recordKey(tenant, id), r.encode())
+	}
 	return s.put(recordKey(tenant, id), r.encode())
+}
+
+// rememberRecord puts a record read with an index (a ready key's copy)
+// in s's cache, when it has one, as if getRecord had read it.
+func rememberRecord(s txState, id ID, encoded []byte) error {
+	if s.records == nil {
+		return nil
+	}
+	r, err := decodeRecord(encoded)
+	if err != nil {
+		return fmt.Errorf("outbox: ready key's record of %s: %w", id, err)
+	}
+	s.records[id] = r
+	return nil
 }

@@ -364,17 +364,44 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 	}
 }
 
+// claimReadInlineMax is the largest claim whose messages a worker reads
+// in the claim's own transaction. A larger one's are read after it
+// commits (see claimTx), which frees the writer every claim and outcome
+// shares; a small one, the claim of a message just enqueued, saves a
+// transaction (on PostgreSQL, round trips) between commit and handler.
+const claimReadInlineMax = 64
+
 func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 	o := &r.w.opts
 	var c Claim
+	messages, _ := MessagesChain(o.Tenant, r.topic)
+	read := false
 	err := r.w.db.Update(ctx, func(tx *chain.Tx) error {
 		var err error
-		c, err = ClaimTx(tx, o.Tenant, r.topic, ClaimOptions{Worker: o.ID, Max: n, LeaseDuration: o.LeaseDuration,
+		c, err = claimTx(tx, o.Tenant, r.topic, ClaimOptions{Worker: o.ID, Max: n, LeaseDuration: o.LeaseDuration,
 			Now: r.w.clock(), Policy: r.t.Policy})
-		return err
+		if err != nil || len(c.Leases) > claimReadInlineMax {
+			return err
+		}
+		read = true
+		return readMessages(tx, o.Tenant, r.topic, messages, c.Leases)
 	})
 	if err != nil {
 		return Claim{}, err
+	}
+	if !read {
+		// The leases are held: read their messages in a read transaction
+		// (see claimTx), retried a few times; a worker that cannot read
+		// them leaves the leases to expire, and the messages are attempted
+		// again with the same keys.
+		err = retried(func() error {
+			return r.w.db.View(context.WithoutCancel(ctx), func(tx *chain.Tx) error {
+				return readMessages(tx, o.Tenant, r.topic, messages, c.Leases)
+			})
+		})
+		if err != nil {
+			return Claim{}, fmt.Errorf("outbox: %d messages leased but not read (their leases will expire): %w", len(c.Leases), err)
+		}
 	}
 	if len(c.Leases) > 0 || c.Expired > 0 {
 		r.w.metrics.Claimed(r.topic, len(c.Leases), c.Expired)
@@ -401,6 +428,11 @@ func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 }
 
 func (r *topicRunner) handle(base context.Context) {
+	// Each handler goroutine derives its calls' contexts from a parent of
+	// its own, so that creating and canceling them does not contend on
+	// the lock of one context all the goroutines share.
+	base, stop := context.WithCancel(base)
+	defer stop()
 	for j := range r.jobs {
 		ctx, cancel := context.WithTimeout(base, r.t.Timeout)
 		r.mu.Lock()
@@ -448,18 +480,13 @@ func (r *topicRunner) record() {
 func (r *topicRunner) recordBatch(batch []Outcome) {
 	o := &r.w.opts
 	var rec Recorded
-	var err error
-	for attempt := 0; ; attempt++ {
-		err = r.w.db.Update(context.Background(), func(tx *chain.Tx) error {
+	err := retried(func() error {
+		return r.w.db.Update(context.Background(), func(tx *chain.Tx) error {
 			var err error
 			rec, err = RecordTx(tx, o.Tenant, r.topic, RecordOptions{Worker: o.ID, Now: r.w.clock(), Policy: r.t.Policy}, batch)
 			return err
 		})
-		if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
-			break
-		}
-		time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
-	}
+	})
 	if err != nil {
 		// The leases expire and the messages are attempted again: at
 		// least once holds, at the cost of a repeat.
@@ -495,6 +522,19 @@ func (r *topicRunner) recordBatch(batch []Outcome) {
 	select {
 	case r.freed <- struct{}{}:
 	default:
+	}
+}
+
+// retried calls op until it succeeds, the ledger is closed, or six calls
+// have failed, waiting 10 ms, doubling, between them; it returns the last
+// call's error.
+func retried(op func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := op()
+		if err == nil || errors.Is(err, chain.ErrClosed) || attempt == 5 {
+			return err
+		}
+		time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
 	}
 }
 
