@@ -1,0 +1,62 @@
+package api
+
+// APIKeyRequest is POST /v1/apikeys: a key of the caller's tenant.
+type APIKeyRequest struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"` // read, write, admin
+}
+
+// APIKey is a key's public record (never its secret).
+type APIKey struct {
+	ID              string   `json:"id"`
+	Tenant          string   `json:"tenant"`
+	Name            string   `json:"name"`
+	Scopes          []string `json:"scopes"`
+	CreatedUnixNano int64    `json:"created_unix_nano"`
+	RevokedUnixNano int64    `json:"revoked_unix_nano,omitempty"`
+}
+
+// APIKeyCreated is the answer (201) of POST /v1/apikeys: Token is shown
+// this once; the ledger keeps only its digest.
+type APIKeyCreated struct {
+	Key   APIKey `json:"key"`
+	Token string `json:"token"`
+}
+
+// APIKeyList is GET /v1/apikeys.
+type APIKeyList struct {
+	Keys []APIKey `json:"keys"`
+}
+
+// VerifyRequest is POST /v1/verify. Chains (relative to the tenant) limits
+// the check; every chain of the tenant when empty.
+type VerifyRequest struct {
+	Chains []string `json:"chains,omitempty"`
+}
+
+// VerifyFailure is one problem verify found.
+type VerifyFailure struct {
+	Chain      string `json:"chain"`
+	Seq        uint64 `json:"seq"`
+	Reason     string `json:"reason"`
+	Detail     string `json:"detail"`
+	Expected   string `json:"expected,omitempty"`
+	Calculated string `json:"calculated,omitempty"`
+}
+
+// VerifyReport is the answer of POST /v1/verify (200 whether or not it
+// found failures; OK says which).
+type VerifyReport struct {
+	OK        bool            `json:"ok"`
+	Chains    int64           `json:"chains"`
+	Entries   int64           `json:"entries"`
+	Failures  []VerifyFailure `json:"failures"`
+	Truncated bool            `json:"truncated"`
+}
+
+// Health is GET /healthz and GET /readyz.
+type Health struct {
+	Status string `json:"status"` // ok, or not_ready
+	// Detail says why a server is not ready.
+	Detail string `json:"detail,omitempty"`
+}

@@ -1,0 +1,79 @@
+package api
+
+// OutboxMessage is one message of the outbox (GET /v1/outbox/messages,
+// /v1/outbox/dead; a business event's message).
+type OutboxMessage struct {
+	ID string `json:"id"`
+	// Key is the idempotency key every delivery attempt carries.
+	Key            string            `json:"key"`
+	Topic          string            `json:"topic"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	OrderingKey    string            `json:"ordering_key,omitempty"`
+	Status         string            `json:"status"` // pending, leased, done or dead
+	Attempts       int               `json:"attempts"`
+	DueUnixNano    int64             `json:"due_unix_nano"`
+	Worker         string            `json:"worker,omitempty"`
+	Token          uint64            `json:"token,omitempty"`
+	EnqueuedAt     int64             `json:"enqueued_unix_nano"`
+	Seq            uint64            `json:"seq"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Payload        string            `json:"payload,omitempty"`
+}
+
+// OutboxMessageList is GET /v1/outbox/messages?topic=&status=&limit= and
+// GET /v1/outbox/dead?topic=.
+type OutboxMessageList struct {
+	Messages []OutboxMessage `json:"messages"`
+}
+
+// OutboxRequeueRequest is POST /v1/outbox/requeue: return dead messages to
+// pending with fresh attempts. The operator recorded is the API key's id.
+type OutboxRequeueRequest struct {
+	IDs    []string `json:"ids"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// OutboxRequeueResponse is the answer of a requeue.
+type OutboxRequeueResponse struct {
+	Requeued []string `json:"requeued"`
+	Operator string   `json:"operator"`
+}
+
+// OutboxStats is GET /v1/outbox/stats?topic=.
+type OutboxStats struct {
+	Topics []OutboxTopic `json:"topics"`
+}
+
+// OutboxTopic counts one topic's messages.
+type OutboxTopic struct {
+	Topic         string             `json:"topic"`
+	Enqueued      int64              `json:"enqueued"`
+	Pending       int64              `json:"pending"`
+	Waiting       int64              `json:"waiting"`
+	Leased        int64              `json:"leased"`
+	Done          int64              `json:"done"`
+	Dead          int64              `json:"dead"`
+	OldestPending int64              `json:"oldest_pending_unix_nano,omitempty"`
+	Deliveries    uint64             `json:"deliveries_entries"`
+	BlockedKeys   []OutboxBlockedKey `json:"blocked_keys"`
+}
+
+// OutboxBlockedKey is an ordering key held back by its oldest message.
+type OutboxBlockedKey struct {
+	OrderingKey string `json:"ordering_key"`
+	Message     string `json:"message"`
+	Status      string `json:"status"`
+	Attempts    int    `json:"attempts"`
+	Behind      int64  `json:"behind"`
+}
+
+// WebhookReceipt is the answer (200) of POST /v1/webhooks/{provider}.
+type WebhookReceipt struct {
+	// Status is received, or duplicate for an event recorded before (its
+	// effects are not applied again).
+	Status   string `json:"status"`
+	Provider string `json:"provider"`
+	EventID  string `json:"event_id"`
+	Chain    string `json:"chain"`
+	Seq      uint64 `json:"seq"`
+}
