@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ledgerworks/ledger/api"
 )
 
 // Client calls one server. It is safe for concurrent use; share one per
@@ -93,9 +95,10 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 type CallOption func(*callConfig)
 
 type callConfig struct {
-	key    string
-	keySet bool
-	info   *ResponseInfo
+	attempts int
+	key      string
+	keySet   bool
+	info     *ResponseInfo
 }
 
 // WithIdempotencyKey sends key instead of a fresh one: for an intent whose
@@ -105,6 +108,17 @@ type callConfig struct {
 // (ErrInvalidKey), not replaced. Reads ignore it.
 func WithIdempotencyKey(key string) CallOption {
 	return func(c *callConfig) { c.key, c.keySet = key, true }
+}
+
+// WithMaxAttempts bounds this call's attempts instead of
+// Options.MaxAttempts (1: no retry; values outside 1 to MaxAttemptsMax are
+// ignored).
+func WithMaxAttempts(n int) CallOption {
+	return func(c *callConfig) {
+		if n >= 1 && n <= MaxAttemptsMax {
+			c.attempts = n
+		}
+	}
 }
 
 // WithResponseInfo fills *info with what the call's last attempt learned,
@@ -154,6 +168,7 @@ func (c *Client) do(ctx context.Context, k call, opts []CallOption) error {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	maxAttempts := cmpOr(cfg.attempts, c.maxAttempts)
 	var body []byte
 	if k.in != nil {
 		var err error
@@ -188,7 +203,7 @@ func (c *Client) do(ctx context.Context, k call, opts []CallOption) error {
 			return c.ended(k, context.Cause(ctx), last, err, res, key, attempt)
 		}
 		last = c.failure(k, key, attempt, res, err)
-		if !last.Retryable || attempt >= c.maxAttempts || last.RetryAfter > c.retryAfterMax {
+		if !last.Retryable || attempt >= maxAttempts || last.RetryAfter > c.retryAfterMax {
 			return last
 		}
 		wait := max(jitter(backoffCeiling(attempt, c.backoffBase, c.backoffMax)), last.RetryAfter)
@@ -274,7 +289,7 @@ func (c *Client) attempt(ctx context.Context, method, target, key string, body [
 		h["Authorization"] = []string{c.auth}
 	}
 	if key != "" {
-		h[KeyHeader] = []string{key}
+		h[api.HeaderIdempotencyKey] = []string{key}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -282,7 +297,7 @@ func (c *Client) attempt(ctx context.Context, method, target, key string, body [
 	}
 	defer resp.Body.Close()
 	res := attemptResult{status: resp.StatusCode, header: resp.Header,
-		replayed: resp.Header.Get(ReplayedHeader) == "true", requestID: resp.Header.Get(RequestIDHeader)}
+		replayed: resp.Header.Get(api.HeaderReplayed) == "true", requestID: resp.Header.Get(api.HeaderRequestID)}
 	res.body, err = readBody(resp, c.responseMax)
 	if err != nil && !errors.Is(err, errResponseTooLarge) {
 		return attemptResult{}, err // a body cut short: the outcome is unknown

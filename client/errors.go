@@ -10,23 +10,8 @@ import (
 	"time"
 )
 
-// Codes the server answers with that the client branches on. The server's
-// full list is in docs/SERVER.md; an unknown code is passed through as is.
-const (
-	CodeInvalidInput        = "INVALID_INPUT"
-	CodeNotFound            = "NOT_FOUND"
-	CodeIdempotencyConflict = "IDEMPOTENCY_CONFLICT"
-	CodeKeyRequired         = "KEY_REQUIRED"
-	CodeKeyInvalid          = "KEY_INVALID"
-	CodeKeyReused           = "KEY_REUSED_WITH_DIFFERENT_REQUEST"
-	CodeInProgress          = "REQUEST_IN_PROGRESS"
-	CodeRequestFailed       = "REQUEST_FAILED"
-	CodeStoreUnavailable    = "STORE_UNAVAILABLE"
-	CodeUnauthenticated     = "UNAUTHENTICATED"
-	CodeForbidden           = "FORBIDDEN"
-	CodeRateLimited         = "RATE_LIMITED"
-	CodePayloadTooLarge     = "PAYLOAD_TOO_LARGE"
-)
+// The server's codes are the api package's Code constants (api.CodeKeyReused,
+// api.CodeInProgress, …); an unknown code is passed through as is.
 
 // Codes the client gives failures that carry no problem body; Status is 0
 // for the first and the response's for the others.

@@ -33,13 +33,6 @@ const (
 	MaxAttemptsMax = 1000
 )
 
-// Header names of the wire contract (docs/CLIENT.md).
-const (
-	KeyHeader       = "Idempotency-Key"
-	ReplayedHeader  = "Idempotent-Replayed"
-	RequestIDHeader = "X-Request-Id"
-)
-
 // Options configure a Client. BaseURL is required; every other zero value
 // is a documented default.
 type Options struct {

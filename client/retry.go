@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ledgerworks/ledger/api"
 )
 
 // retryAfterMaxParsed bounds a parsed Retry-After, so a huge value cannot
@@ -59,7 +61,7 @@ func retryableStatus(status int, code string) bool {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
 	}
-	return code == CodeInProgress
+	return code == api.CodeInProgress
 }
 
 // retryableTransportError reports whether a failed round trip may succeed

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/internal/problem"
 )
 
@@ -40,7 +41,7 @@ func newScript(t *testing.T, steps ...func(w http.ResponseWriter, r *http.Reques
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		n := len(s.seen)
-		s.seen = append(s.seen, seenRequest{r.Method, r.URL.Path, r.Header.Get(KeyHeader), r.Header.Get("Authorization"),
+		s.seen = append(s.seen, seenRequest{r.Method, r.URL.Path, r.Header.Get(api.HeaderIdempotencyKey), r.Header.Get("Authorization"),
 			r.Header.Get("Content-Type"), body})
 		s.mu.Unlock()
 		s.steps[min(n, len(s.steps)-1)](w, r)
@@ -79,7 +80,7 @@ func answer(status int, code string, retryAfter time.Duration) func(http.Respons
 
 func created(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set(RequestIDHeader, "req-1")
+	w.Header().Set(api.HeaderRequestID, "req-1")
 	w.WriteHeader(http.StatusCreated)
 	io.WriteString(w, `{"chain":"a","seq":3}`+"\n")
 }
@@ -118,11 +119,11 @@ func post(c *Client, ctx context.Context, opts ...CallOption) (result, error) {
 
 func TestRetriesUntilSuccessWithOneKeyAndOneBody(t *testing.T) {
 	for name, first := range map[string]func(http.ResponseWriter, *http.Request){
-		"503":              answer(503, CodeStoreUnavailable, 0),
+		"503":              answer(503, api.CodeStoreUnavailable, 0),
 		"502 html":         func(w http.ResponseWriter, r *http.Request) { http.Error(w, "<html>bad gateway</html>", 502) },
 		"504":              answer(504, "GATEWAY_TIMEOUT", 0),
-		"429":              answer(429, CodeRateLimited, 0),
-		"409 in progress":  answer(409, CodeInProgress, 0),
+		"429":              answer(429, api.CodeRateLimited, 0),
+		"409 in progress":  answer(409, api.CodeInProgress, 0),
 		"connection reset": hangUp,
 		"body cut short":   cutShort,
 	} {
@@ -165,9 +166,9 @@ func TestFinalAnswersAreNotRetried(t *testing.T) {
 		status int
 		code   string
 	}{
-		{409, CodeKeyReused}, {409, CodeIdempotencyConflict}, {409, CodeRequestFailed}, {400, CodeInvalidInput},
-		{400, CodeKeyRequired}, {401, CodeUnauthenticated}, {403, CodeForbidden}, {404, CodeNotFound},
-		{413, CodePayloadTooLarge}, {500, "INTERNAL"},
+		{409, api.CodeKeyReused}, {409, api.CodeIdempotencyConflict}, {409, api.CodeRequestFailed}, {400, api.CodeInvalidInput},
+		{400, api.CodeKeyRequired}, {401, api.CodeUnauthenticated}, {403, api.CodeForbidden}, {404, api.CodeNotFound},
+		{413, api.CodePayloadTooLarge}, {500, "INTERNAL"},
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			s := newScript(t, answer(tc.status, tc.code, time.Second), created)
@@ -195,11 +196,11 @@ func TestFinalAnswersAreNotRetried(t *testing.T) {
 }
 
 func TestAttemptsAreBounded(t *testing.T) {
-	s := newScript(t, answer(503, CodeStoreUnavailable, 0))
+	s := newScript(t, answer(503, api.CodeStoreUnavailable, 0))
 	c, events := s.client(t, Options{MaxAttempts: 4})
 	_, err := post(c, context.Background())
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeStoreUnavailable || !e.Retryable || e.Attempts != 4 {
+	if !errors.As(err, &e) || e.Code != api.CodeStoreUnavailable || !e.Retryable || e.Attempts != 4 {
 		t.Fatalf("err %v", err)
 	}
 	if n := len(s.requests()); n != 4 || len(*events) != 3 {
@@ -211,15 +212,15 @@ func TestAttemptsAreBounded(t *testing.T) {
 }
 
 func TestMaxAttemptsOneNeverRetries(t *testing.T) {
-	s := newScript(t, answer(503, CodeStoreUnavailable, 0), created)
+	s := newScript(t, answer(503, api.CodeStoreUnavailable, 0), created)
 	c, _ := s.client(t, Options{MaxAttempts: 1})
-	if _, err := post(c, context.Background()); ErrorCode(err) != CodeStoreUnavailable || len(s.requests()) != 1 {
+	if _, err := post(c, context.Background()); ErrorCode(err) != api.CodeStoreUnavailable || len(s.requests()) != 1 {
 		t.Fatalf("err %v after %d requests", err, len(s.requests()))
 	}
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
-	s := newScript(t, answer(409, CodeInProgress, time.Second), created)
+	s := newScript(t, answer(409, api.CodeInProgress, time.Second), created)
 	c, events := s.client(t, Options{})
 	if _, err := post(c, context.Background()); err != nil {
 		t.Fatal(err)
@@ -228,17 +229,17 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		t.Fatalf("retry events %+v: want one wait of at least the 1 s Retry-After", *events)
 	}
 	var e *Error
-	if !errors.As((*events)[0].Err, &e) || e.RetryAfter != time.Second || e.Code != CodeInProgress {
+	if !errors.As((*events)[0].Err, &e) || e.RetryAfter != time.Second || e.Code != api.CodeInProgress {
 		t.Fatalf("event error %+v", (*events)[0].Err)
 	}
 }
 
 func TestRetryAfterBeyondMaxEndsTheCall(t *testing.T) {
-	s := newScript(t, answer(429, CodeRateLimited, time.Minute), created)
+	s := newScript(t, answer(429, api.CodeRateLimited, time.Minute), created)
 	c, events := s.client(t, Options{RetryAfterMax: 10 * time.Second})
 	_, err := post(c, context.Background())
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeRateLimited || !e.Retryable || e.RetryAfter != time.Minute {
+	if !errors.As(err, &e) || e.Code != api.CodeRateLimited || !e.Retryable || e.RetryAfter != time.Minute {
 		t.Fatalf("err %v", err)
 	}
 	if len(s.requests()) != 1 || len(*events) != 0 {
@@ -247,13 +248,13 @@ func TestRetryAfterBeyondMaxEndsTheCall(t *testing.T) {
 }
 
 func TestContextDeadlineBoundsRetries(t *testing.T) {
-	s := newScript(t, answer(503, CodeStoreUnavailable, 2*time.Second))
+	s := newScript(t, answer(503, api.CodeStoreUnavailable, 2*time.Second))
 	c, _ := s.client(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err := post(c, ctx)
 	var e *Error
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &e) || e.Code != CodeStoreUnavailable {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &e) || e.Code != api.CodeStoreUnavailable {
 		t.Fatalf("err %v: want DeadlineExceeded and the last attempt's *Error", err)
 	}
 	if len(s.requests()) != 1 {
@@ -262,12 +263,12 @@ func TestContextDeadlineBoundsRetries(t *testing.T) {
 }
 
 func TestCancelDuringWait(t *testing.T) {
-	s := newScript(t, answer(503, CodeStoreUnavailable, 0))
+	s := newScript(t, answer(503, api.CodeStoreUnavailable, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	c, _ := s.client(t, Options{BackoffBase: time.Hour, BackoffMax: time.Hour, OnRetry: nil})
 	c.onRetry = func(RetryEvent) { cancel() }
 	_, err := post(c, ctx)
-	if !errors.Is(err, context.Canceled) || ErrorCode(err) != CodeStoreUnavailable {
+	if !errors.Is(err, context.Canceled) || ErrorCode(err) != api.CodeStoreUnavailable {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -347,8 +348,8 @@ func TestEachIntentGetsItsOwnKey(t *testing.T) {
 }
 
 func TestReadsSendNoKey(t *testing.T) {
-	s := newScript(t, answer(503, CodeStoreUnavailable, 0), func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(ReplayedHeader, "true")
+	s := newScript(t, answer(503, api.CodeStoreUnavailable, 0), func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(api.HeaderReplayed, "true")
 		created(w, r)
 	})
 	c, _ := s.client(t, Options{})
@@ -441,7 +442,7 @@ func TestParseRetryAfter(t *testing.T) {
 func TestDecodeProblem(t *testing.T) {
 	e := decodeProblem(409, "application/problem+json; charset=utf-8",
 		[]byte(`{"type":"urn:ledgerworks:problem:IDEMPOTENCY_CONFLICT","title":"Conflict","status":409,"code":"IDEMPOTENCY_CONFLICT","detail":"held","existing_seq":12}`))
-	if e.Code != CodeIdempotencyConflict || e.Title != "Conflict" || e.Detail != "held" || len(e.Extra) != 1 {
+	if e.Code != api.CodeIdempotencyConflict || e.Title != "Conflict" || e.Detail != "held" || len(e.Extra) != 1 {
 		t.Fatalf("%+v", e)
 	}
 	if seq, ok := e.ExtraInt64("existing_seq"); !ok || seq != 12 {
@@ -462,7 +463,7 @@ func TestDecodeProblem(t *testing.T) {
 }
 
 func TestErrorMessage(t *testing.T) {
-	e := &Error{Method: "POST", Path: "/v1/purchase-receipts", Status: 409, Code: CodeKeyReused, Detail: "another body", Attempts: 1}
+	e := &Error{Method: "POST", Path: "/v1/purchase-receipts", Status: 409, Code: api.CodeKeyReused, Detail: "another body", Attempts: 1}
 	if got, want := e.Error(), "client: POST /v1/purchase-receipts: 409 KEY_REUSED_WITH_DIFFERENT_REQUEST: another body"; got != want {
 		t.Fatalf("%q, want %q", got, want)
 	}
