@@ -12,8 +12,6 @@ type Problem struct {
 	// ExistingSeq names the entry that holds a conflicting idempotency key
 	// or operation id (IDEMPOTENCY_CONFLICT).
 	ExistingSeq uint64 `json:"existing_seq,omitempty"`
-	// RequestID is the request's X-Request-Id, for reports to operators.
-	RequestID string `json:"request_id,omitempty"`
 }
 
 // The codes of the API's refusals. Those the command line also prints in

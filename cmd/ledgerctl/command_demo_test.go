@@ -130,7 +130,7 @@ func TestDemoSummaryCountsWhatItShowedAndItsSuggestionsRun(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("  %d retried requests replayed the original entries and wrote nothing\n", replays),
 		fmt.Sprintf("  %d idempotency conflict and %d requests refused by a rule wrote nothing\n", conflicts, refusals),
-		"the state rebuilt from the chains by the fin, outbox, stock and valuations checks\n",
+		"the state rebuilt from the chains by the apikey, fin, outbox, stock and valuations checks\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)

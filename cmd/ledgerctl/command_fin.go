@@ -8,8 +8,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/financial"
+	"github.com/ledgerworks/ledger/internal/wire"
+)
+
+// The JSON shapes of the fin commands are the HTTP API's (api, built by
+// internal/wire).
+type (
+	finAccountJSON      = api.FinAccount
+	finCurrencyJSON     = api.FinCurrency
+	finPostingJSON      = api.FinPosting
+	finBalanceJSON      = api.FinBalance
+	finTrialBalanceJSON = api.FinTrialBalance
+)
+
+var (
+	newFinAccountJSON = wire.FinAccount
+	newFinPostingJSON = wire.FinPosting
+	newFinBalanceJSON = wire.FinBalance
 )
 
 func init() {
@@ -63,27 +81,6 @@ func (o *finOptions) withBook(cmd *cobra.Command, a *app, readOnly bool, fn func
 		}
 		return fn(ctx, b)
 	})
-}
-
-// finAccountJSON is the shape of an account in `fin account add|close|list -o json`.
-type finAccountJSON struct {
-	Tenant     string `json:"tenant"`
-	Book       string `json:"book"`
-	Code       string `json:"code"`
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	NormalSide string `json:"normal_side"`
-	Closed     bool   `json:"closed"`
-	DefinedSeq uint64 `json:"defined_seq"`
-	ClosedSeq  uint64 `json:"closed_seq,omitempty"`
-	// Seq and Replayed describe the entry add or close wrote (or found).
-	Seq      uint64 `json:"seq,omitempty"`
-	Replayed bool   `json:"replayed"`
-}
-
-func newFinAccountJSON(b *financial.Book, acc financial.Account) finAccountJSON {
-	return finAccountJSON{Tenant: b.Tenant(), Book: b.Name(), Code: acc.Code, Name: acc.Name, Type: acc.Type.String(),
-		NormalSide: acc.NormalSide.String(), Closed: acc.Closed, DefinedSeq: acc.DefinedSeq, ClosedSeq: acc.ClosedSeq}
 }
 
 func newFinAccountCommand(a *app, opts *finOptions) *cobra.Command {
@@ -186,16 +183,6 @@ func replayedText(replayed bool) string {
 	return ""
 }
 
-// finCurrencyJSON is the shape of a currency in `fin currency add|list -o json`.
-type finCurrencyJSON struct {
-	Tenant     string `json:"tenant"`
-	Book       string `json:"book"`
-	Code       string `json:"code"`
-	Exponent   uint8  `json:"exponent"`
-	DefinedSeq uint64 `json:"defined_seq"`
-	Replayed   bool   `json:"replayed"`
-}
-
 func newFinCurrencyCommand(a *app, opts *finOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "currency", Short: "Define and list currencies", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
@@ -254,30 +241,6 @@ func newFinCurrencyCommand(a *app, opts *finOptions) *cobra.Command {
 	}
 	cmd.AddCommand(add, list)
 	return cmd
-}
-
-// finPostingJSON is the shape of a posting in `fin post|reverse|posting -o json`.
-type finPostingJSON struct {
-	Tenant       string           `json:"tenant"`
-	Book         string           `json:"book"`
-	Journal      string           `json:"journal"`
-	Seq          uint64           `json:"seq"`
-	TimeUnixNano int64            `json:"time_unix_nano"`
-	Hash         string           `json:"hash"`
-	Key          string           `json:"key,omitempty"`
-	Date         financial.Date   `json:"date"`
-	Memo         string           `json:"memo"`
-	Reference    string           `json:"reference"`
-	Reverses     uint64           `json:"reverses,omitempty"`
-	Lines        []financial.Line `json:"lines"`
-	Replayed     bool             `json:"replayed"`
-}
-
-func newFinPostingJSON(b *financial.Book, res financial.PostingResult) finPostingJSON {
-	p := res.Posting
-	return finPostingJSON{Tenant: b.Tenant(), Book: b.Name(), Journal: b.Journal(), Seq: res.Seq, TimeUnixNano: res.TimeUnixNano,
-		Hash: res.Hash.String(), Key: p.Key, Date: p.Date, Memo: p.Memo, Reference: p.Reference, Reverses: p.Reverses,
-		Lines: p.Lines, Replayed: res.Replayed}
 }
 
 func printFinPosting(cmd *cobra.Command, a *app, b *financial.Book, res financial.PostingResult) error {
@@ -433,26 +396,6 @@ func newFinPostingCommand(a *app, opts *finOptions) *cobra.Command {
 	return cmd
 }
 
-// finBalanceJSON is the shape of a balance in `fin balance|trial-balance -o json`.
-type finBalanceJSON struct {
-	Tenant     string          `json:"tenant"`
-	Book       string          `json:"book"`
-	Account    string          `json:"account"`
-	Currency   string          `json:"currency"`
-	Amount     string          `json:"amount"`
-	Normal     string          `json:"normal"`
-	NormalSide string          `json:"normal_side"`
-	Postings   uint64          `json:"postings"`
-	Seq        uint64          `json:"seq"`
-	Date       *financial.Date `json:"date,omitempty"`
-}
-
-func newFinBalanceJSON(b *financial.Book, bal financial.Balance) finBalanceJSON {
-	return finBalanceJSON{Tenant: b.Tenant(), Book: b.Name(), Account: bal.Account, Currency: bal.Currency,
-		Amount: bal.Amount.String(), Normal: bal.Normal.String(), NormalSide: bal.NormalSide.String(),
-		Postings: bal.Postings, Seq: bal.Seq, Date: bal.Date}
-}
-
 func newFinBalanceCommand(a *app, opts *finOptions) *cobra.Command {
 	var atSeq uint64
 	var asOf string
@@ -536,15 +479,6 @@ func writeBalances(w io.Writer, balances []financial.Balance) error {
 	return tw.Flush()
 }
 
-// finTrialBalanceJSON is the shape of `fin trial-balance -o json`.
-type finTrialBalanceJSON struct {
-	Tenant string                    `json:"tenant"`
-	Book   string                    `json:"book"`
-	Seq    uint64                    `json:"seq"`
-	Rows   []finBalanceJSON          `json:"rows"`
-	Totals []financial.CurrencyTotal `json:"totals"`
-}
-
 func newFinTrialBalanceCommand(a *app, opts *finOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "trial-balance",
@@ -556,11 +490,7 @@ func newFinTrialBalanceCommand(a *app, opts *finOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out := finTrialBalanceJSON{Tenant: b.Tenant(), Book: b.Name(), Seq: tb.Seq, Rows: []finBalanceJSON{},
-					Totals: append([]financial.CurrencyTotal{}, tb.Totals...)}
-				for _, bal := range tb.Rows {
-					out.Rows = append(out.Rows, newFinBalanceJSON(b, bal))
-				}
+				out := wire.FinTrialBalance(b, tb)
 				return a.print(cmd, out, func(w io.Writer) error { return writeTrialBalance(w, &tb) })
 			})
 		},

@@ -13,9 +13,23 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/internal/wire"
 	"github.com/ledgerworks/ledger/outbox"
 )
+
+// The JSON shapes of the outbox commands that the HTTP API shares are its
+// (api, built by internal/wire).
+type (
+	outboxMessageJSON = api.OutboxMessage
+	outboxListJSON    = api.OutboxMessageList
+	outboxStatsJSON   = api.OutboxStats
+	outboxTopicJSON   = api.OutboxTopic
+	outboxRequeueJSON = api.OutboxRequeueResponse
+)
+
+var newOutboxMessageJSON = wire.OutboxMessage
 
 func init() {
 	registerCommand(newOutboxCommand)
@@ -51,42 +65,6 @@ func (o *outboxOptions) requireTenant(cmd *cobra.Command) error {
 		return usageErrorf("%s: --tenant is required", cmd.CommandPath())
 	}
 	return nil
-}
-
-// outboxMessageJSON is one message in `outbox list|dead|show -o json`.
-type outboxMessageJSON struct {
-	ID             string            `json:"id"`
-	Key            string            `json:"key"`
-	Topic          string            `json:"topic"`
-	IdempotencyKey string            `json:"idempotency_key"`
-	OrderingKey    string            `json:"ordering_key,omitempty"`
-	Status         string            `json:"status"`
-	Attempts       int               `json:"attempts"`
-	DueUnixNano    int64             `json:"due_unix_nano"`
-	Worker         string            `json:"worker,omitempty"`
-	Token          uint64            `json:"token,omitempty"`
-	EnqueuedAt     int64             `json:"enqueued_unix_nano"`
-	Seq            uint64            `json:"seq"`
-	Headers        map[string]string `json:"headers,omitempty"`
-	Payload        string            `json:"payload,omitempty"`
-}
-
-func newOutboxMessageJSON(i outbox.Info, withBody bool) outboxMessageJSON {
-	m := outboxMessageJSON{ID: i.Message.ID.String(), Key: i.Message.Key, Topic: i.Message.Topic, IdempotencyKey: i.Message.IdempotencyKey,
-		OrderingKey: i.Message.OrderingKey, Status: i.Status.String(), Attempts: i.Attempts, DueUnixNano: i.Due.UnixNano(),
-		Worker: i.Worker, Token: i.Token, EnqueuedAt: i.Message.EnqueuedAt.UnixNano(), Seq: i.Message.Seq}
-	if withBody {
-		m.Headers = map[string]string{}
-		for _, h := range i.Message.Headers {
-			m.Headers[h.Name] = h.Value
-		}
-		m.Payload = string(i.Message.Payload)
-	}
-	return m
-}
-
-type outboxListJSON struct {
-	Messages []outboxMessageJSON `json:"messages"`
 }
 
 func writeMessagesText(w io.Writer, infos []outbox.Info) error {
@@ -293,11 +271,6 @@ func newOutboxDeadCommand(a *app, opts *outboxOptions) *cobra.Command {
 	return cmd
 }
 
-type outboxRequeueJSON struct {
-	Requeued []string `json:"requeued"`
-	Operator string   `json:"operator"`
-}
-
 func newOutboxRequeueCommand(a *app, opts *outboxOptions) *cobra.Command {
 	var ro outbox.RequeueOptions
 	cmd := &cobra.Command{
@@ -335,31 +308,6 @@ func newOutboxRequeueCommand(a *app, opts *outboxOptions) *cobra.Command {
 	return cmd
 }
 
-type outboxStatsJSON struct {
-	Topics []outboxTopicJSON `json:"topics"`
-}
-
-type outboxTopicJSON struct {
-	Topic         string                 `json:"topic"`
-	Enqueued      int64                  `json:"enqueued"`
-	Pending       int64                  `json:"pending"`
-	Waiting       int64                  `json:"waiting"`
-	Leased        int64                  `json:"leased"`
-	Done          int64                  `json:"done"`
-	Dead          int64                  `json:"dead"`
-	OldestPending int64                  `json:"oldest_pending_unix_nano,omitempty"`
-	Deliveries    uint64                 `json:"deliveries_entries"`
-	BlockedKeys   []outboxBlockedKeyJSON `json:"blocked_keys"`
-}
-
-type outboxBlockedKeyJSON struct {
-	OrderingKey string `json:"ordering_key"`
-	Message     string `json:"message"`
-	Status      string `json:"status"`
-	Attempts    int    `json:"attempts"`
-	Behind      int64  `json:"behind"`
-}
-
 func newOutboxStatsCommand(a *app, opts *outboxOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats [--topic T]",
@@ -376,16 +324,7 @@ func newOutboxStatsCommand(a *app, opts *outboxOptions) *cobra.Command {
 				}
 				out := outboxStatsJSON{Topics: []outboxTopicJSON{}}
 				for _, s := range stats {
-					t := outboxTopicJSON{Topic: s.Topic, Enqueued: s.Enqueued, Pending: s.Pending, Waiting: s.Waiting, Leased: s.Leased,
-						Done: s.Done, Dead: s.Dead, Deliveries: s.Deliveries, BlockedKeys: []outboxBlockedKeyJSON{}}
-					if !s.OldestPending.IsZero() {
-						t.OldestPending = s.OldestPending.UnixNano()
-					}
-					for _, b := range s.BlockedKeys {
-						t.BlockedKeys = append(t.BlockedKeys, outboxBlockedKeyJSON{OrderingKey: b.OrderingKey, Message: b.Message.String(),
-							Status: b.Status.String(), Attempts: b.Attempts, Behind: b.Behind})
-					}
-					out.Topics = append(out.Topics, t)
+					out.Topics = append(out.Topics, wire.OutboxTopic(s))
 				}
 				return a.print(cmd, out, func(w io.Writer) error { return writeStatsText(w, out.Topics) })
 			})

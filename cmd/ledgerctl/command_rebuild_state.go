@@ -81,9 +81,9 @@ type rebuildStateOptions struct {
 func newRebuildStateCommand(a *app) *cobra.Command {
 	opts := rebuildStateOptions{}
 	cmd := &cobra.Command{
-		Use:   "rebuild-state [--domain stock|fin|val|outbox]...",
+		Use:   "rebuild-state [--domain stock|fin|val|outbox|apikey]...",
 		Short: "Rebuild the domain packages' derived state (balances, indexes, layers) from the chains",
-		Long: "rebuild-state recomputes the derived state of the stock, fin, val and outbox domains (or of the\n" +
+		Long: "rebuild-state recomputes the derived state of the stock, fin, val, outbox and apikey domains (or of the\n" +
 			"domains named with --domain) from their chains, exactly as verify's state checks compute it,\n" +
 			"and writes it in place of the stored state; state that belongs to no chain is deleted. Each\n" +
 			"item, location or book is rebuilt in a write transaction of its own. Use it after restoring\n" +
@@ -96,7 +96,7 @@ func newRebuildStateCommand(a *app) *cobra.Command {
 			return runRebuildState(cmd, a, opts)
 		},
 	}
-	cmd.Flags().StringArrayVar(&opts.domains, "domain", nil, "rebuild only this domain: stock, fin, val or outbox (repeatable)")
+	cmd.Flags().StringArrayVar(&opts.domains, "domain", nil, "rebuild only this domain: stock, fin, val, outbox or apikey (repeatable)")
 	return cmd
 }
 
@@ -104,7 +104,7 @@ func runRebuildState(cmd *cobra.Command, a *app, opts rebuildStateOptions) error
 	domains := map[string]bool{}
 	for _, d := range opts.domains {
 		if !slices.ContainsFunc(stateRebuilders, func(r stateRebuilder) bool { return r.domain == d }) {
-			return usageErrorf("--domain %q: want stock, fin, val or outbox", d)
+			return usageErrorf("--domain %q: want stock, fin, val, outbox or apikey", d)
 		}
 		domains[d] = true
 	}

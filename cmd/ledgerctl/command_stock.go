@@ -10,9 +10,30 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
+	"github.com/ledgerworks/ledger/internal/wire"
 	"github.com/ledgerworks/ledger/stockmovement"
+)
+
+// The JSON shapes of the stock commands are the HTTP API's (api, built by
+// internal/wire).
+type (
+	stockItemJSON     = api.StockItem
+	stockLocationJSON = api.StockLocation
+	stockEntryJSON    = api.StockEntry
+	stockResultJSON   = api.StockResult
+	stockBalanceJSON  = api.StockBalance
+	stockTotalJSON    = api.StockTotal
+	stockHistoryJSON  = api.StockHistory
+)
+
+var (
+	newStockItemJSON     = wire.StockItem
+	newStockLocationJSON = wire.StockLocation
+	newStockEntryJSON    = wire.StockEntry
+	newStockBalanceJSON  = wire.StockBalance
 )
 
 func init() {
@@ -81,35 +102,6 @@ func (o *stockOptions) requireKey(cmd *cobra.Command) error {
 		return usageErrorf("%s: --key is required (a retry with the same key replays)", cmd.CommandPath())
 	}
 	return nil
-}
-
-// stockItemJSON is the shape of an item in `stock item add|list -o json`.
-type stockItemJSON struct {
-	Tenant        string `json:"tenant"`
-	ID            string `json:"id"`
-	Name          string `json:"name"`
-	Scale         uint8  `json:"scale"`
-	AllowNegative bool   `json:"allow_negative"`
-	Seq           uint64 `json:"seq"`
-	Unchanged     bool   `json:"unchanged"`
-}
-
-// stockLocationJSON is the shape of a location in `stock location add|list -o json`.
-type stockLocationJSON struct {
-	Tenant    string `json:"tenant"`
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Seq       uint64 `json:"seq"`
-	Unchanged bool   `json:"unchanged"`
-}
-
-func newStockItemJSON(tenant string, it stockmovement.DefinedItem) stockItemJSON {
-	return stockItemJSON{Tenant: tenant, ID: it.ID, Name: it.Name, Scale: it.Scale, AllowNegative: it.AllowNegative,
-		Seq: it.Seq, Unchanged: it.Unchanged}
-}
-
-func newStockLocationJSON(tenant string, l stockmovement.DefinedLocation) stockLocationJSON {
-	return stockLocationJSON{Tenant: tenant, ID: l.ID, Name: l.Name, Seq: l.Seq, Unchanged: l.Unchanged}
 }
 
 func newStockItemCommand(a *app, opts *stockOptions) *cobra.Command {
@@ -253,40 +245,6 @@ func parseQuantityText(item, text string, scale uint8) (decimal.Decimal, error) 
 		return decimal.Decimal{}, invalidInputf("quantity %q for item %s (scale %d): %w", text, item, scale, err)
 	}
 	return q, nil
-}
-
-// stockEntryJSON is the shape of a movement entry in the movement commands
-// and in history.
-type stockEntryJSON struct {
-	Tenant         string `json:"tenant"`
-	Item           string `json:"item"`
-	Location       string `json:"location"`
-	Chain          string `json:"chain"`
-	Seq            uint64 `json:"seq"`
-	TimeUnixNano   int64  `json:"time_unix_nano"`
-	IdempotencyKey string `json:"idempotency_key"`
-	Kind           string `json:"kind"`
-	Quantity       string `json:"quantity"`
-	Balance        string `json:"balance"`
-	Reference      string `json:"reference,omitempty"`
-	Note           string `json:"note,omitempty"`
-	Reason         string `json:"reason,omitempty"`
-	Counterpart    string `json:"counterpart,omitempty"`
-	OriginalChain  string `json:"original_chain,omitempty"`
-	OriginalSeq    uint64 `json:"original_seq,omitempty"`
-}
-
-func newStockEntryJSON(e stockmovement.Entry) stockEntryJSON {
-	return stockEntryJSON{Tenant: e.Tenant, Item: e.Item, Location: e.Location, Chain: e.Chain, Seq: e.Seq,
-		TimeUnixNano: e.TimeUnixNano, IdempotencyKey: e.IdempotencyKey, Kind: e.Kind.String(),
-		Quantity: e.Quantity.String(), Balance: e.Balance.String(), Reference: e.Reference, Note: e.Note,
-		Reason: e.Reason, Counterpart: e.Counterpart, OriginalChain: e.OriginalChain, OriginalSeq: e.OriginalSeq}
-}
-
-// stockResultJSON is the shape the movement commands print.
-type stockResultJSON struct {
-	Replayed bool             `json:"replayed"`
-	Entries  []stockEntryJSON `json:"entries"`
 }
 
 // printStockResult prints a movement's entries, one line each in text.
@@ -446,29 +404,6 @@ func newStockReverseCommand(a *app, opts *stockOptions) *cobra.Command {
 	return cmd
 }
 
-// stockBalanceJSON is the shape of one balance.
-type stockBalanceJSON struct {
-	Tenant       string `json:"tenant"`
-	Item         string `json:"item"`
-	Location     string `json:"location"`
-	Quantity     string `json:"quantity"`
-	Seq          uint64 `json:"seq"`
-	TimeUnixNano int64  `json:"time_unix_nano"`
-}
-
-func newStockBalanceJSON(b stockmovement.Balance) stockBalanceJSON {
-	return stockBalanceJSON{Tenant: b.Tenant, Item: b.Item, Location: b.Location, Quantity: b.Quantity.String(),
-		Seq: b.Seq, TimeUnixNano: b.TimeUnixNano}
-}
-
-// stockTotalJSON is the shape of `stock balance ITEM` without a location.
-type stockTotalJSON struct {
-	Tenant   string             `json:"tenant"`
-	Item     string             `json:"item"`
-	Total    string             `json:"total"`
-	Balances []stockBalanceJSON `json:"balances"`
-}
-
 func newStockBalanceCommand(a *app, opts *stockOptions) *cobra.Command {
 	var atSeq uint64
 	var atTime string
@@ -551,14 +486,6 @@ func printItemBalances(ctx context.Context, cmd *cobra.Command, a *app, db *chai
 		fmt.Fprintf(tw, "total\t%s\t\t\n", total)
 		return tw.Flush()
 	})
-}
-
-// stockHistoryJSON is the shape of `stock history -o json`.
-type stockHistoryJSON struct {
-	Chain   string           `json:"chain"`
-	Entries []stockEntryJSON `json:"entries"`
-	// NextSeq is the --from of the next page, 0 when there is no more.
-	NextSeq uint64 `json:"next_seq"`
 }
 
 func newStockHistoryCommand(a *app, opts *stockOptions) *cobra.Command {

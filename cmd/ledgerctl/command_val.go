@@ -4,14 +4,30 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
+	"github.com/ledgerworks/ledger/internal/wire"
 	"github.com/ledgerworks/ledger/valuations"
+)
+
+// The JSON shapes of the val commands are the HTTP API's (api, built by
+// internal/wire).
+type (
+	valItemJSON    = api.ValItem
+	valResultJSON  = api.ValResult
+	valBalanceJSON = api.ValBalance
+	valLayerJSON   = api.ValLayer
+)
+
+var (
+	newValItemJSON    = wire.ValItem
+	newValResultJSON  = wire.ValResult
+	newValBalanceJSON = wire.ValBalance
 )
 
 func init() {
@@ -83,36 +99,11 @@ func valDecimal(what, text string, scale uint8) (decimal.Decimal, error) {
 
 // valRate parses a unit cost or rate at the places it is written with.
 func valRate(what, text string) (*decimal.Decimal, error) {
-	if text == "" {
-		return nil, nil
+	d, err := wire.Rate(what, text)
+	if err != nil {
+		return nil, invalidInputf("%w", err)
 	}
-	scale := 0
-	if i := strings.IndexByte(text, '.'); i >= 0 {
-		scale = len(text) - i - 1
-	}
-	if scale > decimal.ScaleMax {
-		return nil, invalidInputf("%s %q has more than %d decimal places", what, text, decimal.ScaleMax)
-	}
-	d, err := valDecimal(what, text, uint8(scale))
-	return &d, err
-}
-
-// valItemJSON is the shape of an item in `val item add|list -o json`.
-type valItemJSON struct {
-	Tenant        string `json:"tenant"`
-	ID            string `json:"id"`
-	Method        string `json:"method"`
-	QuantityScale uint8  `json:"quantity_scale"`
-	Currency      string `json:"currency"`
-	MinorUnit     uint8  `json:"minor_unit"`
-	AllowNegative bool   `json:"allow_negative"`
-	Seq           uint64 `json:"seq,omitempty"`
-	Unchanged     bool   `json:"unchanged,omitempty"`
-}
-
-func newValItemJSON(it valuations.Item) valItemJSON {
-	return valItemJSON{Tenant: it.Tenant, ID: it.ID, Method: it.Method.String(), QuantityScale: it.QuantityScale,
-		Currency: it.Currency, MinorUnit: it.MinorUnit, AllowNegative: it.AllowNegative}
+	return d, nil
 }
 
 func newValItemCommand(a *app, opts *valOptions) *cobra.Command {
@@ -188,57 +179,6 @@ func negativeText(allowed bool) string {
 		return "negative stock allowed"
 	}
 	return "negative stock refused"
-}
-
-// valSettlementJSON is one corrected estimate in a leg.
-type valSettlementJSON struct {
-	Operation  string `json:"operation"`
-	Quantity   string `json:"quantity"`
-	Estimated  string `json:"estimated"`
-	Actual     string `json:"actual"`
-	Correction string `json:"correction"`
-}
-
-// valLegJSON is what an operation did at one location.
-type valLegJSON struct {
-	Location       string              `json:"location"`
-	QuantityChain  string              `json:"quantity_chain"`
-	QuantitySeq    uint64              `json:"quantity_seq"`
-	ValueChain     string              `json:"value_chain"`
-	ValueSeq       uint64              `json:"value_seq"`
-	QuantityChange string              `json:"quantity_change"`
-	ValueChange    string              `json:"value_change"`
-	Quantity       string              `json:"quantity"`
-	Value          string              `json:"value"`
-	Rate           string              `json:"rate,omitempty"`
-	Settlements    []valSettlementJSON `json:"settlements,omitempty"`
-}
-
-// valResultJSON is the shape the operation commands print.
-type valResultJSON struct {
-	Tenant    string       `json:"tenant"`
-	Item      string       `json:"item"`
-	Operation string       `json:"operation"`
-	Replayed  bool         `json:"replayed"`
-	Legs      []valLegJSON `json:"legs"`
-}
-
-func newValResultJSON(tenant, item string, res valuations.Result) valResultJSON {
-	out := valResultJSON{Tenant: tenant, Item: item, Operation: res.OperationID, Replayed: res.Replayed, Legs: []valLegJSON{}}
-	for _, leg := range res.Legs {
-		l := valLegJSON{Location: leg.Location, QuantityChain: leg.QuantityEntry.Chain, QuantitySeq: leg.QuantityEntry.Seq,
-			ValueChain: leg.ValueEntry.Chain, ValueSeq: leg.ValueEntry.Seq, QuantityChange: leg.QuantityChange.String(),
-			ValueChange: leg.ValueChange.String(), Quantity: leg.Quantity.String(), Value: leg.Value.String()}
-		if leg.RateKnown {
-			l.Rate = leg.Rate.String()
-		}
-		for _, st := range leg.Settlements {
-			l.Settlements = append(l.Settlements, valSettlementJSON{Operation: st.OperationID, Quantity: st.Quantity.String(),
-				Estimated: st.Estimated.String(), Actual: st.Actual.String(), Correction: st.Correction.String()})
-		}
-		out.Legs = append(out.Legs, l)
-	}
-	return out
 }
 
 func printValResult(cmd *cobra.Command, a *app, tenant, item string, res valuations.Result) error {
@@ -425,39 +365,6 @@ func newValReverseCommand(a *app, opts *valOptions) *cobra.Command {
 	return cmd
 }
 
-// valPendingJSON is an issue awaiting settlement.
-type valPendingJSON struct {
-	Operation string `json:"operation"`
-	Quantity  string `json:"quantity"`
-	Estimate  string `json:"estimate"`
-}
-
-// valBalanceJSON is the shape of a balance in `val show -o json`.
-type valBalanceJSON struct {
-	Tenant      string           `json:"tenant"`
-	Item        string           `json:"item"`
-	Location    string           `json:"location"`
-	Method      string           `json:"method"`
-	Quantity    string           `json:"quantity"`
-	Value       string           `json:"value"`
-	Rate        string           `json:"rate,omitempty"`
-	QuantitySeq uint64           `json:"quantity_seq"`
-	ValueSeq    uint64           `json:"value_seq"`
-	Pending     []valPendingJSON `json:"pending,omitempty"`
-}
-
-func newValBalanceJSON(b valuations.Balance) valBalanceJSON {
-	out := valBalanceJSON{Tenant: b.Tenant, Item: b.Item, Location: b.Location, Method: b.Method.String(),
-		Quantity: b.Quantity.String(), Value: b.Value.String(), QuantitySeq: b.QuantitySeq, ValueSeq: b.ValueSeq}
-	if b.RateKnown {
-		out.Rate = b.Rate.String()
-	}
-	for _, p := range b.Pending {
-		out.Pending = append(out.Pending, valPendingJSON{Operation: p.OperationID, Quantity: p.Quantity.String(), Estimate: p.Estimate.String()})
-	}
-	return out
-}
-
 func newValShowCommand(a *app, opts *valOptions) *cobra.Command {
 	var atSeq uint64
 	cmd := &cobra.Command{
@@ -519,16 +426,6 @@ func newValShowCommand(a *app, opts *valOptions) *cobra.Command {
 	}
 	cmd.Flags().Uint64Var(&atSeq, "at-seq", 0, "the balance after this seq of the location's value chain (0: before the first)")
 	return cmd
-}
-
-// valLayerJSON is one open FIFO layer.
-type valLayerJSON struct {
-	// Number is the layer's readable number (valuations.Layer.Number), ID
-	// its id in the state keyspace.
-	Number   int64  `json:"number"`
-	ID       uint64 `json:"id"`
-	Quantity string `json:"quantity"`
-	Value    string `json:"value"`
 }
 
 func newValLayersCommand(a *app, opts *valOptions) *cobra.Command {

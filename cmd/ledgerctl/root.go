@@ -120,6 +120,8 @@ type app struct {
 
 	// clock stamps new entries; time.Now when nil.
 	clock func() time.Time
+	// metrics receives the engine's counters (serve sets it); none when nil.
+	metrics chain.Metrics
 	// environment reads variables (os.Getenv unless a test replaces it).
 	environment func(string) string
 	// reachedRun is set once flags and arguments parsed, so that errors
@@ -255,7 +257,7 @@ func (a *app) options(readOnly bool) chain.Options {
 	if timeout == 0 {
 		timeout = -1 // the engine reads zero as its default; -1 is "do not wait"
 	}
-	return chain.Options{Clock: a.clock, LockTimeout: timeout, ReadOnly: readOnly, Logger: a.logger()}
+	return chain.Options{Clock: a.clock, LockTimeout: timeout, ReadOnly: readOnly, Logger: a.logger(), Metrics: a.metrics}
 }
 
 // openDB opens the existing ledger. A missing file is an error (exit 5) and

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
+
+	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/idempotency/pgstore"
+	"github.com/ledgerworks/ledger/server"
+	"github.com/ledgerworks/ledger/server/ratelimit"
+)
+
+func init() { registerCommand(newServeCommand) }
+
+// serveShutdownTimeoutDefault is how long in-flight requests get to finish
+// after SIGINT or SIGTERM.
+const serveShutdownTimeoutDefault = 30 * time.Second
+
+// serveOptions are the flags of serve.
+type serveOptions struct {
+	addr, tlsCert, tlsKey, config string
+	bodyLimit                     int64
+	timeouts                      server.Timeouts
+	shutdownTimeout               time.Duration
+	ratePerKey, ratePerAddr       float64
+	keyBurst, addrBurst           int
+	idempotencyTTL, jobsInterval  time.Duration
+	keepOrphans                   bool
+}
+
+func newServeCommand(a *app) *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve [--addr HOST:PORT] [--config FILE] [--tls-cert FILE --tls-key FILE]",
+		Short: "Serve the ledger over HTTP: raw entries, stock, financial, valuations, outbox, inbox (docs/SERVER.md)",
+		Long: "serve answers the HTTP API of docs/SERVER.md on --addr until SIGINT or SIGTERM, then finishes the\n" +
+			"requests in flight, stops its workers and closes the ledger. Its first line on stdout is\n" +
+			"\"listening on http://ADDR\" (https with TLS), ADDR the bound address (--addr 127.0.0.1:0 picks a port).\n" +
+			"Every request needs an API key (ledgerctl apikey create, before serve on an embedded ledger); every\n" +
+			"state-changing route needs an Idempotency-Key. The access log goes to stderr (JSON lines with -o json).\n" +
+			"--config names a JSON file of webhook providers and delivered outbox topics.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serves HTTPS with --tls-key")
+	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	f.StringVar(&o.config, "config", "", "JSON file of webhook providers and outbox deliveries")
+	f.Int64Var(&o.bodyLimit, "body-limit", server.BodySizeMaxDefault, "largest request body in bytes (413 PAYLOAD_TOO_LARGE)")
+	f.DurationVar(&o.timeouts.ReadHeader, "read-header-timeout", server.ReadHeaderTimeoutDefault, "time to read a request's headers")
+	f.DurationVar(&o.timeouts.Read, "read-timeout", server.ReadTimeoutDefault, "time to read a whole request")
+	f.DurationVar(&o.timeouts.Write, "write-timeout", server.WriteTimeoutDefault, "time to write a response")
+	f.DurationVar(&o.timeouts.Idle, "idle-timeout", server.IdleTimeoutDefault, "how long an idle keep-alive connection stays open")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", serveShutdownTimeoutDefault, "time in-flight requests get at shutdown")
+	f.Float64Var(&o.ratePerKey, "rate-per-key", 0, "requests a second per API key (token bucket; 0: no limit)")
+	f.IntVar(&o.keyBurst, "rate-key-burst", 0, "burst per API key (default: the rate, at least 1)")
+	f.Float64Var(&o.ratePerAddr, "rate-per-addr", 0, "requests a second per client address (0: no limit)")
+	f.IntVar(&o.addrBurst, "rate-addr-burst", 0, "burst per client address (default: the rate, at least 1)")
+	f.DurationVar(&o.idempotencyTTL, "idempotency-ttl", idempotency.TTLDefault, "how long a finished request is replayed")
+	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often stuck and expired idempotency records are handled")
+	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
+	return cmd
+}
+
+func burst(b int, r float64) int {
+	if b > 0 {
+		return b
+	}
+	return max(1, int(r))
+}
+
+func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usageErrorf("%s: give both --tls-cert and --tls-key, or neither", cmd.CommandPath())
+	}
+	if o.bodyLimit < 1 || o.bodyLimit > server.BodySizeMaxLimit {
+		return usageErrorf("--body-limit %d: want 1 to %d", o.bodyLimit, server.BodySizeMaxLimit)
+	}
+	if o.ratePerKey < 0 || o.ratePerAddr < 0 || o.shutdownTimeout <= 0 || o.idempotencyTTL <= 0 || o.jobsInterval <= 0 {
+		return usageErrorf("%s: rates must not be negative; timeouts, the TTL and the interval must be positive", cmd.CommandPath())
+	}
+	var cfg server.Config
+	if o.config != "" {
+		var err error
+		if cfg, err = server.ReadConfig(o.config); err != nil {
+			return invalidInputf("%w", err)
+		}
+	}
+	var tlsConfig *tls.Config
+	if o.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return invalidInputf("--tls-cert/--tls-key: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	ctx := cmd.Context()
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.metrics = server.NewEngineMetrics(registry)
+	db, _, err := a.createDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	name := a.databaseName()
+	opts := server.Options{DB: db, Registry: registry, Logger: a.serveLogger(), BodySizeMax: o.bodyLimit,
+		IdempotencyTTL: o.idempotencyTTL, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
+		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
+		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
+			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
+	if isDatabaseURL(name) {
+		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true})
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		opts.IdempotencyStore = store
+	}
+	srv, err := server.New(opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return invalidInputf("--addr %s: %w", o.addr, err)
+	}
+	hs := srv.HTTPServer(o.timeouts)
+	scheme, serve := "http", hs.Serve
+	if tlsConfig != nil {
+		hs.TLSConfig = tlsConfig
+		scheme = "https"
+		serve = func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
+	}
+	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "listening on %s://%s\n", scheme, ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := srv.Serve(ctx, hs, ln, o.shutdownTimeout, serve); err != nil {
+		return err
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), "stopped: in-flight requests finished, workers stopped, ledger closed")
+	return err
+}
+
+// serveLogger is the access and worker log: stderr at info (or
+// --log-level), JSON lines with -o json.
+func (a *app) serveLogger() *slog.Logger {
+	level := slog.LevelInfo
+	if l, ok := logLevels[a.logLevel]; ok {
+		level = l
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if a.output == outputJSON {
+		return slog.New(slog.NewJSONHandler(a.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, opts))
+}

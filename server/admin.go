@@ -1,0 +1,194 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// Scopes of the routes.
+const (
+	scopeRead  = apikey.ScopeRead
+	scopeWrite = apikey.ScopeWrite
+	scopeAdmin = apikey.ScopeAdmin
+)
+
+// VerifyChainsMax bounds the chains one POST /v1/verify checks.
+const VerifyChainsMax = 100_000
+
+func (s *Server) adminRoutes() []*Route {
+	return []*Route{
+		{Method: http.MethodPost, Path: "/v1/apikeys", ID: "apikeys.create", Tag: "api keys", Scope: scopeAdmin, Guarded: true,
+			Summary: "Create a key of the caller's tenant; its token is shown in this answer only",
+			Request: api.APIKeyRequest{}, Response: api.APIKeyCreated{}, Status: http.StatusCreated, raw: createKey},
+		{Method: http.MethodGet, Path: "/v1/apikeys", ID: "apikeys.list", Tag: "api keys", Scope: scopeAdmin,
+			Summary: "The tenant's keys (never their secrets)", Response: api.APIKeyList{}, Status: http.StatusOK, read: listKeys},
+		{Method: http.MethodDelete, Path: "/v1/apikeys/{id}", ID: "apikeys.revoke", Tag: "api keys", Scope: scopeAdmin, Guarded: true,
+			Summary: "Revoke a key of the tenant", Response: api.APIKey{}, Status: http.StatusOK, raw: revokeKey,
+			Query: []Param{{"reason", "string", "why the key is revoked (recorded)"}}},
+		{Method: http.MethodPost, Path: "/v1/verify", ID: "verify", Tag: "verify", Scope: scopeAdmin,
+			Summary: "Verify the hash links of the tenant's chains (writes nothing)",
+			Request: api.VerifyRequest{}, Response: api.VerifyReport{}, Status: http.StatusOK, read: verify},
+	}
+}
+
+func (s *Server) systemRoutes() []*Route {
+	return []*Route{
+		{Method: http.MethodGet, Path: "/healthz", ID: "healthz", Tag: "system", Summary: "The process answers",
+			Response: api.Health{}, Status: http.StatusOK, raw: func(c *call) { writeJSON(c.w, http.StatusOK, api.Health{Status: "ok"}) }},
+		{Method: http.MethodGet, Path: "/readyz", ID: "readyz", Tag: "system",
+			Summary:  "The server is started, not draining, and its ledger answers (else 503)",
+			Response: api.Health{}, Status: http.StatusOK, raw: s.readyz},
+		{Method: http.MethodGet, Path: "/metrics", ID: "metrics", Tag: "system", Summary: "Prometheus metrics (text format)",
+			Status: http.StatusOK, raw: func(c *call) {
+				promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP(c.w, c.r)
+			}},
+		{Method: http.MethodGet, Path: "/openapi.json", ID: "openapi", Tag: "system", Summary: "This OpenAPI 3.1 document",
+			Response: map[string]any{}, Status: http.StatusOK, raw: s.serveOpenAPI},
+	}
+}
+
+func (s *Server) readyz(c *call) {
+	status, detail := "ok", ""
+	switch {
+	case s.draining.Load():
+		status, detail = "not_ready", "shutting down"
+	case !s.ready.Load():
+		status, detail = "not_ready", "starting"
+	default:
+		if _, err := s.db.Head(c.ctx, "readyz"); err != nil && !errors.Is(err, chain.ErrNotFound) {
+			status, detail = "not_ready", "the ledger does not answer"
+		}
+	}
+	code := http.StatusOK
+	if status != "ok" {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(c.w, code, api.Health{Status: status, Detail: detail})
+}
+
+func apiKey(k apikey.Key) api.APIKey {
+	out := api.APIKey{ID: k.ID, Tenant: k.Tenant, Name: k.Name, Scopes: []string{}, CreatedUnixNano: k.CreatedUnixNano,
+		RevokedUnixNano: k.RevokedUnixNano}
+	for _, sc := range k.Scopes {
+		out.Scopes = append(out.Scopes, string(sc))
+	}
+	return out
+}
+
+// createKey runs behind its own guard (Server.keyGuard), whose records
+// (which hold the token a retry gets back) expire after KeyReplayTTL.
+func createKey(c *call) {
+	var req api.APIKeyRequest
+	if err := c.decode(&req); err != nil {
+		c.s.problem(c.w, c.r, err)
+		return
+	}
+	scopes := make([]apikey.Scope, 0, len(req.Scopes))
+	for _, sc := range req.Scopes {
+		scopes = append(scopes, apikey.Scope(sc))
+	}
+	k, token, err := apikey.Create(c.ctx, c.s.db, apikey.CreateRequest{Tenant: c.tenant, Name: req.Name, Scopes: scopes})
+	if err != nil {
+		c.s.problem(c.w, c.r, err)
+		return
+	}
+	writeJSON(c.w, http.StatusCreated, api.APIKeyCreated{Key: apiKey(k), Token: token})
+}
+
+func listKeys(c *call) (any, error) {
+	keys, err := apikey.List(c.ctx, c.s.db, c.tenant)
+	if err != nil {
+		return nil, err
+	}
+	out := api.APIKeyList{Keys: []api.APIKey{}}
+	for _, k := range keys {
+		out.Keys = append(out.Keys, apiKey(k))
+	}
+	return out, nil
+}
+
+func revokeKey(c *call) {
+	id := c.r.PathValue("id")
+	keys, err := apikey.List(c.ctx, c.s.db, c.tenant)
+	if err != nil {
+		c.s.problem(c.w, c.r, err)
+		return
+	}
+	found := false
+	for _, k := range keys {
+		found = found || k.ID == id
+	}
+	if !found { // another tenant's key is not this tenant's to name
+		c.s.problem(c.w, c.r, notFoundf("the tenant has no key %q", id))
+		return
+	}
+	k, err := apikey.Revoke(c.ctx, c.s.db, id, c.r.URL.Query().Get("reason"))
+	if err != nil {
+		c.s.problem(c.w, c.r, err)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, apiKey(k))
+}
+
+func verify(c *call) (any, error) {
+	var req api.VerifyRequest
+	if c.r.ContentLength != 0 {
+		if err := c.decode(&req); err != nil {
+			return nil, err
+		}
+	}
+	chains := make([]string, 0, len(req.Chains))
+	for _, name := range req.Chains {
+		chains = append(chains, c.full(name))
+	}
+	if len(chains) == 0 {
+		var err error
+		if chains, err = tenantChains(c.ctx, c.s.db, c.tenant); err != nil {
+			return nil, err
+		}
+	}
+	out := api.VerifyReport{OK: true, Failures: []api.VerifyFailure{}}
+	if len(chains) == 0 {
+		return out, nil
+	}
+	rep, err := c.s.db.Verify(c.ctx, chain.VerifyOptions{Chains: chains})
+	if err != nil {
+		return nil, err
+	}
+	out.OK, out.Chains, out.Entries, out.Truncated = rep.OK(), rep.Chains, rep.Entries, rep.Truncated
+	for _, f := range rep.Failures {
+		vf := api.VerifyFailure{Chain: c.rel(f.Chain), Seq: f.Seq, Reason: string(f.Reason), Detail: f.Detail}
+		if f.Expected != (chain.Hash{}) || f.Calculated != (chain.Hash{}) {
+			vf.Expected, vf.Calculated = f.Expected.String(), f.Calculated.String()
+		}
+		out.Failures = append(out.Failures, vf)
+	}
+	return out, nil
+}
+
+// tenantChains lists the chains whose names begin with the tenant.
+func tenantChains(ctx context.Context, db *chain.DB, tenant string) ([]string, error) {
+	prefix := tenant + chain.NameSeparator
+	var out []string
+	for h, err := range db.Chains(ctx, prefix) {
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(h.Chain, prefix) {
+			break
+		}
+		if len(out) == VerifyChainsMax {
+			return nil, invalidf("the tenant has more than %d chains: name the chains to verify", VerifyChainsMax)
+		}
+		out = append(out, h.Chain)
+	}
+	return out, nil
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/financial"
+	"github.com/ledgerworks/ledger/inbox"
+	"github.com/ledgerworks/ledger/internal/wire"
+	"github.com/ledgerworks/ledger/outbox"
+	"github.com/ledgerworks/ledger/stockmovement"
+	"github.com/ledgerworks/ledger/valuations"
+)
+
+// Limits of the entry routes.
+const (
+	// EntryPageLimitDefault is the entries a page holds without limit=.
+	EntryPageLimitDefault = 100
+	// EntryPageLimitMax bounds limit=.
+	EntryPageLimitMax = 1000
+)
+
+// reservedDomains are the first components of the chains only their
+// packages' routes write: a raw append there could break a domain's
+// invariants, so it is refused and nothing is written.
+var reservedDomains = map[string]bool{
+	stockmovement.Domain: true, financial.Domain: true, valuations.Domain: true,
+	outbox.Domain: true, inbox.Domain: true,
+}
+
+func (s *Server) entryRoutes() []*Route {
+	const tag = "entries"
+	return []*Route{
+		{Method: http.MethodPost, Path: "/v1/chains/{name}/entries", ID: "entries.append", Tag: tag, Scope: scopeWrite, Guarded: true,
+			Summary: "Append an entry to a chain of the tenant (not a domain chain: stock, fin, val, outbox, inbox)",
+			Request: api.AppendRequest{}, Response: api.AppendResponse{}, Status: http.StatusCreated,
+			write: appendEntry, pattern: "POST " + chainPrefix + "{rest...}"},
+		{Method: http.MethodGet, Path: "/v1/chains/{name}/entries/{seq}", ID: "entries.get", Tag: tag, Scope: scopeRead,
+			Summary: "Read one entry", Response: api.Entry{}, Status: http.StatusOK, read: getEntry,
+			pattern: "GET " + chainPrefix + "{rest...}"},
+		{Method: http.MethodGet, Path: "/v1/chains/{name}/entries", ID: "entries.list", Tag: tag, Scope: scopeRead,
+			Summary: "Read a page of a chain's entries in seq order", Response: api.EntryPage{}, Status: http.StatusOK,
+			Query: []Param{{"from", "integer", "first seq (default 1)"}, {"limit", "integer", "most entries (default 100, at most 1000)"}},
+			read:  listEntries, pattern: "GET " + chainPrefix + "{rest...}"},
+		{Method: http.MethodGet, Path: "/v1/chains/{name}/head", ID: "entries.head", Tag: tag, Scope: scopeRead,
+			Summary: "Read a chain's head", Response: api.Head{}, Status: http.StatusOK, read: chainHead,
+			pattern: "GET " + chainPrefix + "{rest...}"},
+	}
+}
+
+// chainName checks a chain name relative to the tenant.
+func (c *call) chainName() (string, error) {
+	name := c.r.PathValue("name")
+	if name == "" {
+		return "", invalidf("a chain name is required")
+	}
+	full := c.full(name)
+	if len(full) > chain.ChainLengthMax {
+		return "", invalidf("chain %q: longer than %d bytes with its tenant", name, chain.ChainLengthMax-len(c.tenant)-1)
+	}
+	return full, nil
+}
+
+func appendEntry(c *call) (func(tx txn) (any, error), error) {
+	full, err := c.chainName()
+	if err != nil {
+		return nil, err
+	}
+	name := c.r.PathValue("name")
+	if first, _, _ := strings.Cut(name, chain.NameSeparator); reservedDomains[first] {
+		return nil, invalidf("chain %q: %s chains are written only through their own routes", name, first)
+	}
+	var req api.AppendRequest
+	if err := c.decode(&req); err != nil {
+		return nil, err
+	}
+	r := chain.Request{Chain: full, IdempotencyKey: c.op(), Type: req.Type, Payload: req.Payload}
+	if r.Payload == nil {
+		r.Payload = []byte{}
+	}
+	if err := chain.ValidateRequest(r, 0); err != nil {
+		return nil, err
+	}
+	return func(tx txn) (any, error) {
+		res, err := tx.Append(r)
+		if err != nil {
+			return nil, err
+		}
+		e := res.Entry
+		return api.AppendResponse{Chain: c.rel(e.Chain), Seq: e.Seq, Hash: e.Hash.String(), TimeUnixNano: e.TimeUnixNano}, nil
+	}, nil
+}
+
+func (c *call) entry(e chain.Entry) api.Entry {
+	out := wire.Entry(e)
+	out.Chain = c.rel(out.Chain)
+	return out
+}
+
+func getEntry(c *call) (any, error) {
+	full, err := c.chainName()
+	if err != nil {
+		return nil, err
+	}
+	seq, err := c.pathUint("seq")
+	if err != nil {
+		return nil, err
+	}
+	e, err := c.s.db.Get(c.ctx, full, seq)
+	if err != nil {
+		return nil, err
+	}
+	return c.entry(e), nil
+}
+
+func listEntries(c *call) (any, error) {
+	full, err := c.chainName()
+	if err != nil {
+		return nil, err
+	}
+	from, _, err := c.uintQuery("from", 1)
+	if err != nil {
+		return nil, err
+	}
+	limit, _, err := c.uintQuery("limit", EntryPageLimitDefault)
+	if err != nil {
+		return nil, err
+	}
+	if from == 0 || limit == 0 || limit > EntryPageLimitMax {
+		return nil, invalidf("from=%d limit=%d: seqs start at 1; limit is 1 to %d", from, limit, EntryPageLimitMax)
+	}
+	head, err := c.s.db.Head(c.ctx, full)
+	if err != nil {
+		return nil, err
+	}
+	page := api.EntryPage{Chain: c.rel(full), Entries: []api.Entry{}}
+	if from > head.Seq {
+		return page, nil
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	for e, err := range c.s.db.Entries(ctx, full, from) {
+		if err != nil {
+			return nil, err
+		}
+		page.Entries = append(page.Entries, c.entry(e))
+		if uint64(len(page.Entries)) == limit {
+			break
+		}
+	}
+	if n := len(page.Entries); n > 0 && page.Entries[n-1].Seq < head.Seq {
+		page.NextFrom = page.Entries[n-1].Seq + 1
+	}
+	return page, nil
+}
+
+func chainHead(c *call) (any, error) {
+	full, err := c.chainName()
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.s.db.Head(c.ctx, full)
+	if err != nil {
+		return nil, err
+	}
+	out := wire.Head(h)
+	out.Chain = c.rel(out.Chain)
+	return out, nil
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ledgerworks/ledger/chain"
+)
+
+// httpMetrics are the series of the HTTP layer.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ledger_http_requests_total",
+			Help: "HTTP requests by route (method and path template) and status code."}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ledger_http_request_duration_seconds",
+			Help:    "Time from a request's arrival to its handler's return, by route.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"route"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ledger_http_requests_in_flight",
+			Help: "Requests being handled."}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.inFlight)
+	return m
+}
+
+func (m *httpMetrics) observe(route string, status int, elapsed time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+}
+
+// EngineMetrics implements chain.Metrics with Prometheus collectors: give
+// it to chain.Options.Metrics when opening the ledger the server serves,
+// on the server's registry.
+type EngineMetrics struct {
+	commits  prometheus.Counter
+	requests prometheus.Histogram
+	duration prometheus.Histogram
+	replays  prometheus.Counter
+}
+
+var _ chain.Metrics = (*EngineMetrics)(nil)
+
+// NewEngineMetrics creates the engine's collectors and registers them with
+// reg.
+func NewEngineMetrics(reg prometheus.Registerer) *EngineMetrics {
+	m := &EngineMetrics{
+		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "ledger_group_commits_total",
+			Help: "Storage transactions of the group commit."}),
+		requests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ledger_group_commit_requests",
+			Help: "Requests carried by one group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ledger_group_commit_duration_seconds",
+			Help: "Time of one group commit, its fsync included.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
+		replays: prometheus.NewCounter(prometheus.CounterOpts{Name: "ledger_append_replays_total",
+			Help: "Appends answered from an existing entry (the ledger's UNIQUE(chain, key))."}),
+	}
+	reg.MustRegister(m.commits, m.requests, m.duration, m.replays)
+	return m
+}
+
+// GroupCommitted implements chain.Metrics.
+func (m *EngineMetrics) GroupCommitted(requests int, d time.Duration) {
+	m.commits.Inc()
+	m.requests.Observe(float64(requests))
+	m.duration.Observe(d.Seconds())
+}
+
+// Replayed implements chain.Metrics.
+func (m *EngineMetrics) Replayed() { m.replays.Inc() }

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/ledgerworks/ledger/api"
+)
+
+// requestIDLengthMax bounds an X-Request-Id taken from a request; a longer
+// or unprintable one is replaced by the server's own.
+const requestIDLengthMax = 128
+
+// info is what the outer middleware learns about a request as it passes
+// down: the access log and the metrics read it once the handler returns.
+type info struct {
+	id     string
+	route  *Route
+	tenant string
+	keyID  string
+}
+
+type infoKey struct{}
+
+func infoOf(ctx context.Context) *info {
+	i, _ := ctx.Value(infoKey{}).(*info)
+	return i
+}
+
+// RequestIDFromContext returns the request id of a request the server
+// handles, or "".
+func RequestIDFromContext(ctx context.Context) string {
+	if i := infoOf(ctx); i != nil {
+		return i.id
+	}
+	return ""
+}
+
+func newRequestIDPrefix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b) + "-"
+}
+
+// requestID returns the request's own X-Request-Id when it is short
+// printable ASCII, else a new id: a prefix random per server and a count.
+func (s *Server) requestID(r *http.Request) string {
+	if id := r.Header.Get(api.HeaderRequestID); id != "" && len(id) <= requestIDLengthMax && printable(id) {
+		return id
+	}
+	return s.idPrefix + strconv.FormatUint(s.requests.Add(1), 10)
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// buildHandler is the outer stack: request id, access log and metrics,
+// panic recovery, the body limit, then the mux.
+func (s *Server) buildHandler() http.Handler {
+	mux, _ := s.buildMux()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		in := &info{id: s.requestID(r)}
+		w.Header().Set(api.HeaderRequestID, in.id)
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, in))
+		sw := &statusWriter{ResponseWriter: w}
+		s.metrics.inFlight.Inc()
+		defer func() {
+			s.metrics.inFlight.Dec()
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked", slog.String("request_id", in.id),
+					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+				if sw.status == 0 {
+					s.problem(sw, r, &httpError{status: http.StatusInternalServerError, code: api.CodeStorage, detail: "internal error"})
+				}
+			}
+			s.finish(r, in, sw, time.Since(start))
+		}()
+		if !s.limitBody(sw, r) {
+			return
+		}
+		if s.unmatched(mux, sw, r) {
+			return
+		}
+		mux.ServeHTTP(sw, r)
+	})
+}
+
+// finish writes the access log line and the metrics of one request.
+func (s *Server) finish(r *http.Request, in *info, sw *statusWriter, elapsed time.Duration) {
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	route := "unmatched"
+	if in.route != nil {
+		route = in.route.routeKey()
+	}
+	s.metrics.observe(route, status, elapsed)
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{slog.String("request_id", in.id), slog.String("method", r.Method),
+		slog.String("path", r.URL.Path), slog.String("route", route), slog.Int("status", status),
+		slog.Int64("bytes", sw.bytes), slog.Duration("duration", elapsed), slog.String("remote", r.RemoteAddr)}
+	if in.tenant != "" {
+		attrs = append(attrs, slog.String("tenant", in.tenant), slog.String("key_id", in.keyID))
+	}
+	if sw.Header().Get(api.HeaderReplayed) == "true" {
+		attrs = append(attrs, slog.Bool("replayed", true))
+	}
+	s.log.LogAttrs(r.Context(), level, "http request", attrs...)
+}
+
+// limitBody refuses a body larger than BodySizeMax with 413
+// PAYLOAD_TOO_LARGE before any layer reads it: at once when Content-Length
+// says so, else (a chunked body) after reading at most the limit and a
+// byte. It returns false when it answered.
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	tooLarge := &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge,
+		detail: fmt.Sprintf("the body exceeds %d bytes", s.opts.BodySizeMax)}
+	if r.ContentLength > s.opts.BodySizeMax {
+		s.problem(w, r, tooLarge)
+		return false
+	}
+	if r.ContentLength >= 0 {
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.BodySizeMax)
+		return true
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.BodySizeMax+1))
+	r.Body.Close()
+	if err != nil {
+		s.problem(w, r, invalidf("reading the body: %v", err))
+		return false
+	}
+	if int64(len(body)) > s.opts.BodySizeMax {
+		s.problem(w, r, tooLarge)
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return true
+}

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/internal/wire"
+	"github.com/ledgerworks/ledger/outbox"
+)
+
+func (s *Server) outboxRoutes() []*Route {
+	const tag = "outbox"
+	return []*Route{
+		{Method: http.MethodGet, Path: "/v1/outbox/messages", ID: "outbox.messages.list", Tag: tag, Scope: scopeAdmin,
+			Summary:  "The tenant's messages in topic and enqueue order (pending, leased and dead unless status= says)",
+			Response: api.OutboxMessageList{}, Status: http.StatusOK, read: outboxMessages,
+			Query: []Param{{"topic", "string", "only this topic"}, {"status", "string", "pending, leased, dead or done"},
+				{"limit", "integer", "most messages (default 1000)"}}},
+		{Method: http.MethodGet, Path: "/v1/outbox/dead", ID: "outbox.dead.list", Tag: tag, Scope: scopeAdmin,
+			Summary: "The dead letters, with their headers and payloads", Response: api.OutboxMessageList{},
+			Status: http.StatusOK, read: outboxDead, Query: []Param{{"topic", "string", "only this topic"}}},
+		{Method: http.MethodGet, Path: "/v1/outbox/stats", ID: "outbox.stats", Tag: tag, Scope: scopeAdmin,
+			Summary:  "Messages by status per topic, with the ordering keys a failing message blocks",
+			Response: api.OutboxStats{}, Status: http.StatusOK, read: outboxStats,
+			Query: []Param{{"topic", "string", "only this topic"}}},
+		{Method: http.MethodPost, Path: "/v1/outbox/requeue", ID: "outbox.requeue", Tag: tag, Scope: scopeAdmin, Guarded: true,
+			Summary: "Return dead messages to pending with fresh attempts; recorded with the key's id as the operator",
+			Request: api.OutboxRequeueRequest{}, Response: api.OutboxRequeueResponse{}, Status: http.StatusOK, write: outboxRequeue},
+	}
+}
+
+func outboxMessages(c *call) (any, error) {
+	q := c.r.URL.Query()
+	o := outbox.ListOptions{Topic: q.Get("topic")}
+	if st := q.Get("status"); st != "" {
+		found := false
+		for _, s := range []outbox.Status{outbox.Pending, outbox.Leased, outbox.Done, outbox.Dead} {
+			if st == s.String() {
+				o.Status, found = s, true
+			}
+		}
+		if !found {
+			return nil, invalidf("status=%q: want pending, leased, dead or done", st)
+		}
+	}
+	limit, _, err := c.uintQuery("limit", outbox.ListLimitDefault)
+	if err != nil {
+		return nil, err
+	}
+	if limit == 0 || limit > outbox.ListLimitDefault {
+		return nil, invalidf("limit=%d: want 1 to %d", limit, outbox.ListLimitDefault)
+	}
+	o.Limit = int(limit)
+	infos, err := outbox.List(c.ctx, c.s.db, c.tenant, o)
+	if err != nil {
+		return nil, err
+	}
+	return messageList(infos, false), nil
+}
+
+func messageList(infos []outbox.Info, withBody bool) api.OutboxMessageList {
+	out := api.OutboxMessageList{Messages: []api.OutboxMessage{}}
+	for _, i := range infos {
+		out.Messages = append(out.Messages, wire.OutboxMessage(i, withBody))
+	}
+	return out
+}
+
+func outboxDead(c *call) (any, error) {
+	infos, err := outbox.ListDead(c.ctx, c.s.db, c.tenant, c.r.URL.Query().Get("topic"))
+	if err != nil {
+		return nil, err
+	}
+	return messageList(infos, true), nil
+}
+
+func outboxStats(c *call) (any, error) {
+	stats, err := outbox.Stats(c.ctx, c.s.db, c.tenant, c.r.URL.Query().Get("topic"))
+	if err != nil {
+		return nil, err
+	}
+	out := api.OutboxStats{Topics: []api.OutboxTopic{}}
+	for _, st := range stats {
+		out.Topics = append(out.Topics, wire.OutboxTopic(st))
+	}
+	return out, nil
+}
+
+func outboxRequeue(c *call) (func(tx txn) (any, error), error) {
+	var req api.OutboxRequeueRequest
+	if err := c.decode(&req); err != nil {
+		return nil, err
+	}
+	if len(req.IDs) == 0 || len(req.IDs) > outbox.OutcomeBatchMax {
+		return nil, invalidf("ids: want 1 to %d message ids", outbox.OutcomeBatchMax)
+	}
+	ids := make([]outbox.ID, len(req.IDs))
+	for i, s := range req.IDs {
+		id, err := outbox.ParseID(s)
+		if err != nil {
+			return nil, invalidf("%q is not a message id (32 hex digits, or outbox:<id>)", s)
+		}
+		ids[i] = id
+	}
+	operator := "apikey:" + c.key.ID
+	return func(tx txn) (any, error) {
+		if err := outbox.RequeueTx(tx, c.tenant, ids, outbox.RequeueOptions{Operator: operator, Reason: req.Reason}); err != nil {
+			return nil, err
+		}
+		out := api.OutboxRequeueResponse{Requeued: []string{}, Operator: operator}
+		for _, id := range ids {
+			out.Requeued = append(out.Requeued, id.String())
+		}
+		return out, nil
+	}, nil
+}

@@ -1,0 +1,225 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/internal/errcode"
+	"github.com/ledgerworks/ledger/internal/problem"
+	"github.com/ledgerworks/ledger/outbox"
+)
+
+// httpError is a refusal of the server itself, with its status and code.
+type httpError struct {
+	status int
+	code   string
+	detail string
+}
+
+func (e *httpError) Error() string { return e.code + ": " + e.detail }
+
+var (
+	errNoRoute          = &httpError{status: http.StatusNotFound, code: api.CodeNotFound, detail: "no such route"}
+	errMethodNotAllowed = &httpError{status: http.StatusMethodNotAllowed, code: api.CodeMethodNotAllowed, detail: "the route does not serve this method"}
+)
+
+// invalidf is a 400 INVALID_INPUT.
+func invalidf(format string, args ...any) error {
+	return &httpError{status: http.StatusBadRequest, code: api.CodeInvalidInput, detail: fmt.Sprintf(format, args...)}
+}
+
+// notFoundf is a 404 NOT_FOUND.
+func notFoundf(format string, args ...any) error {
+	return &httpError{status: http.StatusNotFound, code: api.CodeNotFound, detail: fmt.Sprintf(format, args...)}
+}
+
+// statusOf is the HTTP status of each code of errcode.
+var statusOf = map[string]int{
+	errcode.InvalidInput: http.StatusBadRequest,
+	errcode.Usage:        http.StatusBadRequest,
+	errcode.NotFound:     http.StatusNotFound,
+	errcode.Conflict:     http.StatusConflict,
+	errcode.Incomplete:   http.StatusInternalServerError,
+	errcode.Locked:       http.StatusServiceUnavailable,
+	errcode.Corrupt:      http.StatusInternalServerError,
+	errcode.Storage:      http.StatusInternalServerError,
+	errcode.Canceled:     http.StatusServiceUnavailable,
+	errcode.ProofRefused: http.StatusUnprocessableEntity,
+	errcode.TreeBehind:   http.StatusServiceUnavailable,
+	errcode.Verification: http.StatusUnprocessableEntity,
+}
+
+// classify returns the status, code and detail of an error.
+func classify(err error) (status int, code, detail string) {
+	var he *httpError
+	var ge *idempotency.Error
+	switch {
+	case errors.As(err, &he):
+		return he.status, he.code, he.detail
+	case errors.As(err, &ge):
+		return idempotency.DefaultStatusMap.Status(ge.Code), string(ge.Code), ge.Detail
+	case errors.Is(err, apikey.ErrUnauthenticated):
+		return http.StatusUnauthorized, api.CodeUnauthenticated, "the API key does not authenticate"
+	case errors.Is(err, outbox.ErrNotDead):
+		return http.StatusConflict, api.CodeNotDead, err.Error()
+	}
+	code = errcode.Of(err, errcode.Local{})
+	status = statusOf[code]
+	if status >= 500 && code == errcode.Storage {
+		return status, code, "the ledger could not be read or written"
+	}
+	return status, code, err.Error()
+}
+
+// problem answers err as application/problem+json. A 5xx is logged with
+// its cause, which the body does not show.
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, detail := classify(err)
+	if status >= 500 {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("request_id", RequestIDFromContext(r.Context())),
+			slog.String("code", code), slog.Any("error", err))
+	}
+	p := problem.Problem{Status: status, Code: code, Detail: detail}
+	if seq := errcode.ExistingSeq(err); seq != 0 {
+		p.Extra = map[string]any{"existing_seq": seq}
+	}
+	if status == http.StatusServiceUnavailable {
+		p.RetryAfter = idempotency.RetryAfterDefault
+	}
+	problem.Write(w, p)
+}
+
+// marshal encodes v as one line of JSON, without HTML escaping.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("server: a response does not encode: " + err.Error()) // api types always encode
+	}
+	return b.Bytes()
+}
+
+var jsonHeader = http.Header{"Content-Type": {api.MediaJSON}}
+
+// writeJSON sends v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b := marshal(v)
+	h := w.Header()
+	h.Set("Content-Type", api.MediaJSON)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// call is one request as a handler sees it: the authenticated key, its
+// tenant, and the guard's context on guarded routes.
+type call struct {
+	s      *Server
+	w      http.ResponseWriter
+	r      *http.Request
+	ctx    context.Context
+	key    apikey.Key
+	tenant string
+	guard  *idempotency.Context
+	// body is the request body once read: a write's transaction may run
+	// more than once, and decodes it each time.
+	body []byte
+	read bool
+}
+
+// txn is the ledger transaction a write runs in.
+type txn = *chain.Tx
+
+// decode reads the body as exactly one JSON object of v's type: unknown
+// fields, trailing data and other media types are refused.
+func (c *call) decode(v any) error {
+	if ct := c.r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != api.MediaJSON {
+			return &httpError{status: http.StatusUnsupportedMediaType, code: api.CodeUnsupportedMedia,
+				detail: fmt.Sprintf("Content-Type %q: want %s", ct, api.MediaJSON)}
+		}
+	}
+	if !c.read {
+		if c.r.Body != nil {
+			body, err := io.ReadAll(c.r.Body)
+			if err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					return &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge, detail: err.Error()}
+				}
+				return invalidf("reading the body: %v", err)
+			}
+			c.body = body
+		}
+		c.read = true
+	}
+	if len(bytes.TrimSpace(c.body)) == 0 {
+		return invalidf("the route needs a JSON %s body", typeName(v))
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalidf("the body is not a valid %s: %v", typeName(v), err)
+	}
+	if dec.More() {
+		return invalidf("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// typeName names a body type in messages.
+func typeName(v any) string {
+	t := fmt.Sprintf("%T", v)
+	return strings.TrimPrefix(strings.TrimPrefix(t, "*"), "api.")
+}
+
+// op returns the operation id of a guarded request, from which the keys
+// of every entry it writes are derived: the same on every retry of the
+// request, whoever answers it.
+func (c *call) op() string { return c.guard.LedgerKey("req-") }
+
+// full returns the ledger's name of a chain named relative to the tenant.
+func (c *call) full(name string) string { return c.tenant + chain.NameSeparator + name }
+
+// rel returns a chain name relative to the tenant.
+func (c *call) rel(name string) string {
+	return strings.TrimPrefix(name, c.tenant+chain.NameSeparator)
+}
+
+// uintQuery parses an unsigned query parameter; def when absent.
+func (c *call) uintQuery(name string, def uint64) (uint64, bool, error) {
+	v := c.r.URL.Query().Get(name)
+	if v == "" {
+		return def, false, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, false, invalidf("query %s=%q: want an unsigned integer", name, v)
+	}
+	return n, true, nil
+}
+
+// pathUint parses an unsigned path parameter.
+func (c *call) pathUint(name string) (uint64, error) {
+	v := c.r.PathValue(name)
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, invalidf("%s %q: want an unsigned integer", name, v)
+	}
+	return n, nil
+}

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/ledgerworks/ledger/apikey"
+)
+
+// Route is one operation of the API: the one table the mux, the guard
+// stack and the OpenAPI document are built from.
+type Route struct {
+	Method string
+	// Path is the OpenAPI path: /v1/stock/balances/{item}/{location}.
+	// {name} of a chain route may contain "/".
+	Path    string
+	ID      string // operationId, such as stock.receipts.create
+	Tag     string
+	Summary string
+	// Scope is the API key scope the route needs; "" for a route without
+	// an API key (health, metrics, the document, webhooks).
+	Scope apikey.Scope
+	// Guarded routes require Idempotency-Key and run through the replay
+	// guard.
+	Guarded bool
+	// Request is a zero value of the body's type; nil without a body.
+	Request any
+	// Response is a zero value of the success body's type; nil for a body
+	// that is not JSON (metrics).
+	Response any
+	// Status is the success status.
+	Status int
+	// Query are the query parameters.
+	Query []Param
+
+	// read answers a read; raw writes its own response.
+	read func(c *call) (any, error)
+	raw  func(c *call)
+	// write checks and parses the request (reading the ledger as it
+	// needs) and returns what to run in the write's transaction; its error
+	// refuses the request before anything is written.
+	write func(c *call) (func(tx txn) (any, error), error)
+	// pattern is the mux pattern when it differs from Method Path (the
+	// chain routes share one).
+	pattern string
+}
+
+// Param is a query parameter.
+type Param struct {
+	Name, Type, Description string // Type: string, integer or boolean
+}
+
+// PathParams returns the names of the route's path parameters in order.
+func (r *Route) PathParams() []string {
+	var out []string
+	for _, seg := range strings.Split(r.Path, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.Trim(seg, "{}"))
+		}
+	}
+	return out
+}
+
+// Pattern returns the ServeMux pattern the route is served under.
+func (r *Route) Pattern() string {
+	if r.pattern != "" {
+		return r.pattern
+	}
+	return r.Method + " " + r.Path
+}
+
+// Routes returns the route table, in document order.
+func (s *Server) Routes() []*Route { return s.routes }
+
+// routeKey names a route for metrics and logs.
+func (r *Route) routeKey() string { return r.Method + " " + r.Path }
+
+// chainPattern is the mux pattern of every chain route of a method: the
+// ServeMux cannot put a multi-segment wildcard before a suffix, so the
+// chain routes are told apart by their last segments (chainRoute).
+const chainPrefix = "/v1/chains/"
+
+// chainRoute finds the chain route of a request under chainPrefix and its
+// chain name and seq: …/entries, …/entries/{seq} and …/head, read from the
+// end, so that a chain may be named anything (even a/entries).
+func chainRoute(routes map[string]*Route, method, rest string) (rt *Route, name, seq string) {
+	segs := strings.Split(rest, "/")
+	n := len(segs)
+	switch {
+	case n >= 2 && segs[n-1] == "entries":
+		rt, name = routes[method+" /v1/chains/{name}/entries"], strings.Join(segs[:n-1], "/")
+	case n >= 2 && segs[n-1] == "head":
+		rt, name = routes[method+" /v1/chains/{name}/head"], strings.Join(segs[:n-1], "/")
+	case n >= 3 && segs[n-2] == "entries":
+		rt, name, seq = routes[method+" /v1/chains/{name}/entries/{seq}"], strings.Join(segs[:n-2], "/"), segs[n-1]
+	}
+	return rt, name, seq
+}
+
+// chainDispatcher serves the chain routes of one method.
+func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler) http.Handler {
+	routes := map[string]*Route{}
+	for _, rt := range s.routes {
+		if strings.HasPrefix(rt.Path, chainPrefix) {
+			routes[rt.routeKey()] = rt
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt, name, seq := chainRoute(routes, method, r.PathValue("rest"))
+		if rt == nil || name == "" {
+			s.problem(w, r, errNoRoute)
+			return
+		}
+		r.SetPathValue("name", name)
+		if seq != "" {
+			r.SetPathValue("seq", seq)
+		}
+		handlers[rt.routeKey()].ServeHTTP(w, r)
+	})
+}
+
+// buildMux registers every route: its handler behind the API key check,
+// its scope and, when guarded, the replay guard. It returns the patterns
+// registered, for the test that holds the document to the mux.
+func (s *Server) buildMux() (*http.ServeMux, []string) {
+	mux := http.NewServeMux()
+	var patterns []string
+	handlers := map[string]http.Handler{}
+	chainMethods := map[string]bool{}
+	for _, rt := range s.routes {
+		h := s.routeHandler(rt)
+		if rt.pattern != "" {
+			handlers[rt.routeKey()] = h
+			chainMethods[rt.Method] = true
+			continue
+		}
+		mux.Handle(rt.Pattern(), h)
+		patterns = append(patterns, rt.Pattern())
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if chainMethods[m] {
+			p := m + " " + chainPrefix + "{rest...}"
+			mux.Handle(p, s.chainDispatcher(m, handlers))
+			patterns = append(patterns, p)
+		}
+	}
+	return mux, patterns
+}
+
+// unmatched answers a request no pattern of mux matches with a problem:
+// 405 METHOD_NOT_ALLOWED (with Allow) when the path is served for other
+// methods, else 404 NOT_FOUND. It returns false when a pattern matches.
+func (s *Server) unmatched(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) bool {
+	h, pattern := mux.Handler(r)
+	if pattern != "" {
+		return false
+	}
+	probe := &probeWriter{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch probe.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		s.problem(w, r, errMethodNotAllowed)
+	case http.StatusNotFound, 0:
+		s.problem(w, r, errNoRoute)
+	default: // a redirect to the cleaned path
+		for k, v := range probe.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(probe.status)
+	}
+	return true
+}
+
+// probeWriter keeps the status and headers of the mux's own answer.
+type probeWriter struct {
+	header http.Header
+	status int
+}
+
+func (p *probeWriter) Header() http.Header { return p.header }
+func (p *probeWriter) WriteHeader(status int) {
+	if p.status == 0 {
+		p.status = status
+	}
+}
+func (p *probeWriter) Write(b []byte) (int, error) {
+	p.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
