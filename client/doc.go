@@ -40,6 +40,11 @@
 // the key the error carries, and the same request; a new key would do the
 // operation a second time.
 //
+// Options.MaxAttempts counts the client's attempts. Go's transport may
+// resend one attempt by itself, unchanged and with its key, when a
+// kept-alive connection turns out to be closed before any answer arrives;
+// that resend is not counted, and it is as safe as any retry.
+//
 // The server keeps a key's record for its guard's TTL (a day by default),
 // and the ledger's keys never expire: a retry after the guard forgot the key
 // is still written once by the ledger, but its response is rebuilt rather

@@ -41,6 +41,11 @@ func TestRetryPolicyMatchesModel(t *testing.T) {
 		seen = append(seen, seenRequest{key: r.Header.Get(api.HeaderIdempotencyKey)})
 		rep := script[min(n, len(script)-1)]
 		mu.Unlock()
+		// A fresh connection for every attempt: Go's transport resends a
+		// keyed request once by itself when a kept-alive connection dies
+		// before any answer, which would play two answers of the script
+		// within one attempt of the client.
+		w.Header().Set("Connection", "close")
 		switch {
 		case rep.status == 0:
 			hangUp(w, r)
@@ -51,11 +56,11 @@ func TestRetryPolicyMatchesModel(t *testing.T) {
 		}
 	})
 	rapid.Check(t, func(rt *rapid.T) {
-		mu.Lock()
-		script = rapid.SliceOfN(rapid.SampledFrom(replies), 1, 8).Draw(rt, "script")
-		seen = nil
-		mu.Unlock()
+		drawn := rapid.SliceOfN(rapid.SampledFrom(replies), 1, 8).Draw(rt, "script")
 		maxAttempts := rapid.IntRange(1, 6).Draw(rt, "maxAttempts")
+		mu.Lock()
+		script, seen = drawn, nil
+		mu.Unlock()
 		c, _ := s.client(t, Options{MaxAttempts: maxAttempts, BackoffBase: time.Microsecond, BackoffMax: time.Microsecond})
 		_, err := post(c, context.Background())
 
@@ -85,7 +90,7 @@ func TestRetryPolicyMatchesModel(t *testing.T) {
 			if err != nil {
 				rt.Fatalf("model succeeds, client: %v", err)
 			}
-		case err == nil || ErrorCode(err) != want.code || e != nil:
+		case err == nil || ErrorCode(err) != want.code:
 			rt.Fatalf("client %v, model code %s", err, want.code)
 		}
 		if err != nil {

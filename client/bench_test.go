@@ -1,0 +1,157 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/client"
+)
+
+// benchCallers is the number of concurrent clients of the benchmarks.
+const benchCallers = 64
+
+// benchPayload is the entry every benchmark request appends: a 120-byte
+// JSON event.
+var benchPayload = []byte(`{"event":"goods.received","po":"PO-0004711","item":"FLOUR-405","location":"WH-1","quantity":"10","unit_cost":"2.50"}`)
+
+// runLoopback serves h on 127.0.0.1 (HTTP/1.1, keep-alive) until the
+// benchmark ends and returns its base URL.
+func runLoopback(b *testing.B, h http.Handler) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	go srv.Serve(ln)
+	b.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// bareAppend is the baseline: a net/http handler that decodes the same
+// body as the server's raw-entry route and appends the same entry, keyed
+// by the Idempotency-Key header, with no rate limit, no API key, no replay
+// guard, no access log and no metrics.
+func bareAppend(db *chain.DB, tenantName string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chains/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		name, ok := cutSuffix(r.PathValue("name"), "/entries")
+		var req api.AppendRequest
+		if !ok || json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		full, err := chain.ScopedName(tenantName, name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		res, err := db.Append(r.Context(), chain.Request{Chain: full, IdempotencyKey: r.Header.Get(api.HeaderIdempotencyKey),
+			Type: req.Type, Payload: req.Payload})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		body, _ := json.Marshal(api.AppendResponse{Chain: name, Seq: res.Entry.Seq, Hash: res.Entry.Hash.String(),
+			TimeUnixNano: res.Entry.TimeUnixNano})
+		w.Header().Set("Content-Type", api.MediaJSON)
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	})
+	return mux
+}
+
+func cutSuffix(s, suffix string) (string, bool) {
+	if len(s) <= len(suffix) || s[len(s)-len(suffix):] != suffix {
+		return "", false
+	}
+	return s[:len(s)-len(suffix)], true
+}
+
+// openBenchDB opens a fresh embedded ledger for one benchmark.
+func openBenchDB(b *testing.B) *chain.DB {
+	b.Helper()
+	db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+// drive runs op for 0..n-1 from benchCallers goroutines and returns the
+// wall time and the 99th percentile of one op's latency.
+func drive(b *testing.B, n int, op func(i int) error) (time.Duration, time.Duration) {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	latencies := make([][]time.Duration, benchCallers)
+	errs := make(chan error, benchCallers)
+	start := time.Now()
+	for w := range benchCallers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, n/benchCallers+1)
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				t0 := time.Now()
+				if err := op(i); err != nil {
+					errs <- err
+					return
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			latencies[w] = lat
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	return elapsed, all[min(len(all)-1, len(all)*99/100)]
+}
+
+// benchClient is a client of url whose keys are k-0, k-1, … in call order,
+// so that two runs of one workload send the same requests.
+func benchClient(b *testing.B, url, token string) *client.Client {
+	b.Helper()
+	c, err := client.New(client.Options{BaseURL: url, Token: token, MaxAttempts: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+func appendOp(ctx context.Context, c *client.Client, prefix string) func(i int) error {
+	return func(i int) error {
+		_, err := c.AppendEntry(ctx, fmt.Sprintf("bench/c%d", i%benchCallers),
+			api.AppendRequest{Type: "bench.event/v1", Payload: benchPayload}, client.WithIdempotencyKey(fmt.Sprintf("%s-%d", prefix, i)))
+		return err
+	}
+}
+
+func reportHTTP(b *testing.B, n int, got, gotP99, base, baseP99 time.Duration) {
+	b.ReportMetric(float64(n)/got.Seconds(), "req/s")
+	b.ReportMetric(float64(gotP99.Microseconds()), "p99-µs")
+	b.ReportMetric(float64(n)/base.Seconds(), "bare-req/s")
+	b.ReportMetric(float64(baseP99.Microseconds()), "bare-p99-µs")
+	b.ReportMetric(base.Seconds()/got.Seconds(), "ratio")
+}
