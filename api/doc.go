@@ -51,6 +51,7 @@ package api
 //	GET    /v1/fin/books/{book}/currencies              read  → FinCurrencyList
 //	POST   /v1/fin/books/{book}/postings                write FinPostingRequest → 201 FinPosting
 //	GET    /v1/fin/books/{book}/postings/{seq}          read  → FinPosting
+//	GET    /v1/fin/books/{book}/postings                read  ?key= → FinPosting
 //	POST   /v1/fin/books/{book}/reversals               write FinReversalRequest → 201 FinPosting
 //	GET    /v1/fin/books/{book}/balances/{account}      read  → FinBalanceList
 //	GET    /v1/fin/books/{book}/balances/{account}/{currency}  read ?at_seq=|as_of= → FinBalance
@@ -71,6 +72,7 @@ package api
 //	POST   /v1/sales-issues                   write  SalesIssueRequest → 201 BusinessEvent
 //
 //	GET    /v1/outbox/messages                admin  ?topic=&status=&limit= → OutboxMessageList
+//	GET    /v1/outbox/messages/{id}           admin  → OutboxMessageHistory
 //	GET    /v1/outbox/dead                    admin  ?topic= → OutboxMessageList
 //	GET    /v1/outbox/stats                   admin  ?topic= → OutboxStats
 //	POST   /v1/outbox/requeue                 admin  OutboxRequeueRequest → OutboxRequeueResponse

@@ -77,3 +77,27 @@ type WebhookReceipt struct {
 	Chain    string `json:"chain"`
 	Seq      uint64 `json:"seq"`
 }
+
+// OutboxEvent is one step of a message's delivery history: a lease, a
+// heartbeat, an outcome, a dead letter or a requeue.
+type OutboxEvent struct {
+	Seq          uint64 `json:"seq"`
+	TimeUnixNano int64  `json:"time_unix_nano"`
+	Type         string `json:"type"`
+	Worker       string `json:"worker,omitempty"`
+	Attempt      int    `json:"attempt,omitempty"`
+	Token        uint64 `json:"token,omitempty"`
+	Deadline     int64  `json:"deadline_unix_nano,omitempty"`
+	Outcome      string `json:"outcome,omitempty"`
+	NextAttempt  int64  `json:"next_attempt_unix_nano,omitempty"`
+	DurationNano int64  `json:"duration_nano,omitempty"`
+	DeadReason   string `json:"dead_reason,omitempty"`
+	Detail       string `json:"detail,omitempty"`
+}
+
+// OutboxMessageHistory is GET /v1/outbox/messages/{id}: a message, its
+// headers and payload, and its whole delivery history.
+type OutboxMessageHistory struct {
+	Message OutboxMessage `json:"message"`
+	History []OutboxEvent `json:"history"`
+}

@@ -5,16 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/chain/chaintest"
 )
-
-func testOptions() chain.Options {
-	return chain.Options{Clock: chaintest.SteppingClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)}
-}
 
 func TestCreateAuthenticateRevoke(t *testing.T) {
 	chaintest.ForEachBackend(t, testOptions, func(t *testing.T, db *chain.DB) {

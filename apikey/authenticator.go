@@ -45,21 +45,27 @@ type Authenticator struct {
 	db    *chain.DB
 	delay time.Duration
 	now   func() time.Time
+	base  time.Time // times below are nanoseconds since base, on the monotonic clock
 	sub   *chain.Subscription
 
-	mu   sync.RWMutex
-	keys *keySet // applied to by refresh under mu; its records are replaced, never changed
-
+	// index is what Authenticate reads: id -> *record, each record
+	// replaced, never changed. keys, read and written under refreshMu
+	// only, is the chain's replay that fills it.
+	index     sync.Map
 	refreshMu sync.Mutex // one reader of the chain at a time
+	keys      *keySet
 	// loadedNano is the start time of the last read of the chain that
-	// succeeded (the keys are at least that new); failedNano and failure
-	// the last that failed, answered again for RevocationDelay so that a
-	// damaged store is not read on every call.
+	// succeeded (the keys are at least that new), applied the count of
+	// notifications drained before it began; failedNano and failure are
+	// the last read that failed, answered again for RevocationDelay so
+	// that a damaged store is not read on every call.
 	loadedNano atomic.Int64
+	applied    atomic.Uint64
 	failedNano atomic.Int64
 	failure    atomic.Pointer[error]
-	// notified is set when a commit notification arrived since the last read.
-	notified atomic.Bool
+
+	noteMu sync.Mutex
+	notes  uint64 // notifications drained from sub.C
 }
 
 // NewAuthenticator subscribes to key changes and reads the system chain.
@@ -73,7 +79,7 @@ func NewAuthenticator(db *chain.DB, opts AuthOptions) (*Authenticator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Authenticator{db: db, delay: opts.RevocationDelay, now: opts.Now, keys: newKeySet()}
+	a := &Authenticator{db: db, delay: opts.RevocationDelay, now: opts.Now, base: opts.Now(), keys: newKeySet()}
 	// Subscribe first: a change that commits during the first read is
 	// then heard of.
 	sub, err := db.Subscribe(context.Background(), NotifyChannel)
@@ -104,9 +110,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Key, er
 	if err := a.fresh(ctx); err != nil {
 		return Key{}, err
 	}
-	a.mu.RLock()
-	r := a.keys.records[p.id]
-	a.mu.RUnlock()
+	var r *record
+	if v, ok := a.index.Load(p.id); ok {
+		r = v.(*record)
+	}
 	digest := digestOf(p.id, p.secret[:])
 	if r == nil || !r.Digest.matches(&digest) || r.Key.Revoked() {
 		return Key{}, ErrUnauthenticated
@@ -132,16 +139,37 @@ func (a *Authenticator) KeyIDOf(r *http.Request) (string, bool) {
 	return k.ID, true
 }
 
-// fresh reads the system chain again when the keys are RevocationDelay
-// old or a notification arrived; concurrent callers wait for one read.
-func (a *Authenticator) fresh(ctx context.Context) error {
+// generation drains the subscription and returns how many notifications
+// have arrived. Draining and counting are one step under noteMu, so a
+// caller that returns from Create or Revoke (whose notification was sent
+// before it returned) and then calls generation sees it counted, whichever
+// goroutine drained it.
+func (a *Authenticator) generation() uint64 {
+	a.noteMu.Lock()
+	defer a.noteMu.Unlock()
 	select {
 	case <-a.sub.C:
-		a.notified.Store(true)
+		a.notes++
 	default:
 	}
-	start := a.now().UnixNano()
-	if !a.notified.Load() && start-a.loadedNano.Load() < int64(a.delay) {
+	return a.notes
+}
+
+// elapsed is the time since the Authenticator was made, in nanoseconds:
+// monotonic with time.Now, so a step of the wall clock does not stretch
+// the delay.
+func (a *Authenticator) elapsed() int64 { return int64(a.now().Sub(a.base)) }
+
+// fresh reads the system chain again when the keys are RevocationDelay
+// old or a notification arrived since the last read began; concurrent
+// callers wait for one read.
+func (a *Authenticator) fresh(ctx context.Context) error {
+	notes := a.generation()
+	start := a.elapsed()
+	current := func() bool {
+		return a.applied.Load() >= notes && start-a.loadedNano.Load() < int64(a.delay)
+	}
+	if current() {
 		return nil
 	}
 	if start-a.failedNano.Load() < int64(a.delay) {
@@ -151,78 +179,109 @@ func (a *Authenticator) fresh(ctx context.Context) error {
 	}
 	a.refreshMu.Lock()
 	defer a.refreshMu.Unlock()
-	// A read that started after this call did is as good as its own.
-	if !a.notified.Load() && a.loadedNano.Load() >= start {
+	if current() { // another caller's read, begun after this call's notifications, is as good
 		return nil
 	}
 	return a.refresh(ctx)
 }
 
-// refresh reads the system chain's new entries and applies them to a copy
-// of the keys. Callers hold refreshMu (or own a).
+// refresh reads the system chain's new entries and applies them. Callers
+// hold refreshMu (or own a).
 func (a *Authenticator) refresh(ctx context.Context) error {
-	start := a.now().UnixNano()
-	a.notified.Store(false) // a commit from now on notifies again
-	err := a.read(ctx)
-	if err != nil {
+	notes := a.generation() // the read below sees every commit these announced
+	start := a.elapsed()
+	if err := a.read(ctx); err != nil {
 		a.failure.Store(&err)
 		a.failedNano.Store(start)
-		a.notified.Store(true) // read again once the failure is old
 		return err
 	}
 	a.failure.Store(nil)
-	a.failedNano.Store(0)
+	a.applied.Store(notes)
 	a.loadedNano.Store(start)
 	return nil
 }
 
-// read reads the system chain's entries after the last one applied and
-// applies them in order, under the write lock. An entry that does not link
-// or fit stops the read with an error; the entries before it stay applied.
+// readBatchMax bounds the entries one read holds in memory before they
+// are applied: a first read of a long system chain goes in batches. A
+// variable only so that a test can make batches small.
+var readBatchMax = 4096
+
+// read reads the system chain's entries after the last one applied, in
+// batches, and applies them in order. An entry that
+// does not link or fit stops the read with an error; the entries before it
+// stay applied. The read ends at the head its first batch saw.
 func (a *Authenticator) read(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
 	defer cancel()
-	a.mu.RLock()
-	seq, hash := a.keys.seq, a.keys.hash
-	a.mu.RUnlock()
+	var target uint64 // the head's seq when the read began
+	for {
+		entries, head, err := a.readBatch(ctx, a.keys.seq, a.keys.hash, target)
+		if err != nil || len(entries) == 0 {
+			return err
+		}
+		if target == 0 {
+			target = head
+		}
+		if err := a.apply(entries); err != nil {
+			return err
+		}
+		if entries[len(entries)-1].Seq >= target {
+			return nil
+		}
+	}
+}
+
+// readBatch reads up to readBatchMax entries after seq (whose hash is
+// hash), up to the head's seq or to target when it is set, and returns
+// them with the head's seq.
+func (a *Authenticator) readBatch(ctx context.Context, seq uint64, hash chain.Hash, target uint64) ([]chain.Entry, uint64, error) {
 	var entries []chain.Entry
+	var headSeq uint64
 	err := a.db.View(ctx, func(tx *chain.Tx) error {
 		entries = entries[:0]
 		h, err := tx.Head(SystemChain)
 		if err != nil && !isNotFound(err) {
 			return err
 		}
+		headSeq = h.Seq
 		switch {
 		case h.Seq == seq && h.Hash == hash:
 			return nil
 		case h.Seq <= seq:
 			return &systemChainError{seq: h.Seq, reason: fmt.Sprintf("the head went back from seq %d, or its hash changed", seq)}
 		}
+		last := h.Seq
+		if target != 0 {
+			last = min(last, target)
+		}
 		for e, err := range tx.Entries(SystemChain, seq+1) {
 			if err != nil {
 				return err
 			}
-			if e.Seq > h.Seq {
+			if e.Seq > last || len(entries) == readBatchMax {
 				break
 			}
 			entries = append(entries, e)
 		}
 		return nil
 	})
-	if err != nil || len(entries) == 0 {
-		return err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	return entries, headSeq, err
+}
+
+// apply applies entries read after the last one applied and publishes
+// the records they make.
+func (a *Authenticator) apply(entries []chain.Entry) error {
 	for i := range entries {
 		e := &entries[i]
 		if err := a.keys.link(e); err != nil {
 			return err
 		}
-		if err := a.keys.apply(e); err != nil {
+		r, err := a.keys.apply(e)
+		if err != nil {
 			return &systemChainError{seq: e.Seq, reason: err.Error()}
 		}
 		a.keys.advance(e)
+		a.index.Store(r.Key.ID, r)
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ func checkTx(tx *chain.Tx, rebuild bool) ([]chain.Failure, RebuildStats, error) 
 			return nil, stats, err
 		}
 		stats.Entries++
-		if err := set.apply(&e); err != nil {
+		if _, err := set.apply(&e); err != nil {
 			failures = append(failures, chain.Failure{Chain: e.Chain, Seq: e.Seq, Reason: chain.ReasonStateMismatch,
 				Detail: fmt.Sprintf("apikey entry %s does not fit: %v", e.Type, err)})
 		}

@@ -146,13 +146,35 @@ func (d *decoder) finish() error {
 	return d.err
 }
 
-func encodeCreate(p *createPayload) []byte {
-	e := newEncoder(1 + 4*4 + len(p.ID) + len(p.Tenant) + len(p.Name) + 1 + 3*(4+5) + DigestSize)
+// keyFields are the fields a creation and a state record share, in their
+// order: id, tenant, name, scopes, digest.
+func (e *encoder) keyFields(p *createPayload) {
 	e.str(p.ID)
 	e.str(p.Tenant)
 	e.str(p.Name)
 	e.scopes(p.Scopes)
 	e.digest(p.Digest)
+}
+
+func (d *decoder) keyFields() createPayload {
+	var p createPayload
+	p.ID = d.str(KeyIDLength)
+	p.Tenant = d.str(TenantLengthMax)
+	p.Name = d.str(NameLengthMax)
+	p.Scopes = d.scopes()
+	p.Digest = d.digest()
+	return p
+}
+
+// createSizeMax bounds the encoding of a creation's fields (scopes are at
+// most three of at most five bytes).
+func createSizeMax(p *createPayload) int {
+	return 1 + 3*4 + len(p.ID) + len(p.Tenant) + len(p.Name) + 1 + 3*(4+5) + DigestSize
+}
+
+func encodeCreate(p *createPayload) []byte {
+	e := newEncoder(createSizeMax(p))
+	e.keyFields(p)
 	return e.b
 }
 
@@ -160,12 +182,7 @@ func encodeCreate(p *createPayload) []byte {
 // the rules Create checks on entry.
 func decodeCreate(b []byte) (createPayload, error) {
 	d := newDecoder(b)
-	var p createPayload
-	p.ID = d.str(KeyIDLength)
-	p.Tenant = d.str(TenantLengthMax)
-	p.Name = d.str(NameLengthMax)
-	p.Scopes = d.scopes()
-	p.Digest = d.digest()
+	p := d.keyFields()
 	if err := d.finish(); err != nil {
 		return p, err
 	}
@@ -234,40 +251,34 @@ func decodeRevoke(b []byte) (revokePayload, error) {
 	return p, nil
 }
 
+// encodeRecord encodes a key's state record: the creation's fields, then
+// the creation and revocation times and the revocation's reason.
 func encodeRecord(r *record) []byte {
 	k := &r.Key
-	e := newEncoder(1 + 5*4 + len(k.ID) + len(k.Tenant) + len(k.Name) + len(k.RevokedReason) + 1 + 3*(4+5) + DigestSize + 16)
-	e.str(k.ID)
-	e.str(k.Tenant)
-	e.str(k.Name)
-	e.scopes(k.Scopes)
-	e.digest(r.Digest)
+	p := createPayload{ID: k.ID, Tenant: k.Tenant, Name: k.Name, Scopes: k.Scopes, Digest: r.Digest}
+	e := newEncoder(createSizeMax(&p) + 2*8 + 4 + len(k.RevokedReason))
+	e.keyFields(&p)
 	e.i64(k.CreatedUnixNano)
 	e.i64(k.RevokedUnixNano)
 	e.str(k.RevokedReason)
 	return e.b
 }
 
-// decodeRecord decodes a key's state record.
+// decodeRecord decodes and checks a key's state record.
 func decodeRecord(b []byte) (record, error) {
 	d := newDecoder(b)
-	var r record
-	k := &r.Key
-	k.ID = d.str(KeyIDLength)
-	k.Tenant = d.str(TenantLengthMax)
-	k.Name = d.str(NameLengthMax)
-	k.Scopes = d.scopes()
-	r.Digest = d.digest()
-	k.CreatedUnixNano = d.i64()
-	k.RevokedUnixNano = d.i64()
-	k.RevokedReason = d.str(ReasonLengthMax)
+	p := d.keyFields()
+	r := record{Key: Key{ID: p.ID, Tenant: p.Tenant, Name: p.Name, Scopes: p.Scopes}, Digest: p.Digest}
+	r.Key.CreatedUnixNano = d.i64()
+	r.Key.RevokedUnixNano = d.i64()
+	r.Key.RevokedReason = d.str(ReasonLengthMax)
 	if err := d.finish(); err != nil {
 		return r, err
 	}
-	if err := checkCreate(k.ID, k.Tenant, k.Name, k.Scopes); err != nil {
+	if err := checkCreate(p.ID, p.Tenant, p.Name, p.Scopes); err != nil {
 		return r, fmt.Errorf("%w: %v", errDecode, err)
 	}
-	if err := validateReason(k.RevokedReason); err != nil {
+	if err := validateReason(r.Key.RevokedReason); err != nil {
 		return r, fmt.Errorf("%w: %v", errDecode, err)
 	}
 	return r, nil

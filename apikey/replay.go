@@ -34,49 +34,50 @@ func (s *keySet) link(e *chain.Entry) error {
 	return nil
 }
 
-// apply applies one entry of the system chain, or says why it does not fit
-// the keys before it; nothing changes then. It does not check the linkage
-// (link does).
-func (s *keySet) apply(e *chain.Entry) error {
+// apply applies one entry of the system chain and returns the record it
+// made, or says why the entry does not fit the keys before it; nothing
+// changes then. It does not check the linkage (link does).
+func (s *keySet) apply(e *chain.Entry) (*record, error) {
 	switch e.Type {
 	case TypeCreate:
 		p, err := decodeCreate(e.Payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if e.IdempotencyKey != createKey(p.ID) {
-			return fmt.Errorf("creation of %s with idempotency key %q", p.ID, e.IdempotencyKey)
+			return nil, fmt.Errorf("creation of %s with idempotency key %q", p.ID, e.IdempotencyKey)
 		}
 		if s.records[p.ID] != nil {
-			return fmt.Errorf("key %s created twice", p.ID)
+			return nil, fmt.Errorf("key %s created twice", p.ID)
 		}
 		if len(s.records) >= KeysMax {
-			return fmt.Errorf("more than %d keys", KeysMax)
+			return nil, fmt.Errorf("more than %d keys", KeysMax)
 		}
-		s.records[p.ID] = &record{Key: Key{ID: p.ID, Tenant: p.Tenant, Name: p.Name, Scopes: p.Scopes,
+		r := &record{Key: Key{ID: p.ID, Tenant: p.Tenant, Name: p.Name, Scopes: p.Scopes,
 			CreatedUnixNano: e.TimeUnixNano}, Digest: p.Digest}
+		s.records[p.ID] = r
+		return r, nil
 	case TypeRevoke:
 		p, err := decodeRevoke(e.Payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if e.IdempotencyKey != revokeKey(p.ID) {
-			return fmt.Errorf("revocation of %s with idempotency key %q", p.ID, e.IdempotencyKey)
+			return nil, fmt.Errorf("revocation of %s with idempotency key %q", p.ID, e.IdempotencyKey)
 		}
 		old := s.records[p.ID]
 		if old == nil {
-			return fmt.Errorf("revocation of unknown key %s", p.ID)
+			return nil, fmt.Errorf("revocation of unknown key %s", p.ID)
 		}
 		if old.Key.Revoked() {
-			return fmt.Errorf("key %s revoked twice", p.ID)
+			return nil, fmt.Errorf("key %s revoked twice", p.ID)
 		}
 		r := *old
 		r.Key.RevokedUnixNano, r.Key.RevokedReason = e.TimeUnixNano, p.Reason
 		s.records[p.ID] = &r
-	default:
-		return fmt.Errorf("type %q", e.Type)
+		return &r, nil
 	}
-	return nil
+	return nil, fmt.Errorf("type %q", e.Type)
 }
 
 // advance records e as the last entry seen.

@@ -11,6 +11,7 @@ import (
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/internal/wire"
 )
 
 // Scopes of the routes.
@@ -163,13 +164,9 @@ func verify(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.OK, out.Chains, out.Entries, out.Truncated = rep.OK(), rep.Chains, rep.Entries, rep.Truncated
-	for _, f := range rep.Failures {
-		vf := api.VerifyFailure{Chain: c.rel(f.Chain), Seq: f.Seq, Reason: string(f.Reason), Detail: f.Detail}
-		if f.Expected != (chain.Hash{}) || f.Calculated != (chain.Hash{}) {
-			vf.Expected, vf.Calculated = f.Expected.String(), f.Calculated.String()
-		}
-		out.Failures = append(out.Failures, vf)
+	out = wire.VerifyReport(&rep)
+	for i := range out.Failures {
+		out.Failures[i].Chain = c.rel(out.Failures[i].Chain)
 	}
 	return out, nil
 }

@@ -31,6 +31,9 @@ func (s *Server) finRoutes() []*Route {
 			Response: api.FinPosting{}, Status: http.StatusCreated, write: finPost},
 		{Method: http.MethodGet, Path: book + "/postings/{seq}", ID: "fin.postings.get", Tag: tag, Scope: scopeRead,
 			Summary: "One posting of the journal", Response: api.FinPosting{}, Status: http.StatusOK, read: finPosting},
+		{Method: http.MethodGet, Path: book + "/postings", ID: "fin.postings.by-key", Tag: tag, Scope: scopeRead,
+			Summary: "The posting that holds a key", Response: api.FinPosting{}, Status: http.StatusOK, read: finPostingByKey,
+			Query: []Param{{"key", "string", "the posting's key (required)"}}},
 		{Method: http.MethodPost, Path: book + "/reversals", ID: "fin.reversals.create", Tag: tag, Scope: scopeWrite, Guarded: true,
 			Summary: "Append the opposite of a posting (once)", Request: api.FinReversalRequest{},
 			Response: api.FinPosting{}, Status: http.StatusCreated, write: finReverse},
@@ -220,6 +223,22 @@ func finPosting(c *call) (any, error) {
 		return nil, err
 	}
 	res, err := b.Posting(c.ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	return c.finPosting(b, res), nil
+}
+
+func finPostingByKey(c *call) (any, error) {
+	b, err := c.book()
+	if err != nil {
+		return nil, err
+	}
+	key := c.r.URL.Query().Get("key")
+	if key == "" {
+		return nil, invalidf("key= names the posting")
+	}
+	res, err := b.PostingByKey(c.ctx, key)
 	if err != nil {
 		return nil, err
 	}

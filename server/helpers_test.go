@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -20,16 +18,17 @@ import (
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
 	"github.com/ledgerworks/ledger/server"
+	"github.com/ledgerworks/ledger/server/servertest"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
 // testServer is a server on 127.0.0.1 over a test's ledger.
 type testServer struct {
+	*servertest.Running
 	t   *testing.T
 	db  *chain.DB
 	srv *server.Server
 	url string
-	hs  *http.Server
 	// client keeps connections alive, as clients do.
 	client *http.Client
 }
@@ -68,42 +67,16 @@ func forEachBackend(t *testing.T, opts server.Options, fn func(t *testing.T, ts 
 func startServer(t *testing.T, db *chain.DB, opts server.Options) *testServer {
 	t.Helper()
 	opts.DB = db
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	srv, err := server.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := srv.HTTPServer(server.Timeouts{})
-	go hs.Serve(ln)
-	ts := &testServer{t: t, db: db, srv: srv, url: "http://" + ln.Addr().String(), hs: hs,
-		client: &http.Client{Timeout: 30 * time.Second}}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		hs.Shutdown(ctx)
-		srv.Stop(ctx)
-		ts.client.CloseIdleConnections()
-	})
+	r := servertest.Start(t, opts)
+	ts := &testServer{Running: r, t: t, db: db, srv: r.Server, url: r.URL, client: &http.Client{Timeout: 30 * time.Second}}
+	t.Cleanup(ts.client.CloseIdleConnections)
 	return ts
 }
 
 // key creates an API key of tenant with scopes and returns its token.
 func (ts *testServer) key(tenant string, scopes ...apikey.Scope) string {
 	ts.t.Helper()
-	_, token, err := apikey.Create(context.Background(), ts.db, apikey.CreateRequest{Tenant: tenant, Name: "test", Scopes: scopes})
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	return token
+	return servertest.Key(ts.t, ts.db, tenant, scopes...)
 }
 
 // response is an answer read whole.
@@ -187,4 +160,13 @@ func (ts *testServer) do(method, path, token, key string, body any) response {
 		ts.t.Fatal(err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// marshalBody is v as JSON, nil when it does not encode.
+func marshalBody(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -16,6 +16,9 @@ func (s *Server) outboxRoutes() []*Route {
 			Response: api.OutboxMessageList{}, Status: http.StatusOK, read: outboxMessages,
 			Query: []Param{{"topic", "string", "only this topic"}, {"status", "string", "pending, leased, dead or done"},
 				{"limit", "integer", "most messages (default 1000)"}}},
+		{Method: http.MethodGet, Path: "/v1/outbox/messages/{id}", ID: "outbox.messages.get", Tag: tag, Scope: scopeAdmin,
+			Summary:  "A message with its headers, payload and whole delivery history (leases, outcomes, dead letters, requeues)",
+			Response: api.OutboxMessageHistory{}, Status: http.StatusOK, read: outboxMessage},
 		{Method: http.MethodGet, Path: "/v1/outbox/dead", ID: "outbox.dead.list", Tag: tag, Scope: scopeAdmin,
 			Summary: "The dead letters, with their headers and payloads", Response: api.OutboxMessageList{},
 			Status: http.StatusOK, read: outboxDead, Query: []Param{{"topic", "string", "only this topic"}}},
@@ -56,6 +59,25 @@ func outboxMessages(c *call) (any, error) {
 		return nil, err
 	}
 	return messageList(infos, false), nil
+}
+
+func outboxMessage(c *call) (any, error) {
+	id, err := outbox.ParseID(c.r.PathValue("id"))
+	if err != nil {
+		return nil, invalidf("%q is not a message id (32 hex digits, or outbox:<id>)", c.r.PathValue("id"))
+	}
+	info, err := outbox.Get(c.ctx, c.s.db, c.tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	out := api.OutboxMessageHistory{Message: wire.OutboxMessage(info, true), History: []api.OutboxEvent{}}
+	for ev, err := range outbox.History(c.ctx, c.s.db, c.tenant, id) {
+		if err != nil {
+			return nil, err
+		}
+		out.History = append(out.History, wire.OutboxEvent(ev))
+	}
+	return out, nil
 }
 
 func messageList(infos []outbox.Info, withBody bool) api.OutboxMessageList {

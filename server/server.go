@@ -72,8 +72,9 @@ type Options struct {
 	Providers []Provider
 	// Deliveries are the outbox topics the server delivers by webhook.
 	Deliveries []Delivery
-	// ReleaseOrphans releases, at Start, every outbox lease as a transient
-	// failure due at once: right when the server is the only process that
+	// ReleaseOrphans releases, at Start, every outbox lease and every
+	// PROCESSING record of the replay guard as a transient failure, due at
+	// once: right when the server is the only process that
 	// writes the ledger (the embedded default), so every lease is an orphan
 	// of a process that died. Never set it for instances sharing a
 	// PostgreSQL database.
@@ -95,6 +96,7 @@ type Server struct {
 	opts      Options
 	db        *chain.DB
 	auth      *apikey.Authenticator
+	ownsAuth  bool
 	store     idempotency.Store
 	guard     *idempotency.Guard
 	jobs      *idempotency.Jobs
@@ -155,6 +157,7 @@ func New(opts Options) (*Server, error) {
 		if s.auth, err = apikey.NewAuthenticator(opts.DB, apikey.AuthOptions{}); err != nil {
 			return nil, err
 		}
+		s.ownsAuth = true
 	}
 	if s.store = opts.IdempotencyStore; s.store == nil {
 		if s.store, err = idempotency.NewLedgerStore(opts.DB); err != nil {
@@ -254,6 +257,16 @@ func (s *Server) Start(ctx context.Context) error {
 		return errors.New("server: already started")
 	}
 	if s.opts.ReleaseOrphans {
+		// The guard's PROCESSING records: the ledger store keeps them in
+		// memory, so only this process's can exist; none should be left
+		// before it serves.
+		lease := s.opts.IdempotencyLease
+		if lease == 0 {
+			lease = idempotency.LeaseDurationDefault
+		}
+		if _, err := s.jobs.RecoverStuckRecords(ctx, -lease-time.Second, idempotency.JobBatchSizeDefault); err != nil {
+			return fmt.Errorf("server: releasing orphaned idempotency records: %w", err)
+		}
 		n, err := ReleaseOrphanLeases(ctx, s.db, s.now(), s.opts.Deliveries)
 		if err != nil {
 			return fmt.Errorf("server: releasing orphaned outbox leases: %w", err)
@@ -308,12 +321,17 @@ func (s *Server) runJobs(ctx context.Context) {
 func (s *Server) Drain() { s.draining.Store(true) }
 
 // Stop stops the outbox workers (each finishes or abandons its attempts
-// within ctx) and the jobs. Call it after the HTTP server's Shutdown, so
-// that in-flight requests finish first.
+// within ctx) and the jobs, and closes the authenticator New made. Call it
+// after the HTTP server's Shutdown, so that in-flight requests finish
+// first.
 func (s *Server) Stop(ctx context.Context) error {
 	s.Drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ownsAuth {
+		s.auth.Close()
+		s.ownsAuth = false
+	}
 	if !s.started {
 		return nil
 	}

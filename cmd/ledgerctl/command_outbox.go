@@ -27,9 +27,14 @@ type (
 	outboxStatsJSON   = api.OutboxStats
 	outboxTopicJSON   = api.OutboxTopic
 	outboxRequeueJSON = api.OutboxRequeueResponse
+	outboxEventJSON   = api.OutboxEvent
+	outboxShowJSON    = api.OutboxMessageHistory
 )
 
-var newOutboxMessageJSON = wire.OutboxMessage
+var (
+	newOutboxMessageJSON = wire.OutboxMessage
+	newOutboxEventJSON   = wire.OutboxEvent
+)
 
 func init() {
 	registerCommand(newOutboxCommand)
@@ -142,27 +147,6 @@ func parseIDs(args []string) ([]outbox.ID, error) {
 	return ids, nil
 }
 
-// outboxEventJSON is one step of a message's history.
-type outboxEventJSON struct {
-	Seq          uint64 `json:"seq"`
-	TimeUnixNano int64  `json:"time_unix_nano"`
-	Type         string `json:"type"`
-	Worker       string `json:"worker,omitempty"`
-	Attempt      int    `json:"attempt,omitempty"`
-	Token        uint64 `json:"token,omitempty"`
-	Deadline     int64  `json:"deadline_unix_nano,omitempty"`
-	Outcome      string `json:"outcome,omitempty"`
-	NextAttempt  int64  `json:"next_attempt_unix_nano,omitempty"`
-	DurationNano int64  `json:"duration_nano,omitempty"`
-	DeadReason   string `json:"dead_reason,omitempty"`
-	Detail       string `json:"detail,omitempty"`
-}
-
-type outboxShowJSON struct {
-	Message outboxMessageJSON `json:"message"`
-	History []outboxEventJSON `json:"history"`
-}
-
 func newOutboxShowCommand(a *app, opts *outboxOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
@@ -192,24 +176,6 @@ func newOutboxShowCommand(a *app, opts *outboxOptions) *cobra.Command {
 			})
 		},
 	}
-}
-
-func newOutboxEventJSON(ev outbox.Event) outboxEventJSON {
-	j := outboxEventJSON{Seq: ev.Seq, TimeUnixNano: ev.Time.UnixNano(), Type: ev.Type, Worker: ev.Worker, Attempt: ev.Attempt,
-		Token: ev.Token, Detail: ev.Detail, DurationNano: int64(ev.Duration)}
-	if !ev.Deadline.IsZero() {
-		j.Deadline = ev.Deadline.UnixNano()
-	}
-	if ev.Outcome != 0 {
-		j.Outcome = ev.Outcome.String()
-	}
-	if !ev.NextAttempt.IsZero() {
-		j.NextAttempt = ev.NextAttempt.UnixNano()
-	}
-	if ev.DeadReason != 0 {
-		j.DeadReason = ev.DeadReason.String()
-	}
-	return j
 }
 
 func formatNano(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }

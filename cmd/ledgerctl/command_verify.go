@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/internal/wire"
 )
 
 func init() { registerCommand(newVerifyCommand) }
@@ -29,43 +31,14 @@ type verifyOptions struct {
 	trees       bool   // also check the stored Merkle trees
 }
 
-// verifyJSON is the shape `verify -o json` prints.
-type verifyJSON struct {
-	OK       bool          `json:"ok"`
-	Chains   int64         `json:"chains"`
-	Entries  int64         `json:"entries"`
-	Failures []failureJSON `json:"failures"`
-	// Truncated is set when more failures were found than were kept.
-	Truncated bool `json:"truncated"`
-}
+// verifyJSON is the shape `verify -o json` prints: the HTTP API's
+// POST /v1/verify answer (api, built by internal/wire).
+type (
+	verifyJSON  = api.VerifyReport
+	failureJSON = api.VerifyFailure
+)
 
-// failureJSON is one failure of a verification.
-type failureJSON struct {
-	Chain  string `json:"chain"`
-	Seq    uint64 `json:"seq"`
-	Reason string `json:"reason"`
-	Detail string `json:"detail"`
-	// Expected and Calculated are the stored and computed hashes, for the
-	// failures that compare hashes.
-	Expected   string `json:"expected,omitempty"`
-	Calculated string `json:"calculated,omitempty"`
-}
-
-func newVerifyJSON(r *chain.Report) verifyJSON {
-	out := verifyJSON{OK: r.OK(), Chains: r.Chains, Entries: r.Entries, Failures: []failureJSON{}, Truncated: r.Truncated}
-	var zero chain.Hash
-	for _, f := range r.Failures {
-		fj := failureJSON{Chain: f.Chain, Seq: f.Seq, Reason: string(f.Reason), Detail: f.Detail}
-		if f.Expected != zero {
-			fj.Expected = f.Expected.String()
-		}
-		if f.Calculated != zero {
-			fj.Calculated = f.Calculated.String()
-		}
-		out.Failures = append(out.Failures, fj)
-	}
-	return out
-}
+var newVerifyJSON = wire.VerifyReport
 
 func newVerifyCommand(a *app) *cobra.Command {
 	opts := verifyOptions{}

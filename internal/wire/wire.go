@@ -193,3 +193,39 @@ func OutboxTopic(s outbox.TopicStats) api.OutboxTopic {
 	}
 	return t
 }
+
+// VerifyReport is a verification's report.
+func VerifyReport(r *chain.Report) api.VerifyReport {
+	out := api.VerifyReport{OK: r.OK(), Chains: r.Chains, Entries: r.Entries, Failures: []api.VerifyFailure{}, Truncated: r.Truncated}
+	var zero chain.Hash
+	for _, f := range r.Failures {
+		vf := api.VerifyFailure{Chain: f.Chain, Seq: f.Seq, Reason: string(f.Reason), Detail: f.Detail}
+		if f.Expected != zero {
+			vf.Expected = f.Expected.String()
+		}
+		if f.Calculated != zero {
+			vf.Calculated = f.Calculated.String()
+		}
+		out.Failures = append(out.Failures, vf)
+	}
+	return out
+}
+
+// OutboxEvent is one step of a message's delivery history.
+func OutboxEvent(ev outbox.Event) api.OutboxEvent {
+	j := api.OutboxEvent{Seq: ev.Seq, TimeUnixNano: ev.Time.UnixNano(), Type: ev.Type, Worker: ev.Worker, Attempt: ev.Attempt,
+		Token: ev.Token, Detail: ev.Detail, DurationNano: int64(ev.Duration)}
+	if !ev.Deadline.IsZero() {
+		j.Deadline = ev.Deadline.UnixNano()
+	}
+	if ev.Outcome != 0 {
+		j.Outcome = ev.Outcome.String()
+	}
+	if !ev.NextAttempt.IsZero() {
+		j.NextAttempt = ev.NextAttempt.UnixNano()
+	}
+	if ev.DeadReason != 0 {
+		j.DeadReason = ev.DeadReason.String()
+	}
+	return j
+}

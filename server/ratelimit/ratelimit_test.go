@@ -2,12 +2,15 @@ package ratelimit_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,5 +147,107 @@ func TestLoopbackAddress(t *testing.T) {
 	}
 	if host, _, _ := net.SplitHostPort("127.0.0.1:1"); host != "127.0.0.1" {
 		t.Fatal(host)
+	}
+}
+
+// The key and address limits are independent: a key is held to its rate
+// from any number of addresses, an address to its rate with any number of
+// keys, and a request that names no key only to its address's.
+func TestKeyAndAddressLimitsAreIndependent(t *testing.T) {
+	clock := newFakeClock()
+	_, url := serve(t, ratelimit.Options{PerKey: rate.Every(time.Minute), KeyBurst: 3,
+		PerAddr: rate.Every(time.Minute), AddrBurst: 5, Now: clock.Now})
+	const key1, key2 = "0000000000000001", "0000000000000002"
+	// key1 from three addresses: three pass, the fourth is the key's limit.
+	for i, addr := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"} {
+		if resp := get(t, url, addr, key1); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("key1 request %d: %d", i, resp.StatusCode)
+		}
+	}
+	if resp := get(t, url, "10.0.0.4", key1); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" {
+		t.Fatalf("key1 beyond its burst from a fresh address: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// Address 10.0.0.4 spent nothing on the refusal: five requests with
+	// other keys (or none) pass, the sixth is the address's limit.
+	for i, key := range []string{key2, key2, key2, "", ""} {
+		if resp := get(t, url, "10.0.0.4", key); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("address request %d: %d", i, resp.StatusCode)
+		}
+	}
+	if resp := get(t, url, "10.0.0.4", ""); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("address beyond its burst: %d", resp.StatusCode)
+	}
+	// key2 spent its three tokens above; from a fresh address it is refused.
+	if resp := get(t, url, "10.0.0.9", key2); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("key2 beyond its burst: %d", resp.StatusCode)
+	}
+	// A minute later each bucket holds one token again.
+	clock.Advance(time.Minute)
+	if resp := get(t, url, "10.0.0.9", key1); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("key1 after a minute: %d", resp.StatusCode)
+	}
+}
+
+// A Limiter keeps at most MaxTracked limiters of each kind however many
+// clients it meets.
+func TestTrackedLimitersAreBounded(t *testing.T) {
+	l, url := serve(t, ratelimit.Options{PerKey: 1, KeyBurst: 1, PerAddr: 1, AddrBurst: 1, MaxTracked: 3})
+	for i := range 20 {
+		get(t, url, fmt.Sprintf("10.1.0.%d", i), fmt.Sprintf("%016x", i))
+	}
+	if s := l.Stats(); s.TrackedAddrs != 3 || s.TrackedKeys != 3 {
+		t.Fatalf("stats %+v, want 3 of each", s)
+	}
+	// The most recently used survive: 10.1.0.19 is still empty.
+	if resp := get(t, url, "10.1.0.19", ""); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the most recent address lost its limiter: %d", resp.StatusCode)
+	}
+}
+
+// Concurrent requests over loopback: exactly the burst passes.
+func TestConcurrentBurst(t *testing.T) {
+	clock := newFakeClock() // time stands still: no token is refilled
+	l, url := serve(t, ratelimit.Options{PerKey: 1, KeyBurst: 25, Now: clock.Now})
+	var passed, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				switch get(t, url, "", "00000000000000aa").StatusCode {
+				case http.StatusNoContent:
+					passed.Add(1)
+				case http.StatusTooManyRequests:
+					refused.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if passed.Load() != 25 || refused.Load() != 55 || l.Stats().Refused != 55 {
+		t.Fatalf("passed %d, refused %d (stats %+v), want 25 and 55", passed.Load(), refused.Load(), l.Stats())
+	}
+}
+
+func TestOptionsBounds(t *testing.T) {
+	for _, opts := range []ratelimit.Options{
+		{PerKey: -1, KeyBurst: 1},
+		{PerKey: 1},
+		{PerAddr: 1, AddrBurst: ratelimit.BurstMax + 1},
+		{PerAddr: rate.Inf, AddrBurst: 1},
+		{MaxTracked: -1},
+		{MaxTracked: ratelimit.MaxTrackedLimit + 1},
+	} {
+		if _, err := ratelimit.New(opts); !errors.Is(err, ratelimit.ErrInvalidOptions) {
+			t.Errorf("New(%+v): %v", opts, err)
+		}
+	}
+	// The zero value limits nothing.
+	_, url := serve(t, ratelimit.Options{})
+	for range 50 {
+		if resp := get(t, url, "", "0000000000000001"); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("zero options refused: %d", resp.StatusCode)
+		}
 	}
 }

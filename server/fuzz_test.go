@@ -1,0 +1,39 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// chainRoute reads a chain route's name and seq from the end of the path,
+// so the route it finds, its name and its seq always rebuild the path, and
+// a name may be anything (even "a/entries"); it never panics.
+func FuzzChainRoute(f *testing.F) {
+	for _, seed := range []string{"orders/entries", "a/b/entries/5", "x/head", "entries", "a/entries/entries",
+		"/entries", "", "a//head", "entries/1", "a/entries/entries/7", "héllo/%2F/head"} {
+		f.Add(seed)
+	}
+	routes := map[string]*Route{}
+	for _, p := range []string{"/v1/chains/{name}/entries", "/v1/chains/{name}/entries/{seq}", "/v1/chains/{name}/head"} {
+		rt := &Route{Method: http.MethodGet, Path: p}
+		routes[rt.routeKey()] = rt
+	}
+	f.Fuzz(func(t *testing.T, rest string) {
+		rt, name, seq := chainRoute(routes, http.MethodGet, rest)
+		if rt == nil {
+			if seq != "" {
+				t.Fatalf("%q: no route but seq %q", rest, seq)
+			}
+			return
+		}
+		suffix := strings.TrimPrefix(rt.Path, "/v1/chains/{name}")
+		rebuilt := name + strings.Replace(suffix, "{seq}", seq, 1)
+		if rebuilt != rest {
+			t.Fatalf("%q: route %s name %q seq %q rebuild %q", rest, rt.Path, name, seq, rebuilt)
+		}
+		if !strings.Contains(suffix, "{seq}") && seq != "" {
+			t.Fatalf("%q: route %s with seq %q", rest, rt.Path, seq)
+		}
+	})
+}
