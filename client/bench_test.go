@@ -2,12 +2,8 @@ package client_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -21,6 +17,7 @@ import (
 	"github.com/ledgerworks/ledger/client"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/ratelimit"
+	"github.com/ledgerworks/ledger/server/servertest"
 )
 
 // benchCallers is the number of concurrent clients of the benchmarks.
@@ -29,55 +26,6 @@ const benchCallers = 64
 // benchPayload is the entry every benchmark request appends: a 120-byte
 // JSON event.
 var benchPayload = []byte(`{"event":"goods.received","po":"PO-0004711","item":"FLOUR-405","location":"WH-1","quantity":"10","unit_cost":"2.50"}`)
-
-// runLoopback serves h on 127.0.0.1 (HTTP/1.1, keep-alive) until the
-// benchmark ends and returns its base URL.
-func runLoopback(b *testing.B, h http.Handler) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
-	go srv.Serve(ln)
-	b.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
-}
-
-// bareAppend is the baseline: a net/http handler that decodes the same
-// body as the server's raw-entry route and appends the same entry, keyed
-// by the Idempotency-Key header, with no rate limit, no API key, no replay
-// guard, no access log and no metrics.
-func bareAppend(db *chain.DB, tenantName string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chains/{name...}", func(w http.ResponseWriter, r *http.Request) {
-		name, ok := cutSuffix(r.PathValue("name"), "/entries")
-		var req api.AppendRequest
-		if !ok || json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req) != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		res, err := db.Append(r.Context(), chain.Request{Chain: tenantName + chain.NameSeparator + name, IdempotencyKey: "req-" + r.Header.Get(api.HeaderIdempotencyKey),
-			Type: req.Type, Payload: req.Payload})
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		body, _ := json.Marshal(api.AppendResponse{Chain: name, Seq: res.Entry.Seq, Hash: res.Entry.Hash.String(),
-			TimeUnixNano: res.Entry.TimeUnixNano})
-		w.Header().Set("Content-Type", api.MediaJSON)
-		w.WriteHeader(http.StatusCreated)
-		w.Write(body)
-	})
-	return mux
-}
-
-func cutSuffix(s, suffix string) (string, bool) {
-	if len(s) <= len(suffix) || s[len(s)-len(suffix):] != suffix {
-		return "", false
-	}
-	return s[:len(s)-len(suffix)], true
-}
 
 // openBenchDB opens a fresh embedded ledger for one benchmark.
 func openBenchDB(b *testing.B) *chain.DB {
@@ -155,30 +103,17 @@ func reportHTTP(b *testing.B, n int, got, gotP99, base, baseP99 time.Duration) {
 }
 
 // benchServer serves the full stack of ledgerctl serve on db over
-// loopback: rate limit (per key and per address, set far above the load so
-// that it counts every request and refuses none), API key, scope, replay
-// guard on the ledger's own store, handler, request ids, metrics, and the
-// access log (to a logger that discards it). It returns the URL and a
-// token of tenant acme.
+// loopback (servertest.Start): rate limit (per key and per address, set
+// far above the load so that it counts every request and refuses none),
+// API key, scope, replay guard on the ledger's own store, handler, request
+// ids, metrics, and the access log (to a logger that discards it). It
+// returns the URL and a token of tenant acme.
 func benchServer(b *testing.B, db *chain.DB) (string, string) {
 	b.Helper()
-	ctx := context.Background()
-	_, token, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: tenant, Name: "bench",
-		Scopes: []apikey.Scope{apikey.ScopeRead, apikey.ScopeWrite}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := server.New(server.Options{DB: db, Logger: slog.New(slog.DiscardHandler),
+	token := servertest.Key(b, db, tenant, apikey.ScopeRead, apikey.ScopeWrite)
+	r := servertest.Start(b, server.Options{DB: db,
 		RateLimit: ratelimit.Options{PerKey: 1e6, KeyBurst: 1 << 20, PerAddr: 1e6, AddrBurst: 1 << 20}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	url := runLoopback(b, s.Handler())
-	b.Cleanup(func() { s.Stop(ctx) })
-	return url, token
+	return r.URL, token
 }
 
 // checkAppended fails the benchmark unless db's chains bench/c0… of tenant
@@ -203,13 +138,13 @@ func checkAppended(b *testing.B, db *chain.DB, n int) {
 // keep-alive, each request a new key appending one entry, on the embedded
 // default (bbolt with its write-ahead log, every answer durable). The
 // baseline, measured first in the same run, is the bare handler
-// (bareAppend) appending the same entries. Metrics: req/s and p99-us of
+// (servertest.BareAppend) appending the same entries. Metrics: req/s and p99-us of
 // the full stack, bare-req/s and bare-p99-us, ratio = full ÷ bare.
 func BenchmarkServeAppend(b *testing.B) {
 	ctx := context.Background()
 	n := max(b.N, 2*benchCallers)
 	bareDB := openBenchDB(b)
-	bare := benchClient(b, runLoopback(b, bareAppend(bareDB, tenant)), "")
+	bare := benchClient(b, servertest.Serve(b, servertest.BareAppend(bareDB, tenant)), "")
 	base, baseP99 := drive(b, n, appendOp(ctx, bare, "k"))
 	checkAppended(b, bareDB, n)
 
@@ -233,7 +168,7 @@ func BenchmarkServeReplay(b *testing.B) {
 	n := max(b.N, 2*benchCallers)
 	seeded := min(n, 10_000) // the guard's cache holds IdempotencyCacheSizeDefault records
 	bareDB := openBenchDB(b)
-	bare := benchClient(b, runLoopback(b, bareAppend(bareDB, tenant)), "")
+	bare := benchClient(b, servertest.Serve(b, servertest.BareAppend(bareDB, tenant)), "")
 	drive(b, seeded, appendOp(ctx, bare, "k"))
 	base, baseP99 := drive(b, n, func(i int) error { return appendOp(ctx, bare, "k")(i % seeded) })
 	checkAppended(b, bareDB, seeded)
