@@ -156,3 +156,30 @@ func TestClientErrorsFromTheServer(t *testing.T) {
 		t.Fatalf("a write with a read key: %v", err)
 	}
 }
+
+// TestCallerKeySpansClientRestarts: an intent whose key the caller stored
+// is sent again by a new client (a restarted process) with the same
+// request, and gets the first answer back; with another request, the
+// refusal.
+func TestCallerKeySpansClientRestarts(t *testing.T) {
+	s, _, token := startLedger(t)
+	ctx := context.Background()
+	req := api.AppendRequest{Type: "audit.event/v1", Payload: []byte(`{"event":"import.started","import":4711}`)}
+	const stored = "erp-import-4711-start"
+	before := newClient(t, s.URL, token, client.Options{})
+	first, err := before.AppendEntry(ctx, "audit/imports", req, client.WithIdempotencyKey(stored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before.CloseIdleConnections()
+	after := newClient(t, s.URL, token, client.Options{})
+	var info client.ResponseInfo
+	again, err := after.AppendEntry(ctx, "audit/imports", req, client.WithIdempotencyKey(stored), client.WithResponseInfo(&info))
+	if err != nil || again != first || !info.Replayed || info.Key != stored {
+		t.Fatalf("after the restart: %+v (%+v), %v; first %+v", again, info, err, first)
+	}
+	if _, err := after.AppendEntry(ctx, "audit/imports", api.AppendRequest{Type: req.Type, Payload: []byte(`{}`)},
+		client.WithIdempotencyKey(stored)); client.ErrorCode(err) != api.CodeKeyReused {
+		t.Fatalf("the stored key with another request: %v", err)
+	}
+}
