@@ -391,6 +391,7 @@ func (s *Server) HTTPServer(t Timeouts) *http.Server {
 // hs.Serve or a TLS variant of it.
 func (s *Server) Serve(ctx context.Context, hs *http.Server, ln net.Listener, shutdownTimeout time.Duration, serve func(net.Listener) error) error {
 	if err := s.Start(ctx); err != nil {
+		ln.Close()
 		return err
 	}
 	if serve == nil {
