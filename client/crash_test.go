@@ -20,7 +20,8 @@ import (
 // hold exactly the sum of the receipts; then ledgerctl verify finds the
 // ledger intact.
 func TestServerKilledDuringPurchaseReceipts(t *testing.T) {
-	const receipts, callers = 240, 16
+	t.Parallel()
+	const receipts, callers = 150, 16
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	token := createKey(t, db, tenant, "read,write,admin")
 	first := serve(t, db, "127.0.0.1:0")
@@ -50,6 +51,7 @@ func TestServerKilledDuringPurchaseReceipts(t *testing.T) {
 		restarted <- s
 	}()
 
+	began := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	events := make([]api.BusinessEvent, receipts)
@@ -85,7 +87,7 @@ func TestServerKilledDuringPurchaseReceipts(t *testing.T) {
 	if networkRetries.Load() == 0 {
 		t.Fatal("no call met the killed server: the kills did not land during the burst")
 	}
-	t.Logf("%d receipts, %d retries after network errors", receipts, networkRetries.Load())
+	t.Logf("%d receipts in %v, %d retries after network errors", receipts, time.Since(began).Round(time.Millisecond), networkRetries.Load())
 	checkReceiptTotals(t, ctx, c, receipts, sumQty)
 	last.Stop()
 	if code, out, errOut := runCLI(t, "--db", db, "verify"); code != 0 {

@@ -33,6 +33,7 @@ func docBlock(t *testing.T, heading, lang string) string {
 // with LEDGER_URL and LEDGER_TOKEN set as the page says.
 func runDocExample(t *testing.T, tool string, args ...string) string {
 	t.Helper()
+	t.Parallel()
 	if _, err := exec.LookPath(tool); err != nil {
 		t.Skipf("%s is not installed", tool)
 	}

@@ -79,6 +79,7 @@ func receipt(i int) api.PurchaseReceiptRequest {
 func cents(v int64) string { return fmt.Sprintf("%d.%02d", v/100, v%100) }
 
 func TestConcurrentDuplicatesThroughTheClient(t *testing.T) {
+	t.Parallel()
 	s, _, token := startLedger(t)
 	c := newClient(t, s.URL, token, client.Options{BackoffBase: 5 * time.Millisecond})
 	ctx := context.Background()
@@ -132,6 +133,7 @@ func TestConcurrentDuplicatesThroughTheClient(t *testing.T) {
 }
 
 func TestClientErrorsFromTheServer(t *testing.T) {
+	t.Parallel()
 	s, db, token := startLedger(t)
 	ctx := context.Background()
 	c := newClient(t, s.URL, token, client.Options{})
@@ -162,6 +164,7 @@ func TestClientErrorsFromTheServer(t *testing.T) {
 // request, and gets the first answer back; with another request, the
 // refusal.
 func TestCallerKeySpansClientRestarts(t *testing.T) {
+	t.Parallel()
 	s, _, token := startLedger(t)
 	ctx := context.Background()
 	req := api.AppendRequest{Type: "audit.event/v1", Payload: []byte(`{"event":"import.started","import":4711}`)}

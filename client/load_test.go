@@ -23,6 +23,7 @@ import (
 // it was answered with. CLIENT_LOAD_REQUESTS and
 // CLIENT_LOAD_BUDGET_SECONDS enlarge it (defaults 2,000 and 3).
 func TestLoadBounded(t *testing.T) {
+	t.Parallel()
 	requests := envInt(t, "CLIENT_LOAD_REQUESTS", 2000)
 	budget := time.Duration(envInt(t, "CLIENT_LOAD_BUDGET_SECONDS", 3)) * time.Second
 	const callers, chains = 32, 8
