@@ -40,6 +40,14 @@ func (c *Client) OutboxMessages(ctx context.Context, f OutboxFilter, opts ...Cal
 	return out, err
 }
 
+// OutboxMessage reads one message with its headers, payload and whole
+// delivery history (admin).
+func (c *Client) OutboxMessage(ctx context.Context, id string, opts ...CallOption) (api.OutboxMessageHistory, error) {
+	var out api.OutboxMessageHistory
+	err := c.get(ctx, newRoute("/v1/outbox/messages").seg("id", id), nil, &out, opts)
+	return out, err
+}
+
 // DeadMessages lists the dead letters of a topic, or of every topic when
 // topic is empty (admin).
 func (c *Client) DeadMessages(ctx context.Context, topic string, opts ...CallOption) (api.OutboxMessageList, error) {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ledgerworks/ledger/api"
 )
@@ -55,6 +56,17 @@ func (c *Client) Post(ctx context.Context, book string, req api.FinPostingReques
 func (c *Client) Posting(ctx context.Context, book string, seq uint64, opts ...CallOption) (api.FinPosting, error) {
 	var out api.FinPosting
 	err := c.get(ctx, bookRoute(book).lit("/postings").seg("seq", uintString(seq)), nil, &out, opts)
+	return out, err
+}
+
+// PostingByKey reads the posting that holds key in a book's journal (the
+// key a posting route derived from its Idempotency-Key, or FinPosting.Key).
+func (c *Client) PostingByKey(ctx context.Context, book, key string, opts ...CallOption) (api.FinPosting, error) {
+	var out api.FinPosting
+	if key == "" {
+		return out, fmt.Errorf("%w: posting key is empty", ErrInvalidArgument)
+	}
+	err := c.get(ctx, bookRoute(book).lit("/postings"), query{}.str("key", key).values(), &out, opts)
 	return out, err
 }
 

@@ -2,36 +2,31 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/server"
 )
 
-// TestMethodsCallTheirRoutes checks that every typed method sends its
-// documented method, escaped path, query and key.
-func TestMethodsCallTheirRoutes(t *testing.T) {
-	var mu sync.Mutex
-	var got struct{ method, path, query, key string }
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got.method, got.path, got.query, got.key = r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Get(api.HeaderIdempotencyKey)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte("{}"))
-	}))
-	defer srv.Close()
-	c, err := New(Options{BaseURL: srv.URL + "/ledger", MaxAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, tc := range []struct {
-		call                func() error
-		method, path, query string
-	}{
+// methodCall is a typed method's call and the request it must send.
+type methodCall struct {
+	call                func() error
+	method, path, query string
+}
+
+// methodCalls calls every typed method once.
+func methodCalls(ctx context.Context, c *Client) []methodCall {
+	return []methodCall{
+
 		{func() error { _, err := c.AppendEntry(ctx, "audit/erp events", api.AppendRequest{}); return err }, "POST", "/v1/chains/audit/erp%20events/entries", ""},
 		{func() error { _, err := c.Entry(ctx, "audit/x", 7); return err }, "GET", "/v1/chains/audit/x/entries/7", ""},
 		{func() error { _, err := c.Entries(ctx, "audit/x", 3, 10); return err }, "GET", "/v1/chains/audit/x/entries", "from=3&limit=10"},
@@ -55,6 +50,7 @@ func TestMethodsCallTheirRoutes(t *testing.T) {
 		{func() error { _, err := c.Currencies(ctx, "main"); return err }, "GET", "/v1/fin/books/main/currencies", ""},
 		{func() error { _, err := c.Post(ctx, "main", api.FinPostingRequest{}); return err }, "POST", "/v1/fin/books/main/postings", ""},
 		{func() error { _, err := c.Posting(ctx, "main", 9); return err }, "GET", "/v1/fin/books/main/postings/9", ""},
+		{func() error { _, err := c.PostingByKey(ctx, "main", "req-1"); return err }, "GET", "/v1/fin/books/main/postings", "key=req-1"},
 		{func() error { _, err := c.ReversePosting(ctx, "main", api.FinReversalRequest{}); return err }, "POST", "/v1/fin/books/main/reversals", ""},
 		{func() error { _, err := c.AccountBalances(ctx, "main", "1400"); return err }, "GET", "/v1/fin/books/main/balances/1400", ""},
 		{func() error {
@@ -78,6 +74,7 @@ func TestMethodsCallTheirRoutes(t *testing.T) {
 			_, err := c.OutboxMessages(ctx, OutboxFilter{Topic: "t", Status: "dead", Limit: 2})
 			return err
 		}, "GET", "/v1/outbox/messages", "limit=2&status=dead&topic=t"},
+		{func() error { _, err := c.OutboxMessage(ctx, "m1"); return err }, "GET", "/v1/outbox/messages/m1", ""},
 		{func() error { _, err := c.DeadMessages(ctx, ""); return err }, "GET", "/v1/outbox/dead", ""},
 		{func() error { _, err := c.OutboxStats(ctx, "t"); return err }, "GET", "/v1/outbox/stats", "topic=t"},
 		{func() error { _, err := c.Requeue(ctx, api.OutboxRequeueRequest{}); return err }, "POST", "/v1/outbox/requeue", ""},
@@ -87,7 +84,28 @@ func TestMethodsCallTheirRoutes(t *testing.T) {
 		{func() error { _, err := c.Verify(ctx, api.VerifyRequest{}); return err }, "POST", "/v1/verify", ""},
 		{func() error { _, err := c.Health(ctx); return err }, "GET", "/healthz", ""},
 		{func() error { _, err := c.Ready(ctx); return err }, "GET", "/readyz", ""},
-	} {
+	}
+}
+
+// TestMethodsCallTheirRoutes checks that every typed method sends its
+// documented method, escaped path, query and key.
+func TestMethodsCallTheirRoutes(t *testing.T) {
+	var mu sync.Mutex
+	var got struct{ method, path, query, key string }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got.method, got.path, got.query, got.key = r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Get(api.HeaderIdempotencyKey)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	c, err := New(Options{BaseURL: srv.URL + "/ledger", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range methodCalls(ctx, c) {
 		if err := tc.call(); err != nil {
 			t.Fatalf("%s %s: %v", tc.method, tc.path, err)
 		}
@@ -105,5 +123,90 @@ func TestMethodsCallTheirRoutes(t *testing.T) {
 	}
 	if _, err := c.StockTotal(ctx, ""); err == nil {
 		t.Error("an empty item accepted")
+	}
+}
+
+// TestEveryRouteHasAMethod checks the client against the server's route
+// table (the source of its OpenAPI document): every route an ERP calls
+// has a typed method that sends its method and path, an Idempotency-Key
+// exactly when the route is guarded, and only the query parameters the
+// route documents; and every method calls a route.
+func TestEveryRouteHasAMethod(t *testing.T) {
+	db, err := chain.Open(filepath.Join(t.TempDir(), "l.db"), chain.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := server.New(server.Options{DB: db, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not for clients of the API: webhooks come from their providers,
+	// metrics and the document from operators' tools.
+	notForClients := map[string]bool{"POST /v1/webhooks/{provider}": true, "GET /metrics": true, "GET /openapi.json": true}
+
+	type sent struct{ method, path, query, key string }
+	var mu sync.Mutex
+	var last sent
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		last = sent{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Get(api.HeaderIdempotencyKey)}
+		mu.Unlock()
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	c, err := New(Options{BaseURL: srv.URL, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := methodCalls(context.Background(), c)
+	covered := make([]bool, len(calls))
+	for _, rt := range s.Routes() {
+		id := rt.Method + " " + rt.Path
+		if notForClients[id] {
+			continue
+		}
+		pattern := regexp.MustCompile("^" + regexp.MustCompile(`\\\{[a-z_]+\\\}`).ReplaceAllStringFunc(regexp.QuoteMeta(rt.Path),
+			func(m string) string {
+				if m == `\{name\}` {
+					return `[^?]+` // a chain name may hold "/"
+				}
+				return `[^/]+`
+			}) + "$")
+		params := map[string]bool{}
+		for _, p := range rt.Query {
+			params[p.Name] = true
+		}
+		found := false
+		for i, mc := range calls {
+			if mc.method != rt.Method || !pattern.MatchString(mc.path) || (strings.Count(mc.path, "/") != strings.Count(rt.Path, "/") && !strings.Contains(rt.Path, "{name}")) {
+				continue
+			}
+			if err := mc.call(); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			mu.Lock()
+			got := last
+			mu.Unlock()
+			if (got.key != "") != rt.Guarded {
+				t.Errorf("%s: the client sends a key %v, the route is guarded %v", id, got.key != "", rt.Guarded)
+			}
+			q, _ := url.ParseQuery(got.query)
+			for name := range q {
+				if !params[name] {
+					t.Errorf("%s: the client sends query parameter %q, which the route does not document", id, name)
+				}
+			}
+			found, covered[i] = true, true
+			break
+		}
+		if !found {
+			t.Errorf("route %s has no typed method", id)
+		}
+	}
+	for i, mc := range calls {
+		if !covered[i] {
+			t.Errorf("method sending %s %s matches no route of the server", mc.method, mc.path)
+		}
 	}
 }
