@@ -104,6 +104,9 @@ func checkReceiptTotals(t *testing.T, ctx context.Context, c *client.Client, n i
 	if err != nil || stock.Quantity != strconv.FormatInt(sumQty, 10) {
 		t.Fatalf("stock %+v, %v: want quantity %d", stock, err, sumQty)
 	}
+	if then, err := c.StockBalance(ctx, testItem, testLocation, client.StockAt{Time: time.Now().Add(time.Hour)}); err != nil || then.Quantity != stock.Quantity {
+		t.Fatalf("stock at a later time %+v, %v: want quantity %d", then, err, sumQty)
+	}
 	hist, err := c.StockHistory(ctx, testItem, testLocation, 0, n+10)
 	if err != nil || len(hist.Entries) != n {
 		t.Fatalf("stock history: %d entries, %v: want %d", len(hist.Entries), err, n)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"github.com/ledgerworks/ledger/api"
 )
@@ -74,17 +75,20 @@ func (c *Client) StockTotal(ctx context.Context, item string, opts ...CallOption
 }
 
 // StockAt names a point in a movement chain's history: its entry Seq, or
-// the last entry at or before TimeUnixNano; the current balance when both
-// are zero.
+// the balance as recorded at Time; the current balance when both are zero
+// (the server refuses both at once).
 type StockAt struct {
-	Seq          uint64
-	TimeUnixNano int64
+	Seq  uint64
+	Time time.Time
 }
 
 // StockBalance reads an item's quantity at a location, at a point in time.
 func (c *Client) StockBalance(ctx context.Context, item, location string, at StockAt, opts ...CallOption) (api.StockBalance, error) {
 	var out api.StockBalance
-	q := query{}.uint("at_seq", at.Seq).int("at_time", at.TimeUnixNano)
+	q := query{}.uint("at_seq", at.Seq)
+	if !at.Time.IsZero() {
+		q = q.str("at_time", at.Time.UTC().Format(time.RFC3339Nano))
+	}
 	err := c.get(ctx, newRoute("/v1/stock/balances").seg("item", item).seg("location", location), q.values(), &out, opts)
 	return out, err
 }
