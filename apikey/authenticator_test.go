@@ -10,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	bbolt "go.etcd.io/bbolt"
 	"pgregory.net/rapid"
 
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/chain/chaintest"
-	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
 // manualClock is a clock the test moves.
@@ -153,67 +151,50 @@ func TestAuthenticateConcurrently(t *testing.T) {
 	})
 }
 
-// An entry of the system chain edited in the file: verify reports it, and
+// An entry of the system chain edited in the store: verify reports it, and
 // an Authenticator refuses to trust the keys (ErrSystemChain), whether the
 // edit keeps the stored hash or recomputes it as a forger would.
 func TestEditedSystemEntryIsCaught(t *testing.T) {
-	for _, forge := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rehashed=%v", forge), func(t *testing.T) {
-			path := t.TempDir() + "/ledger.db"
-			db, err := chain.Open(path, chain.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			for _, tenant := range []string{"acme", "globex"} {
-				if _, _, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: tenant, Scopes: readScope()}); err != nil {
+	for _, s := range stores(t) {
+		for _, forge := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/rehashed=%v", s.name, forge), func(t *testing.T) {
+				l := s.fresh(t)
+				db, err := l.open()
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			first, err := db.Get(ctx, apikey.SystemChain, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db.Close()
+				ctx := context.Background()
+				for _, tenant := range []string{"acme", "globex"} {
+					if _, _, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: tenant, Scopes: readScope()}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				first, err := db.Get(ctx, apikey.SystemChain, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.Close()
 
-			// The attacker's edit: another digest in the first key's creation.
-			first.Payload[len(first.Payload)-1] ^= 1
-			if forge {
-				first.Hash = first.ComputeHash()
-			}
-			editEntry(t, path, first)
+				// The attacker's edit: another digest in the first key's creation.
+				first.Payload[len(first.Payload)-1] ^= 1
+				if forge {
+					first.Hash = first.ComputeHash()
+				}
+				l.edit(t, first)
 
-			db, err = chain.Open(path, chain.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			report, err := db.Verify(ctx, chain.VerifyOptions{})
-			if err != nil || report.OK() {
-				t.Fatalf("verify of an edited entry: %v %v", report.Failures, err)
-			}
-			if _, err := apikey.NewAuthenticator(db, apikey.AuthOptions{}); !errors.Is(err, apikey.ErrSystemChain) || !errors.Is(err, chain.ErrCorrupt) {
-				t.Fatalf("Authenticator on an edited chain: %v", err)
-			}
-		})
-	}
-}
-
-// editEntry stores e in place of the entry of its chain and seq in a
-// closed ledger file.
-func editEntry(t *testing.T, path string, e chain.Entry) {
-	t.Helper()
-	bdb, err := bbolt.Open(path, bolt.FileMode, &bbolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	err = bdb.Update(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bolt.BucketChains).Get([]byte(e.Chain))
-		return bolt.PutRawEntry(tx, binary.BigEndian.Uint64(v[:8]), e.Seq, chain.EncodeRecord(&e))
-	})
-	if err != nil {
-		t.Fatal(err)
+				if db, err = l.open(); err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				report, err := db.Verify(ctx, chain.VerifyOptions{})
+				if err != nil || report.OK() {
+					t.Fatalf("verify of an edited entry: %v %v", report.Failures, err)
+				}
+				if _, err := apikey.NewAuthenticator(db, apikey.AuthOptions{}); !errors.Is(err, apikey.ErrSystemChain) || !errors.Is(err, chain.ErrCorrupt) {
+					t.Fatalf("Authenticator on an edited chain: %v", err)
+				}
+			})
+		}
 	}
 }
 
@@ -228,7 +209,7 @@ func TestDamagedStateIsFoundAndRebuilt(t *testing.T) {
 				checks = 5
 			}
 			rapidCheck(t, checks, func(rt *rapid.T) {
-				db, err := s.fresh(t)()
+				db, err := s.fresh(t).open()
 				if err != nil {
 					rt.Fatal(err)
 				}

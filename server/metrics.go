@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+	counters sync.Map // routeCode → observers
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -30,9 +32,36 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
-func (m *httpMetrics) observe(route string, status int, elapsed time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(elapsed.Seconds())
+// observe counts a request of rt (nil: no route matched).
+func (m *httpMetrics) observe(rt *Route, status int, elapsed time.Duration) {
+	k := routeCode{rt, status}
+	c, ok := m.counters.Load(k)
+	if !ok {
+		name := unmatchedRoute
+		if rt != nil {
+			name = rt.routeKey()
+		}
+		c, _ = m.counters.LoadOrStore(k, observers{m.requests.WithLabelValues(name, strconv.Itoa(status)),
+			m.duration.WithLabelValues(name)})
+	}
+	o := c.(observers)
+	o.count.Inc()
+	o.duration.Observe(elapsed.Seconds())
+}
+
+// unmatchedRoute labels the requests no route matched.
+const unmatchedRoute = "unmatched"
+
+// routeCode keys the series of a route and a status, which observe keeps
+// so that a request costs no label lookup.
+type routeCode struct {
+	route  *Route
+	status int
+}
+
+type observers struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // EngineMetrics implements chain.Metrics with Prometheus collectors: give

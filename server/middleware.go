@@ -123,9 +123,6 @@ func (s *Server) buildHandler() http.Handler {
 		if !s.limitBody(sw, r) {
 			return
 		}
-		if s.unmatched(mux, sw, r) {
-			return
-		}
 		mux.ServeHTTP(sw, r)
 	})
 }
@@ -136,14 +133,17 @@ func (s *Server) finish(r *http.Request, in *info, sw *statusWriter, elapsed tim
 	if status == 0 {
 		status = http.StatusOK
 	}
-	route := "unmatched"
+	route := unmatchedRoute
 	if in.route != nil {
 		route = in.route.routeKey()
 	}
-	s.metrics.observe(route, status, elapsed)
+	s.metrics.observe(in.route, status, elapsed)
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError
+	}
+	if !s.log.Enabled(r.Context(), level) {
+		return
 	}
 	attrs := []slog.Attr{slog.String("request_id", in.id), slog.String("method", r.Method),
 		slog.String("path", r.URL.Path), slog.String("route", route), slog.Int("status", status),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/ledgerworks/ledger/apikey"
@@ -144,47 +145,35 @@ func (s *Server) buildMux() (*http.ServeMux, []string) {
 			patterns = append(patterns, p)
 		}
 	}
+	// What no pattern serves: the catch-all finds whether the path is
+	// served for other methods (405) or not at all (404). It is registered
+	// last and is no route of the table.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.unmatched(mux, w, r) })
 	return mux, patterns
 }
 
-// unmatched answers a request no pattern of mux matches with a problem:
-// 405 METHOD_NOT_ALLOWED (with Allow) when the path is served for other
-// methods, else 404 NOT_FOUND. It returns false when a pattern matches.
-func (s *Server) unmatched(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) bool {
-	h, pattern := mux.Handler(r)
-	if pattern != "" {
-		return false
-	}
-	probe := &probeWriter{header: http.Header{}}
-	h.ServeHTTP(probe, r)
-	switch probe.status {
-	case http.StatusMethodNotAllowed:
-		w.Header().Set("Allow", probe.header.Get("Allow"))
-		s.problem(w, r, errMethodNotAllowed)
-	case http.StatusNotFound, 0:
-		s.problem(w, r, errNoRoute)
-	default: // a redirect to the cleaned path
-		for k, v := range probe.header {
-			w.Header()[k] = v
+// allowMethods are the methods the catch-all tries for Allow.
+var allowMethods = []string{http.MethodGet, http.MethodPost, http.MethodDelete}
+
+// unmatched answers a request no route matches with a problem: 405
+// METHOD_NOT_ALLOWED (with Allow) when the path is served for other
+// methods, else 404 NOT_FOUND.
+func (s *Server) unmatched(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range allowMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
 		}
-		w.WriteHeader(probe.status)
 	}
-	return true
-}
-
-// probeWriter keeps the status and headers of the mux's own answer.
-type probeWriter struct {
-	header http.Header
-	status int
-}
-
-func (p *probeWriter) Header() http.Header { return p.header }
-func (p *probeWriter) WriteHeader(status int) {
-	if p.status == 0 {
-		p.status = status
+	if len(allow) == 0 {
+		s.problem(w, r, errNoRoute)
+		return
 	}
-}
-func (p *probeWriter) Write(b []byte) (int, error) {
-	p.WriteHeader(http.StatusOK)
-	return len(b), nil
+	if slices.Contains(allow, http.MethodGet) {
+		allow = append(allow, http.MethodHead)
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.problem(w, r, errMethodNotAllowed)
 }

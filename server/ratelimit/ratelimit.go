@@ -114,6 +114,9 @@ func ClientAddr(r *http.Request) string {
 	if err != nil {
 		return host
 	}
+	if addr.Is4() {
+		return host // an IPv4 address parses only in its canonical form
+	}
 	addr = addr.Unmap()
 	if addr.Is6() {
 		prefix, _ := addr.WithZone("").Prefix(64)
