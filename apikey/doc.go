@@ -1,7 +1,7 @@
 // Package apikey holds the API keys of a ledger served over HTTP: each key
 // belongs to one tenant and carries scopes (read, write, admin). Keys are
 // created and revoked by entries on a hash-chained system chain, so
-// `ledgerctl verify` proves that nobody added, altered or dropped one; an
+// `ledgerctl verify` finds an entry that was altered, inserted or removed; an
 // Authenticator answers for tokens from memory, and Middleware puts the
 // authenticated key in each request's context.
 //
@@ -57,9 +57,17 @@
 //
 // The Authenticator answers from the chain's entries, not from the derived
 // state, and checks that they link; an entry edited in the store makes it
-// refuse every token (ErrSystemChain) instead of trusting the edit. A
-// forger who rewrites the whole chain consistently is caught only by a
-// verify against a saved head or a signed checkpoint, as for any chain.
+// refuse every token (ErrSystemChain) instead of trusting the edit. It
+// reads each entry once: an entry edited after a running Authenticator
+// read it is found by the next one (a restart) and by verify. As for any
+// chain, entries cut from the end (a revocation undone) or a chain
+// rewritten whole are caught only against a saved head or a signed
+// checkpoint (`ledgerctl verify --expect-head`, docs/PROOFS.md); a running
+// Authenticator refuses a head that went back.
+//
+// A call that finds the keys stale waits for the read (at most ten seconds
+// on a store that does not answer, then an error); a read that failed is
+// answered again, without reading, for RevocationDelay.
 //
 // The secret is 256 random bits, so its digest is a fast hash, not a
 // password hash: there is nothing to guess. The digests are readable by

@@ -22,6 +22,29 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 
+// bare is the handler the guards stand in front of: it does nothing.
+var bare = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+
+// benchKey returns an Authenticator of a fresh ledger file holding one key,
+// and the key's token; both are closed when the benchmark ends.
+func benchKey(b *testing.B) (*apikey.Authenticator, string) {
+	db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	_, token, err := apikey.Create(context.Background(), db, apikey.CreateRequest{Tenant: "acme", Scopes: []apikey.Scope{apikey.ScopeRead}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(auth.Close)
+	return auth, token
+}
+
 // BenchmarkGuards is the cost of the first two guards of the server, the
 // rate limiter and the API key check, in front of a handler that does
 // nothing, beside the bare handler (the baseline) in the same run, with
@@ -31,21 +54,7 @@ func (d *discard) WriteHeader(int)             {}
 //
 //	go test -run '^$' -bench BenchmarkGuards -cpu 2 ./server/ratelimit
 func BenchmarkGuards(b *testing.B) {
-	db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	_, token, err := apikey.Create(context.Background(), db, apikey.CreateRequest{Tenant: "acme", Scopes: []apikey.Scope{apikey.ScopeRead}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer auth.Close()
-	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	auth, token := benchKey(b)
 	limiter := func(keyID func(*http.Request) (string, bool)) *ratelimit.Limiter {
 		l, err := ratelimit.New(ratelimit.Options{PerKey: 1e9, KeyBurst: ratelimit.BurstMax, PerAddr: 1e9, AddrBurst: ratelimit.BurstMax, KeyID: keyID})
 		if err != nil {
@@ -87,21 +96,7 @@ func BenchmarkGuards(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkGuardsLoopback -cpu 2 ./server/ratelimit
 func BenchmarkGuardsLoopback(b *testing.B) {
-	db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	_, token, err := apikey.Create(context.Background(), db, apikey.CreateRequest{Tenant: "acme", Scopes: []apikey.Scope{apikey.ScopeRead}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	auth, err := apikey.NewAuthenticator(db, apikey.AuthOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer auth.Close()
-	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	auth, token := benchKey(b)
 	l, err := ratelimit.New(ratelimit.Options{PerKey: 1e9, KeyBurst: ratelimit.BurstMax, PerAddr: 1e9, AddrBurst: ratelimit.BurstMax})
 	if err != nil {
 		b.Fatal(err)
