@@ -37,7 +37,11 @@ func TestServerKilledDuringPurchaseReceipts(t *testing.T) {
 	defineCatalog(t, ctx, c)
 
 	var acked atomic.Int64
-	restarted := make(chan *served, 1)
+	type restart struct {
+		s   *served
+		err error
+	}
+	restarted := make(chan restart, 1)
 	go func() { // kill at a third and at two thirds of the burst
 		s := first
 		for _, at := range []int64{receipts / 3, 2 * receipts / 3} {
@@ -46,9 +50,14 @@ func TestServerKilledDuringPurchaseReceipts(t *testing.T) {
 			}
 			s.Kill()
 			time.Sleep(100 * time.Millisecond)
-			s = serve(t, db, first.Addr)
+			var err error
+			if s, err = startServe(t, db, first.Addr); err != nil {
+				cancel() // the callers give up; the test reports err
+				restarted <- restart{err: err}
+				return
+			}
 		}
-		restarted <- s
+		restarted <- restart{s: s}
 	}()
 
 	began := time.Now()
@@ -70,7 +79,11 @@ func TestServerKilledDuringPurchaseReceipts(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	last := <-restarted
+	r := <-restarted
+	if r.err != nil {
+		t.Fatalf("restarting the server: %v", r.err)
+	}
+	last := r.s
 	var sumQty int64
 	operations := map[string]int{}
 	for i := range receipts {

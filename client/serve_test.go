@@ -110,17 +110,28 @@ type served struct {
 // and waits for its first line, "listening on http://ADDR".
 func serve(t testing.TB, db, addr string, extra ...string) *served {
 	t.Helper()
+	ledgerctl(t) // built here, on the test's goroutine
+	s, err := startServe(t, db, addr, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startServe is serve for goroutines other than the test's, once serve
+// has built the binary: it returns its failure instead of ending the test.
+func startServe(t testing.TB, db, addr string, extra ...string) (*served, error) {
 	args := append([]string{"--db", db, "serve", "--addr", addr}, extra...)
-	cmd := exec.Command(ledgerctl(t), args...)
+	cmd := exec.Command(ledgerctlPath, args...)
 	cmd.Env = append(os.Environ(), "LEDGER_DB=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	s := &served{t: t, cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = (*lockedWriter)(s)
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	first := make(chan string, 1)
 	go func() {
@@ -137,14 +148,14 @@ func serve(t testing.TB, db, addr string, extra ...string) *served {
 		url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
 		if !ok || !strings.HasPrefix(url, "http://") {
 			s.Kill()
-			t.Fatalf("ledgerctl serve printed %q first, want \"listening on http://ADDR\"\n%s", line, s.Output())
+			return nil, fmt.Errorf("ledgerctl serve printed %q first, want \"listening on http://ADDR\"\n%s", line, s.Output())
 		}
 		s.URL, s.Addr = url, strings.TrimPrefix(url, "http://")
 	case <-time.After(30 * time.Second):
 		s.Kill()
-		t.Fatalf("ledgerctl serve did not start within 30 s\n%s", s.Output())
+		return nil, fmt.Errorf("ledgerctl serve did not start within 30 s\n%s", s.Output())
 	}
-	return s
+	return s, nil
 }
 
 type lockedWriter served
