@@ -72,6 +72,15 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 		return err
 	}
 	defer stopHooks()
+	// The guard's records: in the ledger file on the embedded default; in
+	// memory for this demo on PostgreSQL (services there use
+	// idempotency/pgstore, shared by their instances).
+	var store idempotency.Store
+	if ls, err := idempotency.NewLedgerStore(d.DB); err == nil {
+		store = ls
+	} else {
+		store = idempotency.NewMemoryStore()
+	}
 	newServer := func(store idempotency.Store) (*server.Server, error) {
 		s, err := server.New(server.Options{DB: d.DB, Logger: demoQuiet, IdempotencyStore: store, JobsInterval: -1})
 		if err != nil {
@@ -104,7 +113,7 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 		return err
 	}
 	defer c.CloseIdleConnections()
-	s, err := newServer(nil)
+	s, err := newServer(store)
 	if err != nil {
 		return err
 	}
@@ -136,7 +145,7 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 	case a := <-done:
 		return fmt.Errorf("the receipt was answered before the server listened: %+v, %v", a.info, a.err)
 	}
-	if s, err = newServer(nil); err != nil {
+	if s, err = newServer(store); err != nil {
 		return err
 	}
 	if stop, err = demoListen(addr, s); err != nil {
