@@ -118,7 +118,7 @@ func TestAuthenticateConcurrently(t *testing.T) {
 		auth, _, stable := newKeyed(t, db)
 		var wg sync.WaitGroup
 		stop := make(chan struct{})
-		for range 4 {
+		for range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -135,7 +135,7 @@ func TestAuthenticateConcurrently(t *testing.T) {
 				}
 			}()
 		}
-		for i := range 10 {
+		for i := range 6 {
 			key, token, err := apikey.Create(ctx, db, apikey.CreateRequest{Tenant: "acme", Name: fmt.Sprint(i), Scopes: readScope()})
 			if err != nil {
 				t.Fatal(err)

@@ -146,3 +146,23 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A path served for other methods is 405 with Allow; an unknown one is 404.
+func TestMethodNotAllowed(t *testing.T) {
+	ts := startServer(t, openBolt(t), server.Options{})
+	token := ts.key("acme", writer...)
+	for _, c := range []struct{ method, path, allow string }{
+		{http.MethodPost, "/v1/chains/c/head", "GET"},
+		{http.MethodDelete, "/v1/chains/c/entries", "GET, POST"},
+		{http.MethodPut, "/v1/stock/items", "GET, POST"},
+		{http.MethodGet, "/v1/purchase-receipts", "POST"},
+	} {
+		r := ts.do(c.method, c.path, token, "k", nil)
+		r.wantProblem(t, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+		if !strings.HasPrefix(r.header.Get("Allow"), c.allow) {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, r.header.Get("Allow"), c.allow)
+		}
+	}
+	ts.do(http.MethodGet, "/v1/nothing", token, "", nil).wantProblem(t, http.StatusNotFound, api.CodeNotFound)
+	ts.do(http.MethodGet, "/v1/chains/c/other", token, "", nil).wantProblem(t, http.StatusNotFound, api.CodeNotFound)
+}

@@ -109,7 +109,18 @@ func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, name, seq := chainRoute(routes, method, r.PathValue("rest"))
 		if rt == nil || name == "" {
-			s.problem(w, r, errNoRoute)
+			var allow []string
+			for _, m := range allowMethods {
+				if other, name, _ := chainRoute(routes, m, r.PathValue("rest")); m != method && other != nil && name != "" {
+					allow = append(allow, m)
+				}
+			}
+			if len(allow) == 0 {
+				s.problem(w, r, errNoRoute)
+				return
+			}
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.problem(w, r, errMethodNotAllowed)
 			return
 		}
 		r.SetPathValue("name", name)

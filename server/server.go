@@ -200,7 +200,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	keyOpts := guardOpts
-	keyOpts.TTL, keyOpts.Cache = KeyReplayTTL, nil
+	keyOpts.TTL, keyOpts.Cache = max(KeyReplayTTL, opts.IdempotencyLease), nil
 	if s.keyGuard, err = idempotency.New(keyOpts); err != nil {
 		return nil, err
 	}
