@@ -18,6 +18,7 @@ import (
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
+	"github.com/ledgerworks/ledger/server/ratelimit"
 )
 
 // The server step: the HTTP API of ledgerctl serve on 127.0.0.1, driven by
@@ -82,7 +83,8 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 		store = idempotency.NewMemoryStore()
 	}
 	newServer := func(store idempotency.Store) (*server.Server, error) {
-		s, err := server.New(server.Options{DB: d.DB, Logger: demoQuiet, IdempotencyStore: store, JobsInterval: -1})
+		s, err := server.New(server.Options{DB: d.DB, Logger: demoQuiet, IdempotencyStore: store, JobsInterval: -1,
+			RateLimit: ratelimit.Options{PerKey: 50, KeyBurst: 50, PerAddr: 100, AddrBurst: 100}})
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +167,7 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 	}
 	mu.Unlock()
 	ev := first.ev
-	d.Printf("   server listening on http://%s (rate limit → API key → replay guard → handler)\n", addr)
+	d.Printf("   server listening on http://%s (rate limit 50/s a key → API key → replay guard → handler)\n", addr)
 	d.Printf("   attempt %d: %d: operation %s wrote stock %s seq %d, valuation %s, posting seq %d and outbox message %s in one transaction\n",
 		first.info.Attempts, first.info.Status, ev.Operation, demoFirstChain(ev), demoFirstSeq(ev), demoValueChange(ev), ev.Posting.Seq, ev.Message.ID)
 
