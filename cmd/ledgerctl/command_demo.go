@@ -121,7 +121,8 @@ func newDemoCommand(a *app) *cobra.Command {
 		Short: "Record a small ERP day in a fresh ledger, show replays and a conflict, and verify",
 		Long: "demo creates a fresh ledger (in a new temporary folder unless --db is given), records a small,\n" +
 			"realistic ERP day through the engine, retries requests to show replays, shows an idempotency\n" +
-			"conflict, verifies the ledger and prints a summary. It prints the ledger's path first.",
+			"conflict, sends a purchase receipt through the HTTP API and the Go client, verifies the ledger\n" +
+			"and prints a summary. It prints the ledger's path first.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDemo(cmd, a, opts)

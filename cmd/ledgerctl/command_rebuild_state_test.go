@@ -213,7 +213,7 @@ func TestImportOfTheDemoVerifiesClean(t *testing.T) {
 			if err := json.Unmarshal([]byte(l.must("-o", "json", "import", "--file", export)), &again); err != nil {
 				t.Fatal(err)
 			}
-			if again.Appended != 0 || len(again.Rebuilt) != 4 || again.Rebuilt[2].Domain != "val" || len(again.Rebuilt[2].Failures) != 0 {
+			if again.Appended != 0 || len(again.Rebuilt) != 5 || again.Rebuilt[2].Domain != "val" || len(again.Rebuilt[2].Failures) != 0 {
 				t.Fatalf("second import %+v", again)
 			}
 			if l.stateOf() != source.stateOf() {
