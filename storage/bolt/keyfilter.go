@@ -54,8 +54,8 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 		return nil, err
 	}
 	keys := recent
-	for _, r := range t.index.runs {
-		keys += r.count
+	for _, r := range t.index.runs.Runs() {
+		keys += r.Count()
 	}
 	f := keyindex.NewFilter(keys, t.cache.seqMapBytesMax)
 	cur := t.keys().Cursor()
@@ -68,21 +68,14 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 		f.AddUnpublished(binary.BigEndian.Uint64(k), digest[:], binary.BigEndian.Uint64(v))
 		n++
 	}
-	for _, r := range t.index.runs {
-		b := t.runs().Bucket(r.name[:])
-		if b == nil {
-			return nil, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
+	err = t.index.runs.EachChunk(t, func(chunk []byte) {
+		for o := 0; o < len(chunk); o += keyindex.RecordSize {
+			f.AddUnpublished(binary.BigEndian.Uint64(chunk[o:]), chunk[o+8:o+keyindex.RecordPrefixSize], binary.BigEndian.Uint64(chunk[o+keyindex.RecordPrefixSize:]))
 		}
-		rc := b.Cursor()
-		for k, v := rc.First(); k != nil && len(k) == keyindex.RecordPrefixSize; k, v = rc.Next() {
-			if len(v)%keyindex.RecordSize != 0 {
-				return nil, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, r.name, len(v))
-			}
-			for o := 0; o < len(v); o += keyindex.RecordSize {
-				f.AddUnpublished(binary.BigEndian.Uint64(v[o:]), v[o+8:o+keyindex.RecordPrefixSize], binary.BigEndian.Uint64(v[o+keyindex.RecordPrefixSize:]))
-			}
-			n += uint64(len(v) / keyindex.RecordSize)
-		}
+		n += uint64(len(chunk) / keyindex.RecordSize)
+	})
+	if err != nil {
+		return nil, err
 	}
 	f.Count.Store(n)
 	f.AsOf.Store(snapshot)
