@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyrun"
 )
 
 // keyFilter returns the filter a lookup of this transaction may consult, or
@@ -49,7 +50,7 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 	if err := t.loadRuns(); err != nil {
 		return nil, err
 	}
-	recent, err := t.recentCount()
+	recent, err := keyrun.RecentCount(t)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"encoding/binary"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -29,14 +28,10 @@ import (
 const (
 	// KeyRecentMax is how many keys the recent B-tree holds before they are
 	// written out as a run.
-	KeyRecentMax = 4096
+	KeyRecentMax = keyrun.RecentMax
 	// KeyRunDirectMin is how many new keys a transaction needs to write them
-	// as a run directly instead of through the recent B-tree. A run of
-	// sixteen keys is one leaf written in order; the same keys scattered over
-	// the recent B-tree dirty about a leaf each, a quarter of the CPU of a
-	// group commit of 64 appends (8, 16 and 32 measured in
-	// docs/PERFORMANCE.md).
-	KeyRunDirectMin = 16
+	// as a run directly instead of through the recent B-tree.
+	KeyRunDirectMin = keyrun.DirectMin
 	// KeyRunFanout is how many runs of one level are merged into one run of
 	// a higher level.
 	KeyRunFanout = keyrun.Fanout
@@ -90,8 +85,8 @@ type keyIndex struct {
 	filterChecked bool
 }
 
-// A tx is the keyrun.Host of its view of the runs.
-var _ keyrun.Host = (*tx)(nil)
+// A tx is the keyrun.RecentHost of its view of the runs.
+var _ keyrun.RecentHost = (*tx)(nil)
 
 func (t *tx) RunsBucket() *bbolt.Bucket  { return t.runs() }
 func (t *tx) RunCache() *keyrun.Cache    { return t.cache.runs }
@@ -139,13 +134,7 @@ func (t *tx) lookupDigest(chainID uint64, key string, digest *[KeyDigestSize]byt
 	if seq, ok, err := t.index.runs.Lookup(t, chainID, digest); err != nil || ok {
 		return seq, ok, err
 	}
-	if v := t.keys().Get(keyIndexKey(chainID, key)); v != nil {
-		if len(v) != 8 {
-			return 0, false, fmt.Errorf("%s: %w: key index value of %d bytes", t.path, storage.ErrCorrupt, len(v))
-		}
-		return binary.BigEndian.Uint64(v), true, nil
-	}
-	return 0, false, nil
+	return keyrun.RecentSeq(t, chainID, key)
 }
 
 // addKey records a key appended in this transaction, with its digest.
@@ -167,57 +156,27 @@ func (t *tx) addKey(chainID uint64, key string, seq uint64, digest *[KeyDigestSi
 	t.index.records = binary.BigEndian.AppendUint64(t.index.records, seq)
 }
 
-// flushKeys writes the transaction's new keys before it commits: a large
-// batch as a run of its own, a small one into the recent B-tree, which is
-// written out as a run when it is full. Then runs are merged while a level
-// holds KeyRunFanout of them.
+// flushKeys writes the transaction's new keys before it commits
+// (keyrun.View.Flush): a large batch as a run of its own, a small one into
+// the recent B-tree, which is written out as a run when it is full.
 func (t *tx) flushKeys() error {
 	n := len(t.index.pending) + t.index.provenKeys
 	if n == 0 {
 		return nil
 	}
-	if n >= KeyRunDirectMin {
-		records := t.index.records
-		keyindex.SortRecords(records) // in place: the filter takes them in any order
-		return t.index.runs.Add(t, records)
-	}
-	for k, seq := range t.index.pending {
-		if err := t.putRecentKey(k, seq); err != nil {
-			return err
+	return t.index.runs.Flush(t, n, t.index.records, func(put func(chainID uint64, key string, seq uint64) error) error {
+		for k, seq := range t.index.pending {
+			if err := put(k.chainID, k.key, seq); err != nil {
+				return err
+			}
 		}
-	}
-	for _, k := range t.index.provenFew {
-		if err := t.putRecentKey(k.pendingKey, k.seq); err != nil {
-			return err
+		for _, k := range t.index.provenFew {
+			if err := put(k.chainID, k.key, k.seq); err != nil {
+				return err
+			}
 		}
-	}
-	recent, err := t.recentCount()
-	if err != nil {
-		return err
-	}
-	recent += uint64(n)
-	if recent < KeyRecentMax {
-		return t.setRecentCount(recent)
-	}
-	records := make([]byte, 0, recent*keyindex.RecordSize)
-	cur := t.keys().Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		if len(k) < 8 || len(v) != 8 {
-			return fmt.Errorf("%s: %w: key index entry %x", t.path, storage.ErrCorrupt, k)
-		}
-		records = keyindex.AppendRecord(records, binary.BigEndian.Uint64(k), string(k[8:]), binary.BigEndian.Uint64(v))
-	}
-	keyindex.SortRecords(records)
-	if err := t.tx.DeleteBucket(BucketKeys); err != nil {
-		return t.writeError(err)
-	}
-	if t.keysBucket, err = t.tx.CreateBucket(BucketKeys); err != nil {
-		return t.writeError(err)
-	}
-	if err := t.setRecentCount(0); err != nil {
-		return err
-	}
-	return t.index.runs.Add(t, records)
+		return nil
+	})
 }
 
 // pendingKey is a key new in a write transaction.
@@ -232,27 +191,15 @@ type provenKey struct {
 	seq uint64
 }
 
-// putRecentKey writes a key into the recent B-tree.
-func (t *tx) putRecentKey(k pendingKey, seq uint64) error {
-	if err := t.keys().Put(keyIndexKey(k.chainID, k.key), binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+func (t *tx) KeysBucket() *bbolt.Bucket { return t.keys() }
+func (t *tx) MetaBucket() *bbolt.Bucket { return t.meta() }
+
+func (t *tx) RenewKeysBucket() error {
+	if err := t.tx.DeleteBucket(BucketKeys); err != nil {
 		return t.writeError(err)
 	}
-	return nil
-}
-
-func (t *tx) recentCount() (uint64, error) {
-	v := t.meta().Get(metaRecentKeys)
-	if v == nil {
-		return 0, nil
-	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("%s: %w: recent_keys of %d bytes", t.path, storage.ErrCorrupt, len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
-}
-
-func (t *tx) setRecentCount(n uint64) error {
-	if err := t.meta().Put(metaRecentKeys, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+	var err error
+	if t.keysBucket, err = t.tx.CreateBucket(BucketKeys); err != nil {
 		return t.writeError(err)
 	}
 	return nil
