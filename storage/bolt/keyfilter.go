@@ -28,7 +28,7 @@ func (t *tx) keyFilter() (*keyindex.Filter, error) {
 		return nil, nil
 	}
 	t.index.filterChecked = true
-	if !t.tx.Writable() || (f != nil && f.Count.Load() <= f.Capacity) {
+	if !t.tx.Writable() || (f != nil && !f.Full()) {
 		t.index.filter = f
 		return f, nil
 	}
@@ -78,8 +78,7 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.Count.Store(n)
-	f.AsOf.Store(snapshot)
+	f.Built(n, snapshot)
 	return f, nil
 }
 
@@ -93,15 +92,9 @@ func (c *runCache) keysCommitted(txid uint64, records []byte) {
 	if f == nil {
 		return
 	}
-	if f.AsOf.Load() != txid-1 {
+	if !f.Commit(txid, records) {
 		c.filter.Store(nil)
-		return
 	}
-	for o := 0; o < len(records); o += keyindex.RecordSize {
-		f.Add(binary.BigEndian.Uint64(records[o:]), records[o+8:o+keyindex.RecordPrefixSize], binary.BigEndian.Uint64(records[o+keyindex.RecordPrefixSize:]))
-	}
-	f.Count.Add(uint64(len(records) / keyindex.RecordSize))
-	f.AsOf.Store(txid)
 }
 
 // dropFilter forgets the filter, after a commit whose outcome is unknown.
