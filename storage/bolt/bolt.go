@@ -17,6 +17,7 @@ import (
 	bbolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ledgerworks/ledger/storage"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyrun"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/readpool"
 )
 
@@ -58,7 +59,7 @@ var (
 var (
 	metaFormat      = []byte("format")
 	metaNextChainID = []byte("next_chain_id")
-	metaRecentKeys  = []byte("recent_keys")
+	metaRecentKeys  = keyrun.RecentCountKey
 )
 
 // chainValueSize is the size of a value in the chains bucket.
@@ -486,11 +487,7 @@ func encodeChain(c chainRecord) []byte {
 	return v
 }
 
-func keyIndexKey(chainID uint64, key string) []byte {
-	k := make([]byte, 8, 8+len(key))
-	binary.BigEndian.PutUint64(k, chainID)
-	return append(k, key...)
-}
+func keyIndexKey(chainID uint64, key string) []byte { return keyrun.RecentKey(chainID, key) }
 
 // View runs fn in a bbolt read transaction of the file; tests and tools use
 // it to inspect the layout.

@@ -144,13 +144,14 @@
 //
 // The backend is this package: Open and the handle (bolt.go, create*.go,
 // limits.go, errors.go), transactions on the file (tx.go, entries.go),
-// the runs of the key index in their buckets and the lookups, scans and
-// preparation over them (keyindex.go, keyfilter.go, keyscan.go,
-// keybatch.go, keyprepare.go, probe.go, replay.go, replaybatch.go), the
-// log's transactions, commit and checkpoint (log.go, logtx.go, fork.go),
-// its identity and loss (logidentity.go, logloss.go), the recovery of
-// bbolt's panics (recover.go), the upgrade of older formats (upgrade.go)
-// and the hooks of tests that damage a file (rawentry.go, inspect.go).
+// the key index's file-wide filter and the lookups, scans and
+// preparation over its recent keys and runs (keyindex.go, keyfilter.go,
+// keyscan.go, keybatch.go, keyprepare.go, probe.go, replay.go,
+// replaybatch.go), the log's transactions, commit and checkpoint
+// (log.go, logtx.go, fork.go), its identity and loss (logidentity.go,
+// logloss.go), the recovery of bbolt's panics (recover.go), the upgrade
+// of older formats (upgrade.go) and the hooks of tests that damage a file
+// (rawentry.go, inspect.go).
 // Each internal package has one job and its own tests; its imports point
 // down only:
 //
@@ -159,13 +160,21 @@
 //	 ├── internal/memtable   the log's commits not yet in the file
 //	 │    └── internal/commitrec   the commit record codec
 //	 ├── internal/segment    the entry segments' bytes, builder, per-chain map
-//	 ├── internal/keyindex   run records, their sort, Bloom filters, seq map,
-//	 │                       a run's radix map, the chunk search
+//	 ├── internal/keyrun     the key index in its buckets: recent keys, the
+//	 │    │                  runs' flush, merge, list, lookup, chunk tables,
+//	 │    │                  the run cache
+//	 │    └── internal/keyindex   run records, their sort, Bloom filters,
+//	 │                            seq map, a run's radix map, the chunk search
 //	 ├── internal/readpool   idle read transactions kept between checkpoints
 //	 └── internal/mapscan    read-ahead and release of a long scan's pages
 //
 // None of them imports another except memtable, which takes commitrec's
-// operations; all of them may import the storage contract.
+// operations, and keyrun, which keeps keyindex's records in the buckets
+// of a bbolt transaction the backend hands it (keyrun.Host: the
+// transaction, the key_runs bucket, the run cache, the file's name and
+// write errors; keyrun.RecentHost adds the keys and meta buckets). The
+// backend imports keyindex too, for the file's filter and its seq map.
+// All of them may import the storage contract.
 //
 // # The write-ahead log
 //

@@ -126,7 +126,7 @@ func (t *tx) ScanKeyBatches(ctx context.Context, chain string) iter.Seq2[[]stora
 		if !t.scanPendingKeys(c.id, b.addOrFail) || !t.scanRecentKeys(chain, c.id, b.addOrFail) {
 			return
 		}
-		names, err := t.scanRunNames()
+		names, err := t.index.runs.ScanNames(t)
 		if err != nil {
 			yield(nil, fmt.Errorf("chain %q: %w", chain, err))
 			return

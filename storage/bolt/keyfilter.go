@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyrun"
 )
 
 // keyFilter returns the filter a lookup of this transaction may consult, or
@@ -27,7 +28,7 @@ func (t *tx) keyFilter() (*keyindex.Filter, error) {
 		return nil, nil
 	}
 	t.index.filterChecked = true
-	if !t.tx.Writable() || (f != nil && f.Count.Load() <= f.Capacity) {
+	if !t.tx.Writable() || (f != nil && !f.Full()) {
 		t.index.filter = f
 		return f, nil
 	}
@@ -49,13 +50,13 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 	if err := t.loadRuns(); err != nil {
 		return nil, err
 	}
-	recent, err := t.recentCount()
+	recent, err := keyrun.RecentCount(t)
 	if err != nil {
 		return nil, err
 	}
 	keys := recent
-	for _, r := range t.index.runs {
-		keys += r.count
+	for _, r := range t.index.runs.Runs() {
+		keys += r.Count()
 	}
 	f := keyindex.NewFilter(keys, t.cache.seqMapBytesMax)
 	cur := t.keys().Cursor()
@@ -68,24 +69,16 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 		f.AddUnpublished(binary.BigEndian.Uint64(k), digest[:], binary.BigEndian.Uint64(v))
 		n++
 	}
-	for _, r := range t.index.runs {
-		b := t.runs().Bucket(r.name[:])
-		if b == nil {
-			return nil, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, r.name)
+	err = t.index.runs.EachChunk(t, func(chunk []byte) {
+		for o := 0; o < len(chunk); o += keyindex.RecordSize {
+			f.AddUnpublished(binary.BigEndian.Uint64(chunk[o:]), chunk[o+8:o+keyindex.RecordPrefixSize], binary.BigEndian.Uint64(chunk[o+keyindex.RecordPrefixSize:]))
 		}
-		rc := b.Cursor()
-		for k, v := rc.First(); k != nil && len(k) == keyindex.RecordPrefixSize; k, v = rc.Next() {
-			if len(v)%keyindex.RecordSize != 0 {
-				return nil, fmt.Errorf("%s: %w: key run %x chunk of %d bytes", t.path, storage.ErrCorrupt, r.name, len(v))
-			}
-			for o := 0; o < len(v); o += keyindex.RecordSize {
-				f.AddUnpublished(binary.BigEndian.Uint64(v[o:]), v[o+8:o+keyindex.RecordPrefixSize], binary.BigEndian.Uint64(v[o+keyindex.RecordPrefixSize:]))
-			}
-			n += uint64(len(v) / keyindex.RecordSize)
-		}
+		n += uint64(len(chunk) / keyindex.RecordSize)
+	})
+	if err != nil {
+		return nil, err
 	}
-	f.Count.Store(n)
-	f.AsOf.Store(snapshot)
+	f.Built(n, snapshot)
 	return f, nil
 }
 
@@ -99,15 +92,9 @@ func (c *runCache) keysCommitted(txid uint64, records []byte) {
 	if f == nil {
 		return
 	}
-	if f.AsOf.Load() != txid-1 {
+	if !f.Commit(txid, records) {
 		c.filter.Store(nil)
-		return
 	}
-	for o := 0; o < len(records); o += keyindex.RecordSize {
-		f.Add(binary.BigEndian.Uint64(records[o:]), records[o+8:o+keyindex.RecordPrefixSize], binary.BigEndian.Uint64(records[o+keyindex.RecordPrefixSize:]))
-	}
-	f.Count.Add(uint64(len(records) / keyindex.RecordSize))
-	f.AsOf.Store(txid)
 }
 
 // dropFilter forgets the filter, after a commit whose outcome is unknown.

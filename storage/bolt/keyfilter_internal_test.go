@@ -117,8 +117,8 @@ func (l *filterLedger) checkFilterCovers() *keyindex.Filter {
 	}
 	n := 0
 	err := l.b.View(func(btx *bbolt.Tx) error {
-		if f.AsOf.Load() != uint64(btx.ID()) {
-			return fmt.Errorf("filter as of commit %d, file at %d", f.AsOf.Load(), btx.ID())
+		if f.AsOf() != uint64(btx.ID()) {
+			return fmt.Errorf("filter as of commit %d, file at %d", f.AsOf(), btx.ID())
 		}
 		if err := btx.Bucket(BucketKeys).ForEach(func(k, v []byte) error {
 			n++
@@ -147,8 +147,8 @@ func (l *filterLedger) checkFilterCovers() *keyindex.Filter {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	if n != l.keys || f.Count.Load() != uint64(l.keys) {
-		l.t.Fatalf("the index holds %d keys, the filter counted %d, the test appended %d", n, f.Count.Load(), l.keys)
+	if n != l.keys || f.Count() != uint64(l.keys) {
+		l.t.Fatalf("the index holds %d keys, the filter counted %d, the test appended %d", n, f.Count(), l.keys)
 	}
 	return f
 }
@@ -172,11 +172,11 @@ func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
 		l.appendKeys(chains, small, fmt.Sprintf("small%d", i), true)
 	}
 	before := l.checkFilterCovers()
-	asOf, count := before.AsOf.Load(), before.Count.Load()
+	asOf, count := before.AsOf(), before.Count()
 	l.appendKeys(chains, KeyRunDirectMin*4, "rolled-back", false)
-	if after := l.b.cache.filter.Load(); after != before || after.AsOf.Load() != asOf || after.Count.Load() != count {
+	if after := l.b.cache.filter.Load(); after != before || after.AsOf() != asOf || after.Count() != count {
 		t.Fatalf("a rolled-back transaction changed the filter: as of %d, %d keys; before %d, %d",
-			after.AsOf.Load(), after.Count.Load(), asOf, count)
+			after.AsOf(), after.Count(), asOf, count)
 	}
 	l.checkFilterCovers()
 
@@ -191,13 +191,13 @@ func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
 	l.checkFilterCovers()
 
 	// Past its capacity the next write transaction builds a larger one.
-	capacity := l.b.cache.filter.Load().Capacity
+	capacity := l.b.cache.filter.Load().Capacity()
 	for i := 0; uint64(l.keys) <= capacity; i++ {
 		l.appendKeys(chains, 10_000, fmt.Sprintf("grow%d", i), true)
 	}
 	l.lookupOnce("a")
-	if f := l.checkFilterCovers(); f.Capacity <= capacity {
-		t.Fatalf("capacity %d after %d keys, was %d", f.Capacity, l.keys, capacity)
+	if f := l.checkFilterCovers(); f.Capacity() <= capacity {
+		t.Fatalf("capacity %d after %d keys, was %d", f.Capacity(), l.keys, capacity)
 	}
 }
 
@@ -219,7 +219,7 @@ func TestKeyFilterThroughCheckpoints(t *testing.T) {
 	}
 	checkpoint()
 	l.checkFilterCovers()
-	capacity := l.b.cache.filter.Load().Capacity
+	capacity := l.b.cache.filter.Load().Capacity()
 	for i := 0; uint64(l.keys) <= capacity; i++ {
 		l.appendKeys(chains, 10_000, fmt.Sprintf("grow%d", i), true)
 	}
@@ -227,8 +227,8 @@ func TestKeyFilterThroughCheckpoints(t *testing.T) {
 	l.checkFilterCovers()
 	l.appendKeys(chains, 5, "next", true)
 	checkpoint() // the first transaction to see it past its capacity
-	if f := l.checkFilterCovers(); f.Capacity <= capacity {
-		t.Fatalf("capacity %d after %d keys, was %d: no checkpoint built it again", f.Capacity, l.keys, capacity)
+	if f := l.checkFilterCovers(); f.Capacity() <= capacity {
+		t.Fatalf("capacity %d after %d keys, was %d: no checkpoint built it again", f.Capacity(), l.keys, capacity)
 	}
 	l.reopen()
 	l.appendKeys(chains, 50, "after-reopen", true)
@@ -347,8 +347,8 @@ func TestKeyFilterReadTransactionCatchesUp(t *testing.T) {
 	l.appendKeys([]string{"a"}, KeyRunDirectMin, "k", true)
 	l.lookupOnce("a")
 	f := l.checkFilterCovers()
-	current := f.AsOf.Load()
-	f.AsOf.Store(current - 1) // the commit is in the file, its keys not yet in the filter
+	current := f.AsOf()
+	f.Built(f.Count(), current-1) // the commit is in the file, its keys not yet in the filter
 
 	stx, err := l.b.Begin(context.Background(), false)
 	if err != nil {
@@ -359,7 +359,7 @@ func TestKeyFilterReadTransactionCatchesUp(t *testing.T) {
 	if got, err := read.keyFilter(); err != nil || got != nil {
 		t.Fatalf("a filter behind the snapshot: got %p, %v; want none", got, err)
 	}
-	f.AsOf.Store(current) // keysCommitted ran
+	f.Built(f.Count(), current) // keysCommitted ran
 	if got, err := read.keyFilter(); err != nil || got != f {
 		t.Fatalf("the filter once current: got %p, %v; want %p", got, err, f)
 	}

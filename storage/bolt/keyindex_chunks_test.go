@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyrun"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 )
 
@@ -62,7 +63,7 @@ func (l *chunkLedger) rechunk(count uint64, size int) int {
 		runs.ForEach(func(name, _ []byte) error { names = append(names, name); return nil })
 		for _, name := range names {
 			run := runs.Bucket(name)
-			if count != 0 && binary.BigEndian.Uint64(run.Get(runCountKey)) != count {
+			if count != 0 && binary.BigEndian.Uint64(run.Get(keyrun.CountKey)) != count {
 				continue
 			}
 			var records []byte
@@ -97,15 +98,15 @@ func (l *chunkLedger) rechunk(count uint64, size int) int {
 
 // runChunks returns the number of records of each chunk of each run, by
 // run name.
-func (l *chunkLedger) runChunks(b *Backend) map[keyRunName][]int {
+func (l *chunkLedger) runChunks(b *Backend) map[keyrun.Name][]int {
 	l.t.Helper()
-	chunks := map[keyRunName][]int{}
+	chunks := map[keyrun.Name][]int{}
 	err := b.db.View(func(btx *bbolt.Tx) error {
 		runs := btx.Bucket(BucketKeyRuns)
 		return runs.ForEach(func(name, _ []byte) error {
 			return runs.Bucket(name).ForEach(func(k, v []byte) error {
 				if len(k) == keyindex.RecordPrefixSize {
-					chunks[keyRunName(name)] = append(chunks[keyRunName(name)], len(v)/keyindex.RecordSize)
+					chunks[keyrun.Name(name)] = append(chunks[keyrun.Name(name)], len(v)/keyindex.RecordSize)
 				}
 				return nil
 			})
@@ -132,7 +133,7 @@ func (l *chunkLedger) readFileTx(b *Backend) *tx {
 // read transaction (so that each run is searched through its cursor and
 // then through its table), twice over, and in a write transaction; it
 // returns the read transaction's tables.
-func (l *chunkLedger) checkLookups(b *Backend) map[keyRunName]*runTable {
+func (l *chunkLedger) checkLookups(b *Backend) map[keyrun.Name]keyrun.TableState {
 	l.t.Helper()
 	rtx := l.readFileTx(b)
 	defer rtx.tx.Rollback()
@@ -172,12 +173,12 @@ func (l *chunkLedger) checkLookups(b *Backend) map[keyRunName]*runTable {
 			}
 		}
 	}
-	return rtx.index.tables
+	return rtx.index.runs.Tables()
 }
 
 // TestRunChunkSizes looks keys up in one file whose runs hold chunks of
 // keyChunkRecords, of keyChunkRecordsV1 (files written before), and of one
-// record each (more than runTableChunksMax of them, searched through the
+// record each (more than keyrun.TableChunksMax of them, searched through the
 // cursor), before and after a merge of all three, and scans them.
 func TestRunChunkSizes(t *testing.T) {
 	l := &chunkLedger{t: t, path: filepath.Join(t.TempDir(), "ledger.db"), seqs: map[string]uint64{}}
@@ -187,7 +188,7 @@ func TestRunChunkSizes(t *testing.T) {
 	}
 	l.commit(b, map[string]int{"c": keyindex.ChunkRecords + 100, "d": 50}) // two chunks, chains mixed in the last
 	l.commit(b, map[string]int{"c": 600, "d": 10})                         // rewritten in chunks of keyChunkRecordsV1
-	l.commit(b, map[string]int{"c": runTableChunksMax + 50})               // rewritten in chunks of one record
+	l.commit(b, map[string]int{"c": keyrun.TableChunksMax + 50})           // rewritten in chunks of one record
 	l.commit(b, map[string]int{"c": 700})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -195,8 +196,8 @@ func TestRunChunkSizes(t *testing.T) {
 	if n := l.rechunk(610, keyindex.ChunkRecordsV1); n != 1 {
 		t.Fatalf("rewrote %d runs of 610 records", n)
 	}
-	if n := l.rechunk(runTableChunksMax+50, 1); n != 1 {
-		t.Fatalf("rewrote %d runs of %d records", n, runTableChunksMax+50)
+	if n := l.rechunk(keyrun.TableChunksMax+50, 1); n != 1 {
+		t.Fatalf("rewrote %d runs of %d records", n, keyrun.TableChunksMax+50)
 	}
 	b, err = Open(l.path, Options{Log: LogOff})
 	if err != nil {
@@ -213,15 +214,15 @@ func TestRunChunkSizes(t *testing.T) {
 	}
 	tables := l.checkLookups(b)
 	for name, c := range chunks {
-		table := tables[name]
+		table, ok := tables[name]
 		switch {
-		case table == nil || table.searches <= runTableAfter:
+		case !ok || table.Searches <= keyrun.TableAfter:
 			t.Errorf("run %x (%d chunks) was not searched through a table: %+v", name, len(c), table)
-		case len(c) > runTableChunksMax && table.last != nil:
+		case len(c) > keyrun.TableChunksMax && table.Chunks >= 0:
 			t.Errorf("run %x of %d chunks has a table", name, len(c))
-		case len(c) <= runTableChunksMax && len(table.last) != len(c):
-			t.Errorf("run %x of %d chunks has a table of %d", name, len(c), len(table.last))
-		case len(c) <= runTableChunksMax && b.cache.get(name).radix.Load() == nil:
+		case len(c) <= keyrun.TableChunksMax && table.Chunks != len(c):
+			t.Errorf("run %x of %d chunks has a table of %d", name, len(c), table.Chunks)
+		case len(c) <= keyrun.TableChunksMax && b.cache.runs.Get(name).Radix() == nil:
 			t.Errorf("run %x of %d chunks, searched through a table, has no radix map", name, len(c))
 		}
 	}
@@ -235,12 +236,12 @@ func TestRunChunkSizes(t *testing.T) {
 		t.Fatalf("after the merge: %d runs, want 2: %v", len(chunks), chunks)
 	}
 	for name, c := range chunks {
-		if name[0] == 4 && (len(c) != 1 || c[0] != 610+runTableChunksMax+50+700+5*601) {
+		if name[0] == 4 && (len(c) != 1 || c[0] != 610+keyrun.TableChunksMax+50+700+5*601) {
 			t.Fatalf("the merged run's chunks: %v", c)
 		}
 		// The merge wrote the run, and its radix map with it (none for its
 		// chunk, which holds two chains).
-		if x := b.cache.get(name).radix.Load(); name[0] == 4 && (x == nil || len(x.Records) != 1 || x.Records[0] != c[0] || x.Starts[0] != nil) {
+		if x := b.cache.runs.Get(name).Radix(); name[0] == 4 && (x == nil || len(x.Records) != 1 || x.Records[0] != c[0] || x.Starts[0] != nil) {
 			t.Fatalf("the merged run's radix map: %+v", x)
 		}
 	}
@@ -256,7 +257,7 @@ func (l *chunkLedger) checkScanStart(b *Backend) {
 	l.t.Helper()
 	rtx := l.readFileTx(b)
 	defer rtx.tx.Rollback()
-	names, err := rtx.scanRunNames()
+	names, err := rtx.index.runs.ScanNames(rtx)
 	if err != nil {
 		l.t.Fatal(err)
 	}

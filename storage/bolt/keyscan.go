@@ -9,6 +9,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyrun"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/mapscan"
 )
 
@@ -32,7 +33,7 @@ func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRe
 		if !t.scanPendingKeys(c.id, yield) || !t.scanRecentKeys(chain, c.id, yield) {
 			return
 		}
-		names, err := t.scanRunNames()
+		names, err := t.index.runs.ScanNames(t)
 		if err != nil {
 			yield(storage.KeyRef{}, fmt.Errorf("chain %q: %w", chain, err))
 			return
@@ -44,44 +45,6 @@ func (t *tx) ScanKeys(ctx context.Context, chain string) iter.Seq2[storage.KeyRe
 			}
 		}
 	}
-}
-
-// scanRunNames returns the names of the runs, in the order of the index.
-// A read transaction that has not loaded the runs lists them from the
-// file, with the checks of loading one (readRun) but without reading its
-// filter, which a scan does not need: a process that had not loaded the
-// runs read every filter first, a page per fault on a cold file (over a
-// quarter of a cold verify's major faults). A write transaction, whose
-// list may differ from the file's until it commits, takes its own.
-func (t *tx) scanRunNames() ([]keyRunName, error) {
-	if t.index.loaded || t.tx.Writable() || t.runs() == nil {
-		if err := t.loadRuns(); err != nil {
-			return nil, err
-		}
-		names := make([]keyRunName, len(t.index.runs))
-		for i, r := range t.index.runs {
-			names[i] = r.name
-		}
-		return names, nil
-	}
-	var names []keyRunName
-	cur := t.runs().Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		if v != nil || len(k) != len(keyRunName{}) {
-			return nil, fmt.Errorf("%s: %w: key run %x", t.path, storage.ErrCorrupt, k)
-		}
-		name := keyRunName(k)
-		b := t.runBucket(name)
-		if b == nil {
-			return nil, fmt.Errorf("%s: %w: key run %x is not a bucket", t.path, storage.ErrCorrupt, name)
-		}
-		cv, fv := b.Get(runCountKey), b.Get(runFilterKey) // fv's length only: its pages are not read
-		if len(cv) != 8 || len(fv) == 0 || len(fv)%(keyindex.FilterBlockWords*8) != 0 {
-			return nil, fmt.Errorf("%s: %w: key run %x header", t.path, storage.ErrCorrupt, name)
-		}
-		names = append(names, name)
-	}
-	return names, nil
 }
 
 // scanPendingKeys yields the keys this write transaction appended; they
@@ -118,7 +81,7 @@ func (t *tx) scanRecentKeys(chain string, chainID uint64, yield func(storage.Key
 
 // scanRunKeys yields the chain's records of one run (see walkRunChunks).
 // It reports whether to go on.
-func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *mapscan.Scan,
+func (t *tx) scanRunKeys(chain string, chainID uint64, name keyrun.Name, memory *mapscan.Scan,
 	yield func(storage.KeyRef, error) bool) bool {
 	more, err := t.walkRunChunks(chainID, name, memory, func(chunk []byte) (bool, bool) {
 		return yieldChunk(chunk, chainID, yield)
@@ -138,9 +101,9 @@ func (t *tx) scanRunKeys(chain string, chainID uint64, name keyRunName, memory *
 // chain's, and the walk ends at the first record of a greater chain id.
 // The run's other keys (count, filter) are not 24 bytes long. It reports
 // whether to go on; a damaged run is an error wrapping storage.ErrCorrupt.
-func (t *tx) walkRunChunks(chainID uint64, name keyRunName, memory *mapscan.Scan,
+func (t *tx) walkRunChunks(chainID uint64, name keyrun.Name, memory *mapscan.Scan,
 	each func(chunk []byte) (more, last bool)) (bool, error) {
-	b := t.runBucket(name)
+	b := t.index.runs.Bucket(t, name)
 	if b == nil {
 		return false, fmt.Errorf("%s: %w: key run %x missing", t.path, storage.ErrCorrupt, name)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
+	"github.com/ledgerworks/ledger/storage/bolt/internal/keyrun"
 )
 
 // writeKeyRunsLedger writes chain "c" with keys keyed entries in 10
@@ -82,7 +83,7 @@ func scanKeysOf(t *testing.T, path, chain string, load bool) ([]uint64, bool, er
 	var seqs []uint64
 	for ref, err := range stx.ScanKeys(ctx, chain) {
 		if err != nil {
-			return seqs, g.t.index.loaded, err
+			return seqs, g.t.index.runs.Loaded(), err
 		}
 		if ref.Digest != KeyDigest(fmt.Sprintf("%s-%d", chain, ref.Seq)) {
 			t.Fatalf("seq %d: digest %x, not its key's", ref.Seq, ref.Digest)
@@ -90,7 +91,7 @@ func scanKeysOf(t *testing.T, path, chain string, load bool) ([]uint64, bool, er
 		seqs = append(seqs, ref.Seq)
 	}
 	slices.Sort(seqs)
-	return seqs, g.t.index.loaded, nil
+	return seqs, g.t.index.runs.Loaded(), nil
 }
 
 // A read transaction that has not loaded the runs scans a chain's keys
@@ -130,9 +131,9 @@ func TestScanKeysDamagedRunHeader(t *testing.T) {
 		key   []byte
 		value []byte
 	}{
-		{"count", runCountKey, []byte{1, 2, 3}},
-		{"filter", runFilterKey, make([]byte, keyindex.FilterBlockWords*8+1)},
-		{"no filter", runFilterKey, nil},
+		{"count", keyrun.CountKey, []byte{1, 2, 3}},
+		{"filter", keyrun.FilterKey, make([]byte, keyindex.FilterBlockWords*8+1)},
+		{"no filter", keyrun.FilterKey, nil},
 	} {
 		t.Run(damage.name, func(t *testing.T) {
 			path := writeKeyRunsLedger(t, 1000)

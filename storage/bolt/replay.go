@@ -107,15 +107,16 @@ func (b *Backend) holdsKey(stored []byte, key string) bool {
 // older snapshot only touches lines in vain: the lookup reads its own
 // transaction's runs. A new key pays for the loads, not for their wait.
 func (b *Backend) touchRunFilters(id uint64, idKnown bool, digest *[KeyDigestSize]byte) byte {
-	l := b.cache.list.Load()
-	if l == nil || !idKnown {
+	runs := b.cache.runs.Latest()
+	if runs == nil || !idKnown {
 		return 0
 	}
 	h1, _ := keyindex.FilterHashes(id, digest[:])
 	var touched uint64
-	for _, r := range l.runs {
-		block, _ := bits.Mul64(h1, uint64(len(r.filter)/keyindex.FilterBlockWords))
-		touched ^= r.filter[block*keyindex.FilterBlockWords]
+	for _, r := range runs {
+		filter := r.Filter()
+		block, _ := bits.Mul64(h1, uint64(len(filter)/keyindex.FilterBlockWords))
+		touched ^= filter[block*keyindex.FilterBlockWords]
 	}
 	return byte(touched)
 }

@@ -174,7 +174,7 @@ func (b *Backend) readFileKeys(t *tx, keys []storage.ChainKey, reads []storage.K
 	}
 	for _, i := range s.inView {
 		if s.idKnown[i] && s.stored[i] == nil {
-			t.prefetchRecord(s.ids[i], &s.digests[i])
+			t.index.runs.Prefetch(s.ids[i], &s.digests[i])
 		}
 	}
 	for _, i := range s.inView {

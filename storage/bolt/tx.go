@@ -575,15 +575,9 @@ func (t *tx) prepareCommit() error {
 		})
 	}
 	t.tx.OnCommit(func() { t.cache.keysCommitted(txid, records) })
-	if !t.index.changed {
-		if l := t.cache.list.Load(); l != nil && l.txid == txid-1 {
-			runs := l.runs
-			t.tx.OnCommit(func() { t.cache.list.CompareAndSwap(l, &runList{txid: txid, runs: runs}) })
-		}
-		return nil
+	if onCommit := t.index.runs.Committed(t, txid); onCommit != nil {
+		t.tx.OnCommit(onCommit)
 	}
-	runs, created, deleted := slices.Clone(t.index.runs), t.index.created, t.index.deleted
-	t.tx.OnCommit(func() { t.cache.committed(txid, runs, created, deleted) })
 	return nil
 }
 

@@ -8,7 +8,7 @@
 // run's radix map of its chunks (Radix) and the search of a chunk
 // (SearchChunk, interpolating between uniform digests).
 //
-// It reads and writes no file: the backend owns the keys and key_runs
-// buckets, the runs' life (writes, merges, the run cache) and the
-// transactions.
+// It reads and writes no file: internal/keyrun keeps the runs in their
+// buckets (writes, merges, the run cache), and the backend owns the keys
+// bucket and the transactions.
 package keyindex

@@ -397,12 +397,49 @@ type Filter struct {
 	// Seqs maps the same keys to their seqs (see seqMap); nil when the
 	// handle keeps no seq map.
 	Seqs *SeqMap
-	// Capacity is the key count the filter was sized for; beyond it the
+	// capacity is the key count the filter was sized for; beyond it the
 	// false positive rate climbs and the next write transaction rebuilds it.
-	Capacity uint64
-	Count    atomic.Uint64
-	// AsOf is the id of the newest commit whose keys the filter holds.
-	AsOf atomic.Uint64
+	capacity uint64
+	count    atomic.Uint64
+	// asOf is the id of the newest commit whose keys the filter holds.
+	asOf atomic.Uint64
+}
+
+// Capacity is the key count the filter was sized for.
+func (f *Filter) Capacity() uint64 { return f.capacity }
+
+// Count is how many keys the filter holds.
+func (f *Filter) Count() uint64 { return f.count.Load() }
+
+// AsOf is the id of the newest commit whose keys the filter holds.
+func (f *Filter) AsOf() uint64 { return f.asOf.Load() }
+
+// Full reports that the filter holds more keys than it was sized for: its
+// false positive rate climbs, and the next write transaction rebuilds it.
+func (f *Filter) Full() bool { return f.count.Load() > f.capacity }
+
+// Built records that the filter holds count keys, every key of the commit
+// asOf and of those before it.
+func (f *Filter) Built(count, asOf uint64) {
+	f.count.Store(count)
+	f.asOf.Store(asOf)
+}
+
+// Commit adds the keys of the commit txid (records of RecordSize bytes),
+// after which the filter holds every key as of txid. It adds nothing and
+// returns false when the filter does not hold the commit before txid: a
+// filter that missed a commit is no proof any more. Only one goroutine
+// commits at a time.
+func (f *Filter) Commit(txid uint64, records []byte) bool {
+	if f.asOf.Load() != txid-1 {
+		return false
+	}
+	for o := 0; o < len(records); o += RecordSize {
+		f.Add(binary.BigEndian.Uint64(records[o:]), records[o+8:o+RecordPrefixSize], binary.BigEndian.Uint64(records[o+RecordPrefixSize:]))
+	}
+	f.count.Add(uint64(len(records) / RecordSize))
+	f.asOf.Store(txid)
+	return true
 }
 
 const (
@@ -423,7 +460,7 @@ const (
 // when seqMapBytesMax allows one (negative: never; see newSeqMap).
 func NewFilter(keys uint64, seqMapBytesMax int64) *Filter {
 	capacity := max(keys*FilterGrowth, FilterCapacityMin)
-	return &Filter{Words: FilterWords(capacity), Seqs: newSeqMap(keys, capacity, seqMapBytesMax), Capacity: capacity}
+	return &Filter{Words: FilterWords(capacity), Seqs: newSeqMap(keys, capacity, seqMapBytesMax), capacity: capacity}
 }
 
 // AddUnpublished sets a key's bits in a filter no other goroutine sees yet,
@@ -475,7 +512,7 @@ func (f *Filter) MayContain(chainID uint64, digest []byte) bool {
 
 // UsableAt returns the filter when it holds every key of the snapshot.
 func (f *Filter) UsableAt(snapshot uint64) *Filter {
-	if f != nil && f.AsOf.Load() >= snapshot {
+	if f != nil && f.asOf.Load() >= snapshot {
 		return f
 	}
 	return nil

@@ -1,0 +1,23 @@
+// Package keyrun keeps the backend's idempotency index in its bbolt
+// buckets: the recent keys and the runs.
+//
+// The recent keys are exact, u64be chain id | key -> u64be seq in the keys
+// bucket, with their count in the meta bucket (RecentCountKey); a run is
+// an immutable bucket under key_runs, named u8 level | u64be txid (Name),
+// of chunks (up to keyindex.ChunkRecords records, each keyed by its last
+// record's prefix), a "filter" (the run's Bloom filter, little-endian
+// words) and a "count" (u64be). View.Flush writes a transaction's new keys
+// at commit: a batch of DirectMin keys or more as a run of its own, a
+// smaller one into the recent keys, which become a run once they are
+// RecentMax; View.Add merges the runs of a level once it holds Fanout.
+// View.Load lists the runs as of a transaction's snapshot, View.Lookup
+// and RecentSeq look a key up, View.Bucket and View.EachChunk walk the
+// runs, and Cache remembers across transactions what was read of them.
+//
+// It works inside a transaction the backend owns, through Host (the bbolt
+// transaction, the key_runs bucket, the run cache, how the backend names
+// the file and a failed write in its errors) and RecentHost (the keys and
+// meta buckets, and the renewal of the keys bucket). The file's filter,
+// the seq map, the scans and the lookups' order stay with the backend; the
+// records, filters and searches are keyindex's.
+package keyrun
