@@ -85,17 +85,42 @@ const chainPrefix = "/v1/chains/"
 // chain name and seq: …/entries, …/entries/{seq} and …/head, read from the
 // end, so that a chain may be named anything (even a/entries).
 func chainRoute(routes map[string]*Route, method, rest string) (rt *Route, name, seq string) {
-	segs := strings.Split(rest, "/")
-	n := len(segs)
-	switch {
-	case n >= 2 && segs[n-1] == "entries":
-		rt, name = routes[method+" /v1/chains/{name}/entries"], strings.Join(segs[:n-1], "/")
-	case n >= 2 && segs[n-1] == "head":
-		rt, name = routes[method+" /v1/chains/{name}/head"], strings.Join(segs[:n-1], "/")
-	case n >= 3 && segs[n-2] == "entries":
-		rt, name, seq = routes[method+" /v1/chains/{name}/entries/{seq}"], strings.Join(segs[:n-2], "/"), segs[n-1]
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return nil, "", ""
 	}
-	return rt, name, seq
+	before, last := rest[:i], rest[i+1:]
+	switch last {
+	case "entries":
+		return routes[chainKey(method, chainEntriesPath)], before, ""
+	case "head":
+		return routes[chainKey(method, chainHeadPath)], before, ""
+	}
+	if j := strings.LastIndexByte(before, '/'); j >= 0 && before[j+1:] == "entries" {
+		return routes[chainKey(method, chainEntryPath)], before[:j], last
+	}
+	return nil, "", ""
+}
+
+// The chain routes' paths, and their route keys for the methods the chain
+// routes have, so that finding a request's route allocates nothing.
+const (
+	chainEntriesPath = "/v1/chains/{name}/entries"
+	chainHeadPath    = "/v1/chains/{name}/head"
+	chainEntryPath   = "/v1/chains/{name}/entries/{seq}"
+)
+
+var chainKeys = map[string]map[string]string{
+	http.MethodGet:  {chainEntriesPath: "GET " + chainEntriesPath, chainHeadPath: "GET " + chainHeadPath, chainEntryPath: "GET " + chainEntryPath},
+	http.MethodPost: {chainEntriesPath: "POST " + chainEntriesPath, chainHeadPath: "POST " + chainHeadPath, chainEntryPath: "POST " + chainEntryPath},
+}
+
+// chainKey is method+" "+path.
+func chainKey(method, path string) string {
+	if k, ok := chainKeys[method][path]; ok {
+		return k
+	}
+	return method + " " + path
 }
 
 // chainDispatcher serves the chain routes of one method.
