@@ -208,10 +208,12 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
-	tooLarge := &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge,
-		detail: fmt.Sprintf("the body exceeds %d bytes", s.opts.BodySizeMax)}
+	tooLarge := func() error { // made only for a refusal
+		return &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge,
+			detail: fmt.Sprintf("the body exceeds %d bytes", s.opts.BodySizeMax)}
+	}
 	if r.ContentLength > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge)
+		s.problem(w, r, tooLarge())
 		return false
 	}
 	if r.ContentLength >= 0 {
@@ -225,7 +227,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if int64(len(body)) > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge)
+		s.problem(w, r, tooLarge())
 		return false
 	}
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))

@@ -124,7 +124,7 @@ func chainKey(method, path string) string {
 }
 
 // chainDispatcher serves the chain routes of one method.
-func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler) http.Handler {
+func (s *Server) chainDispatcher(method string, handlers map[*Route]http.Handler) http.Handler {
 	routes := map[string]*Route{}
 	for _, rt := range s.routes {
 		if strings.HasPrefix(rt.Path, chainPrefix) {
@@ -152,7 +152,7 @@ func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler
 		if seq != "" {
 			r.SetPathValue("seq", seq)
 		}
-		handlers[rt.routeKey()].ServeHTTP(w, r)
+		handlers[rt].ServeHTTP(w, r)
 	})
 }
 
@@ -162,12 +162,12 @@ func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler
 func (s *Server) buildMux() (*http.ServeMux, []string) {
 	mux := http.NewServeMux()
 	var patterns []string
-	handlers := map[string]http.Handler{}
+	handlers := map[*Route]http.Handler{}
 	chainMethods := map[string]bool{}
 	for _, rt := range s.routes {
 		h := s.routeHandler(rt)
 		if rt.pattern != "" {
-			handlers[rt.routeKey()] = h
+			handlers[rt] = h
 			chainMethods[rt.Method] = true
 			continue
 		}
