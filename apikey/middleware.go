@@ -44,6 +44,14 @@ func FromContext(ctx context.Context) (Key, bool) {
 // when the keys cannot be read, 503 STORE_UNAVAILABLE with Retry-After.
 // Scopes are the handlers' to check.
 func Middleware(a *Authenticator) func(http.Handler) http.Handler {
+	return MiddlewareFunc(a.Authenticate)
+}
+
+// MiddlewareFunc is Middleware with authenticate in place of
+// Authenticator.Authenticate: it must answer as Authenticate does (a
+// server that has authenticated the request's token already, for its rate
+// limiter, hands that answer on instead of computing the digest again).
+func MiddlewareFunc(authenticate func(ctx context.Context, token string) (Key, error)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			values := r.Header.Values("Authorization")
@@ -56,7 +64,7 @@ func Middleware(a *Authenticator) func(http.Handler) http.Handler {
 				refuse(w, `Bearer realm="`+Realm+`", error="invalid_token"`, "the Authorization header is not one Bearer token")
 				return
 			}
-			key, err := a.Authenticate(r.Context(), token)
+			key, err := authenticate(r.Context(), token)
 			switch {
 			case errors.Is(err, ErrUnauthenticated):
 				refuse(w, `Bearer realm="`+Realm+`", error="invalid_token"`, "the API key is not valid")

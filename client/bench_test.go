@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -220,6 +222,31 @@ func reportHTTP(b *testing.B, n int, got, base run) {
 	b.ReportMetric(base.cpu.Seconds()/got.cpu.Seconds(), "cpu-ratio")
 }
 
+// profileCPU writes a CPU profile to the file SERVE_BENCH_CPUPROFILE names
+// (prefixed with the benchmark's name) until stop is called; nothing when
+// it is unset. It covers the full stack's timed requests only, not the
+// baseline's.
+func profileCPU(b *testing.B) (stop func()) {
+	path := os.Getenv("SERVE_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	name := strings.NewReplacer("/", "-", "=", "-").Replace(b.Name())
+	f, err := os.Create(filepath.Join(filepath.Dir(path), name+"-"+filepath.Base(path)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
 // benchServer serves the full stack of ledgerctl serve on db over
 // loopback (servertest.Start): rate limit (per key and per address, set
 // far above the load so that it counts every request and refuses none),
@@ -280,7 +307,9 @@ func BenchmarkServeAppend(b *testing.B) {
 			url, token := benchServer(b, db)
 			d := newDriver(b, kind, url, token)
 			b.ResetTimer()
+			stop := profileCPU(b)
 			got := drive(b, n, appendOp(d, false))
+			stop()
 			b.StopTimer()
 			checkAppended(b, db, n)
 			reportHTTP(b, n, got, base)
@@ -313,7 +342,9 @@ func BenchmarkServeReplay(b *testing.B) {
 			d := newDriver(b, kind, url, token)
 			drive(b, seeded, appendOp(d, false))
 			b.ResetTimer()
+			stop := profileCPU(b)
 			got := drive(b, n, cycle(appendOp(d, true)))
+			stop()
 			b.StopTimer()
 			checkAppended(b, db, seeded)
 			reportHTTP(b, n, got, base)

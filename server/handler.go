@@ -50,7 +50,7 @@ func (s *Server) routeHandler(rt *Route) http.Handler {
 	}
 	if rt.Scope != "" {
 		h = s.requireScope(rt.Scope, h)
-		h = apikey.Middleware(s.auth)(h)
+		h = apikey.MiddlewareFunc(s.authenticate)(h)
 	}
 	if strings.HasPrefix(rt.Path, "/v1/") {
 		h = s.limiter.Middleware(h)
@@ -130,7 +130,7 @@ func (s *Server) runWrite(c *call, rt *Route) {
 		if err != nil {
 			return idempotency.Response{}, err
 		}
-		return idempotency.Response{Status: rt.Status, Header: jsonHeader.Clone(), Body: marshal(v)}, nil
+		return idempotency.Response{Status: rt.Status, Header: jsonHeader, Body: marshal(v)}, nil
 	})
 	if errors.Is(err, idempotency.ErrTxUnsupported) {
 		var v any

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/apikey"
 )
 
 // requestIDLengthMax bounds an X-Request-Id taken from a request; a longer
@@ -27,6 +28,47 @@ type info struct {
 	route  *Route
 	tenant string
 	keyID  string
+	// auth is the answer for the request's token, kept by the rate
+	// limiter's keyID so that the API key check does not authenticate the
+	// token a second time.
+	auth     authAnswer
+	authDone bool
+}
+
+// authAnswer is Authenticator.Authenticate's answer for token.
+type authAnswer struct {
+	token string
+	key   apikey.Key
+	err   error
+}
+
+// authenticate is Authenticator.Authenticate, answered from the request's
+// info when the rate limiter authenticated the same token already.
+func (s *Server) authenticate(ctx context.Context, token string) (apikey.Key, error) {
+	in := infoOf(ctx)
+	if in != nil && in.authDone && in.auth.token == token {
+		return in.auth.key, in.auth.err
+	}
+	k, err := s.auth.Authenticate(ctx, token)
+	if in != nil {
+		in.auth, in.authDone = authAnswer{token: token, key: k, err: err}, true
+	}
+	return k, err
+}
+
+// keyID is the rate limiter's default KeyID: the id of the key that the
+// Bearer token authenticates (Authenticator.KeyIDOf), its answer kept for
+// the API key check.
+func (s *Server) keyID(r *http.Request) (string, bool) {
+	token, ok := apikey.BearerToken(r.Header.Get("Authorization"))
+	if !ok {
+		return "", false
+	}
+	k, err := s.authenticate(r.Context(), token)
+	if err != nil {
+		return "", false
+	}
+	return k.ID, true
 }
 
 type infoKey struct{}
@@ -57,7 +99,8 @@ func (s *Server) requestID(r *http.Request) string {
 	if id := r.Header.Get(api.HeaderRequestID); id != "" && len(id) <= requestIDLengthMax && printable(id) {
 		return id
 	}
-	return s.idPrefix + strconv.FormatUint(s.requests.Add(1), 10)
+	var buf [48]byte // one allocation: the string
+	return string(strconv.AppendUint(append(buf[:0], s.idPrefix...), s.requests.Add(1), 10))
 }
 
 func printable(s string) bool {
@@ -133,17 +176,17 @@ func (s *Server) finish(r *http.Request, in *info, sw *statusWriter, elapsed tim
 	if status == 0 {
 		status = http.StatusOK
 	}
-	route := unmatchedRoute
-	if in.route != nil {
-		route = in.route.routeKey()
-	}
 	s.metrics.observe(in.route, status, elapsed)
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError
 	}
 	if !s.log.Enabled(r.Context(), level) {
-		return
+		return // a disabled or discarding logger costs nothing more
+	}
+	route := unmatchedRoute
+	if in.route != nil {
+		route = in.route.routeKey()
 	}
 	attrs := []slog.Attr{slog.String("request_id", in.id), slog.String("method", r.Method),
 		slog.String("path", r.URL.Path), slog.String("route", route), slog.Int("status", status),
@@ -165,10 +208,12 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
-	tooLarge := &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge,
-		detail: fmt.Sprintf("the body exceeds %d bytes", s.opts.BodySizeMax)}
+	tooLarge := func() error { // made only for a refusal
+		return &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge,
+			detail: fmt.Sprintf("the body exceeds %d bytes", s.opts.BodySizeMax)}
+	}
 	if r.ContentLength > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge)
+		s.problem(w, r, tooLarge())
 		return false
 	}
 	if r.ContentLength >= 0 {
@@ -182,7 +227,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if int64(len(body)) > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge)
+		s.problem(w, r, tooLarge())
 		return false
 	}
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))

@@ -85,21 +85,46 @@ const chainPrefix = "/v1/chains/"
 // chain name and seq: …/entries, …/entries/{seq} and …/head, read from the
 // end, so that a chain may be named anything (even a/entries).
 func chainRoute(routes map[string]*Route, method, rest string) (rt *Route, name, seq string) {
-	segs := strings.Split(rest, "/")
-	n := len(segs)
-	switch {
-	case n >= 2 && segs[n-1] == "entries":
-		rt, name = routes[method+" /v1/chains/{name}/entries"], strings.Join(segs[:n-1], "/")
-	case n >= 2 && segs[n-1] == "head":
-		rt, name = routes[method+" /v1/chains/{name}/head"], strings.Join(segs[:n-1], "/")
-	case n >= 3 && segs[n-2] == "entries":
-		rt, name, seq = routes[method+" /v1/chains/{name}/entries/{seq}"], strings.Join(segs[:n-2], "/"), segs[n-1]
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return nil, "", ""
 	}
-	return rt, name, seq
+	before, last := rest[:i], rest[i+1:]
+	switch last {
+	case "entries":
+		return routes[chainKey(method, chainEntriesPath)], before, ""
+	case "head":
+		return routes[chainKey(method, chainHeadPath)], before, ""
+	}
+	if j := strings.LastIndexByte(before, '/'); j >= 0 && before[j+1:] == "entries" {
+		return routes[chainKey(method, chainEntryPath)], before[:j], last
+	}
+	return nil, "", ""
+}
+
+// The chain routes' paths, and their route keys for the methods the chain
+// routes have, so that finding a request's route allocates nothing.
+const (
+	chainEntriesPath = "/v1/chains/{name}/entries"
+	chainHeadPath    = "/v1/chains/{name}/head"
+	chainEntryPath   = "/v1/chains/{name}/entries/{seq}"
+)
+
+var chainKeys = map[string]map[string]string{
+	http.MethodGet:  {chainEntriesPath: "GET " + chainEntriesPath, chainHeadPath: "GET " + chainHeadPath, chainEntryPath: "GET " + chainEntryPath},
+	http.MethodPost: {chainEntriesPath: "POST " + chainEntriesPath, chainHeadPath: "POST " + chainHeadPath, chainEntryPath: "POST " + chainEntryPath},
+}
+
+// chainKey is method+" "+path.
+func chainKey(method, path string) string {
+	if k, ok := chainKeys[method][path]; ok {
+		return k
+	}
+	return method + " " + path
 }
 
 // chainDispatcher serves the chain routes of one method.
-func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler) http.Handler {
+func (s *Server) chainDispatcher(method string, handlers map[*Route]http.Handler) http.Handler {
 	routes := map[string]*Route{}
 	for _, rt := range s.routes {
 		if strings.HasPrefix(rt.Path, chainPrefix) {
@@ -127,7 +152,7 @@ func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler
 		if seq != "" {
 			r.SetPathValue("seq", seq)
 		}
-		handlers[rt.routeKey()].ServeHTTP(w, r)
+		handlers[rt].ServeHTTP(w, r)
 	})
 }
 
@@ -137,12 +162,12 @@ func (s *Server) chainDispatcher(method string, handlers map[string]http.Handler
 func (s *Server) buildMux() (*http.ServeMux, []string) {
 	mux := http.NewServeMux()
 	var patterns []string
-	handlers := map[string]http.Handler{}
+	handlers := map[*Route]http.Handler{}
 	chainMethods := map[string]bool{}
 	for _, rt := range s.routes {
 		h := s.routeHandler(rt)
 		if rt.pattern != "" {
-			handlers[rt.routeKey()] = h
+			handlers[rt] = h
 			chainMethods[rt.Method] = true
 			continue
 		}

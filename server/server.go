@@ -169,7 +169,7 @@ func New(opts Options) (*Server, error) {
 	if rl.KeyID == nil {
 		// Bucket by authenticated keys only: a key id is not a secret, so
 		// a forged token naming another key's id must not drain its bucket.
-		rl.KeyID = s.auth.KeyIDOf
+		rl.KeyID = s.keyID // Authenticator.KeyIDOf, its answer kept for the API key check
 	}
 	if s.limiter, err = ratelimit.New(rl); err != nil {
 		return nil, err

@@ -1,0 +1,127 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/server"
+	"github.com/ledgerworks/ledger/server/ratelimit"
+	"github.com/ledgerworks/ledger/server/servertest"
+)
+
+// discardWriter keeps nothing, so that the benchmark measures the
+// handlers, not a recorder.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(status int)      { d.status = status }
+
+func stackCPU() time.Duration {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// BenchmarkStack is the CPU a raw append costs in the handlers, without
+// the network: the full stack of ledgerctl serve (rate limit, API key,
+// scope, replay guard, handler, request id, metrics, a discarding access
+// log) called in-process beside the bare handler (servertest.BareAppend),
+// in the same run, 64 goroutines, each request a new key (append) or a
+// retry of a finished one (replay). Compare cpu-ns/op and allocs/op of
+// the sub-benchmarks:
+//
+//	go test -run '^$' -bench BenchmarkStack -cpu 2 ./server
+func BenchmarkStack(b *testing.B) {
+	body := []byte(`{"type":"bench.event/v1","payload":"eyJldmVudCI6Imdvb2RzLnJlY2VpdmVkIiwicG8iOiJQTy0wMDA0NzExIn0="}`)
+	open := func(b *testing.B) *chain.DB {
+		db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return db
+	}
+	full := func(b *testing.B, db *chain.DB) (http.Handler, string) {
+		token := servertest.Key(b, db, "acme", apikey.ScopeRead, apikey.ScopeWrite)
+		srv, err := server.New(server.Options{DB: db, Logger: slog.New(slog.DiscardHandler),
+			RateLimit: ratelimit.Options{PerKey: 1e9, KeyBurst: ratelimit.BurstMax, PerAddr: 1e9, AddrBurst: ratelimit.BurstMax}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := srv.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = srv.Stop(context.Background()) })
+		return srv.Handler(), token
+	}
+	for _, c := range []struct {
+		name   string
+		bare   bool
+		replay bool
+	}{{"bare-append", true, false}, {"full-append", false, false}, {"bare-replay", true, true}, {"full-replay", false, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			db := open(b)
+			var h http.Handler
+			token := ""
+			if c.bare {
+				h = servertest.BareAppend(db, "acme")
+			} else {
+				h, token = full(b, db)
+			}
+			var next atomic.Int64
+			serve := func(key int64, w *discardWriter) {
+				r, _ := http.NewRequest(http.MethodPost, "http://bench/v1/chains/bench/c"+strconv.FormatInt(key%64, 10)+"/entries", bytes.NewReader(body))
+				r.RemoteAddr = "127.0.0.1:40000"
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Idempotency-Key", "k-"+strconv.FormatInt(key, 10))
+				if token != "" {
+					r.Header.Set("Authorization", "Bearer "+token)
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				clear(w.h)
+				w.status = 0
+				h.ServeHTTP(w, r)
+				if w.status != http.StatusCreated {
+					b.Errorf("key %d: status %d", key, w.status)
+				}
+			}
+			const seeded = 4096
+			if c.replay {
+				w := &discardWriter{h: http.Header{}}
+				for k := range int64(seeded) {
+					serve(k, w)
+				}
+			}
+			b.SetParallelism(32) // with -cpu 2: 64 goroutines
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := stackCPU()
+			b.RunParallel(func(pb *testing.PB) {
+				w := &discardWriter{h: http.Header{}}
+				for pb.Next() {
+					k := next.Add(1) - 1
+					if c.replay {
+						k %= seeded
+					}
+					serve(k, w)
+				}
+			})
+			b.ReportMetric(float64(stackCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
