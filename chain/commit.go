@@ -295,6 +295,7 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		ahead := db.hashGroupInLanes(stx, pending, &p.lanes)
 		if p.trees != nil {
 			p.trees.reset()
+			p.trees.startHelper(appendCount(pending))
 		}
 		poisoned, again := -1, false
 		tx := &Tx{}
@@ -378,6 +379,17 @@ func prepareAppends(stx storage.Tx, pending []*request, keys []storage.ChainKey)
 	}
 	clear(keys) // the scratch outlives the group: keep none of its strings
 	return keys
+}
+
+// appendCount returns the number of Appends (not Updates) in pending.
+func appendCount(pending []*request) int {
+	n := 0
+	for _, r := range pending {
+		if r.fn == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // commit commits stx: asynchronously when the store can (wait is then
