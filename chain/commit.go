@@ -130,7 +130,21 @@ func (db *DB) commitLoop() {
 		close(db.stopped)
 	}()
 	batch := make([]*request, 0, db.opts.BatchSizeMax)
+	busy := func() bool {
+		if len(db.queue) > 0 {
+			return true
+		}
+		select {
+		case <-db.closing:
+			return true
+		default:
+			return false
+		}
+	}
 	for {
+		if p.trees != nil {
+			p.trees.hashIdle(busy) // the trees' deferred leaves, while no request waits
+		}
 		var first *request
 		select {
 		case first = <-db.queue:
@@ -295,7 +309,6 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		ahead := db.hashGroupInLanes(stx, pending, &p.lanes)
 		if p.trees != nil {
 			p.trees.reset()
-			p.trees.startHelper(appendCount(pending))
 		}
 		poisoned, again := -1, false
 		tx := &Tx{}
@@ -379,17 +392,6 @@ func prepareAppends(stx storage.Tx, pending []*request, keys []storage.ChainKey)
 	}
 	clear(keys) // the scratch outlives the group: keep none of its strings
 	return keys
-}
-
-// appendCount returns the number of Appends (not Updates) in pending.
-func appendCount(pending []*request) int {
-	n := 0
-	for _, r := range pending {
-		if r.fn == nil {
-			n++
-		}
-	}
-	return n
 }
 
 // commit commits stx: asynchronously when the store can (wait is then

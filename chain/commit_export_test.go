@@ -10,11 +10,3 @@ func LowerHashAheadPartMin(n int) (restore func()) {
 	hashAheadPartMin = n
 	return func() { hashAheadPartMin = old }
 }
-
-// LowerTreeHelperLimits makes a group of appendsMin Appends start a tree
-// helper that takes at most itemsMax appends, until restore is called.
-func LowerTreeHelperLimits(appendsMin, itemsMax int) (restore func()) {
-	oldMin, oldMax := treeHelperAppendsMin, treeHelperItemsMax
-	treeHelperAppendsMin, treeHelperItemsMax = appendsMin, itemsMax
-	return func() { treeHelperAppendsMin, treeHelperItemsMax = oldMin, oldMax }
-}

@@ -88,11 +88,23 @@ type chainTree struct {
 	nodes  []treeNode // made in this transaction, at TreeStoredLevel and above
 	// epoch is the treeBatch's transaction that last extended the tree.
 	epoch uint64
-	// size is the tree's size with the appends handed to the helper: the
-	// committer's, while the helper extends r (see treeHelper).
+	// size is the chain's size: r's and the deferred leaves'.
 	size uint64
+	// deferred holds the hashes of the entries after r's size, not yet in
+	// r (fewer than treeRangeLagMax): see treeBatch.
+	deferred []Hash
+	// listed is set while the tree is in its treeBatch's idle list.
+	listed bool
 	// storeRange makes flush store the range whatever its lag.
 	storeRange bool
+}
+
+// settle extends r with the deferred leaves.
+func (t *chainTree) settle() {
+	for i := range t.deferred {
+		t.r.Append(merkle.HashLeaf(t.deferred[i][:]), t.keep)
+	}
+	t.deferred = t.deferred[:0]
 }
 
 // keep is the merkle.Visit of t's appends: it keeps the nodes to store.
@@ -123,6 +135,12 @@ const treeRangeLagMax = 16
 // size (an append by another process, on a shared store) is read from the
 // store again. A transaction that did not commit takes its chains' trees
 // out of the cache: they hold appends that never happened.
+//
+// A transaction that stores neither a chain's range nor a node of its
+// tree (an append at a time to many chains: group commit) need not hash
+// the chain's leaves before its commit. They are deferred, and hashed
+// while the committer waits for requests (hashIdle), or when a
+// transaction stores them; what is stored, and when, is the same.
 type treeBatch struct {
 	epoch uint64 // the current transaction's, never 0
 	order []*chainTree
@@ -130,12 +148,10 @@ type treeBatch struct {
 	// extra holds the transaction's trees that the full cache cannot
 	// (rarely set: a transaction over more than treeCacheChainsMax chains).
 	extra map[string]*chainTree
-	// pending is set from the transaction's first append until committed.
-	pending bool
-	// helper extends the trees during the transaction, when set; items
-	// is its memory, kept between transactions.
-	helper *treeHelper
-	items  []treeItem
+	// uncommitted is set from the transaction's first append until committed.
+	uncommitted bool
+	// idle lists the trees with deferred leaves (and some dropped since).
+	idle []*chainTree
 }
 
 // treeCacheChainsMax bounds the chains whose trees a treeBatch keeps
@@ -148,7 +164,24 @@ func newTreeBatch() *treeBatch {
 
 // committed records that the transaction just flushed was committed: its
 // trees in the cache are the chains' again.
-func (b *treeBatch) committed() { b.pending = false }
+func (b *treeBatch) committed() { b.uncommitted = false }
+
+// hashIdle hashes the deferred leaves, a chain at a time, until busy
+// reports work for the committer. It stores nothing: the leaves complete
+// no stored node (flush hashes those that do).
+func (b *treeBatch) hashIdle(busy func() bool) {
+	for len(b.idle) > 0 && !busy() {
+		n := len(b.idle) - 1
+		t := b.idle[n]
+		b.idle[n], b.idle = nil, b.idle[:n]
+		t.listed = false
+		nodes := len(t.nodes) // those of the last transaction, stored
+		t.settle()
+		if len(t.nodes) != nodes {
+			panic(fmt.Sprintf("chain: deferred leaves of %q completed a stored node", t.chain))
+		}
+	}
+}
 
 // flushCache stores the cached ranges that lag behind their chains; the
 // committer calls it at Close, after its last transaction (whose trees
@@ -156,9 +189,10 @@ func (b *treeBatch) committed() { b.pending = false }
 func (b *treeBatch) flushCache(ctx context.Context, stx storage.Tx) error {
 	b.reset()
 	for chain, t := range b.cache {
-		if t.stored == t.r.Size {
+		if t.stored == t.size {
 			continue
 		}
+		t.settle()
 		if err := stx.StatePut(ctx, treeRangeKey(chain), t.r.AppendBinary(nil)); err != nil {
 			return err
 		}
@@ -169,29 +203,29 @@ func (b *treeBatch) flushCache(ctx context.Context, stx storage.Tx) error {
 // reset begins the next transaction, dropping the trees of the last one
 // when it did not commit.
 func (b *treeBatch) reset() {
-	b.stopHelper()
 	for _, t := range b.order {
 		t.nodes = t.nodes[:0]
-		if b.pending && b.cache[t.chain] == t {
+		if b.uncommitted && b.cache[t.chain] == t {
 			delete(b.cache, t.chain)
+			t.deferred = t.deferred[:0] // an idle list may still hold t
 		}
 	}
 	clear(b.order)
 	b.order = b.order[:0]
 	clear(b.extra)
-	b.pending = false
+	b.uncommitted = false
 	b.epoch++
 }
 
 // add extends the chain's tree with the entry at seq, just appended in stx.
 func (b *treeBatch) add(ctx context.Context, stx storage.Tx, chain string, seq uint64, hash *Hash) error {
-	t := b.cache[chain]
-	if t == nil && len(b.extra) > 0 {
+	t, cached := b.cache[chain]
+	if !cached && len(b.extra) > 0 {
 		t = b.extra[chain]
 	}
 	if t == nil || t.epoch != b.epoch {
 		var err error
-		if t, err = b.load(ctx, stx, t, chain, seq-1); err != nil {
+		if t, err = b.load(ctx, stx, t, cached, chain, seq-1); err != nil {
 			return err
 		}
 	}
@@ -199,21 +233,23 @@ func (b *treeBatch) add(ctx context.Context, stx storage.Tx, chain string, seq u
 		panic(fmt.Sprintf("chain: tree of %q at size %d extended by seq %d", chain, t.size, seq))
 	}
 	t.size++
-	if !b.handOff(t, hash) {
-		t.r.Append(merkle.HashLeaf(hash[:]), t.keep)
+	t.deferred = append(t.deferred, *hash)
+	if len(t.deferred) == treeRangeLagMax {
+		t.settle() // the range will be stored: its lag reached the bound
 	}
 	return nil
 }
 
-// load makes the chain's tree at size part of the transaction: cached,
-// the cached tree t when it has that size; else the stored one, extended
-// to size from the chain's entries when it is behind (a file written
-// before trees, or by a DB with NoTrees).
-func (b *treeBatch) load(ctx context.Context, stx storage.Tx, t *chainTree, chain string, size uint64) (*chainTree, error) {
-	if t == nil || t.r.Size != size {
+// load makes the chain's tree at size part of the transaction: the
+// cached tree t (cached set) when it has that size; else the stored one,
+// extended to size from the chain's entries when it is behind (a file
+// written before trees, or by a DB with NoTrees).
+func (b *treeBatch) load(ctx context.Context, stx storage.Tx, t *chainTree, cached bool, chain string, size uint64) (*chainTree, error) {
+	if t == nil || t.size != size {
 		if t == nil {
 			t = &chainTree{chain: chain}
 		}
+		t.deferred = t.deferred[:0]
 		if err := readRange(ctx, stx, chain, &t.r); err != nil {
 			return nil, err
 		}
@@ -229,7 +265,7 @@ func (b *treeBatch) load(ctx context.Context, stx storage.Tx, t *chainTree, chai
 	}
 	t.first, t.epoch, t.size = size, b.epoch, size
 	switch {
-	case b.cache[chain] == t:
+	case cached:
 	case len(b.cache) < treeCacheChainsMax:
 		b.cache[chain] = t
 	default:
@@ -238,7 +274,7 @@ func (b *treeBatch) load(ctx context.Context, stx storage.Tx, t *chainTree, chai
 		}
 		b.extra[chain] = t // this transaction's only; read from the store next time
 	}
-	b.pending = true
+	b.uncommitted = true
 	b.order = append(b.order, t)
 	return t, nil
 }
@@ -260,6 +296,7 @@ func (b *treeBatch) extend(ctx context.Context, stx storage.Tx, t *chainTree, si
 	if t.r.Size != size {
 		return fmt.Errorf("%w: chain %q holds %d entries below its head seq %d", ErrCorrupt, t.chain, t.r.Size, size)
 	}
+	t.size = size
 	return nil
 }
 
@@ -289,16 +326,29 @@ func readRange(ctx context.Context, stx storage.Tx, chain string, r *merkle.Rang
 // the chain is cheap, and keeps the readers of many short chains, a
 // checkpoint, from reading entries).
 func (t *chainTree) storesRange() bool {
-	return t.storeRange || t.r.Size-t.stored >= treeRangeLagMax || t.r.Size-t.first >= 2
+	return t.storeRange || t.size-t.stored >= treeRangeLagMax || t.size-t.first >= 2
+}
+
+// completesNode reports whether t's deferred leaves complete a node at
+// TreeStoredLevel or above: their last tile of 2^TreeStoredLevel leaves.
+func (t *chainTree) completesNode() bool {
+	return t.size>>TreeStoredLevel != t.r.Size>>TreeStoredLevel
 }
 
 // flush stores what the transaction changed in the trees. A store may
 // keep the keys and values it is given until the commit, so they are cut
 // from one buffer of their own, one allocation per transaction.
 func (b *treeBatch) flush(ctx context.Context, stx storage.Tx) error {
-	b.stopHelper()
 	size := 0
 	for _, t := range b.order {
+		switch {
+		case len(t.deferred) == 0:
+		case t.storesRange() || t.completesNode():
+			t.settle()
+		case !t.listed:
+			t.listed = true
+			b.idle = append(b.idle, t)
+		}
 		size += len(t.nodes) * (len(treeNodePrefix) + len(t.chain) + 10 + merkle.HashSize)
 		if t.storesRange() {
 			size += len(treeRangePrefix) + len(t.chain) + 8 + len(t.r.Hashes)*merkle.HashSize
