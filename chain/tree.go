@@ -152,6 +152,10 @@ type treeBatch struct {
 	uncommitted bool
 	// idle lists the trees with deferred leaves (and some dropped since).
 	idle []*chainTree
+	// dropped names the chains whose trees a transaction that did not
+	// commit took out of the cache, until they are loaded again: Close
+	// stores their ranges from the store's and the last entries.
+	dropped map[string]struct{}
 }
 
 // treeCacheChainsMax bounds the chains whose trees a treeBatch keeps
@@ -170,6 +174,9 @@ func (b *treeBatch) committed() { b.uncommitted = false }
 // reports work for the committer. It stores nothing: the leaves complete
 // no stored node (flush hashes those that do).
 func (b *treeBatch) hashIdle(busy func() bool) {
+	if b.uncommitted {
+		b.reset() // the last transaction's leaves never happened
+	}
 	for len(b.idle) > 0 && !busy() {
 		n := len(b.idle) - 1
 		t := b.idle[n]
@@ -197,6 +204,29 @@ func (b *treeBatch) flushCache(ctx context.Context, stx storage.Tx) error {
 			return err
 		}
 	}
+	for chain := range b.dropped {
+		head, err := stx.Head(ctx, chain)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		t := &chainTree{chain: chain}
+		if err := readRange(ctx, stx, chain, &t.r); err != nil {
+			return err
+		}
+		if t.r.Size >= head.Seq {
+			continue
+		}
+		// The nodes these entries complete were stored with them.
+		if err := b.extend(ctx, stx, t, head.Seq); err != nil {
+			return err
+		}
+		if err := stx.StatePut(ctx, treeRangeKey(chain), t.r.AppendBinary(nil)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -208,6 +238,10 @@ func (b *treeBatch) reset() {
 		if b.uncommitted && b.cache[t.chain] == t {
 			delete(b.cache, t.chain)
 			t.deferred = t.deferred[:0] // an idle list may still hold t
+			if b.dropped == nil {
+				b.dropped = map[string]struct{}{}
+			}
+			b.dropped[t.chain] = struct{}{}
 		}
 	}
 	clear(b.order)
@@ -264,6 +298,9 @@ func (b *treeBatch) load(ctx context.Context, stx storage.Tx, t *chainTree, cach
 		}
 	}
 	t.first, t.epoch, t.size = size, b.epoch, size
+	if !cached && len(b.dropped) > 0 {
+		delete(b.dropped, chain)
+	}
 	switch {
 	case cached:
 	case len(b.cache) < treeCacheChainsMax:

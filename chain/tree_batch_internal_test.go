@@ -161,3 +161,39 @@ func BenchmarkTreeBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestTreeBatchIdleSkipsWhatDidNotCommit leaves a chain's leaves deferred
+// (listed for hashIdle) below a tile's end, then runs a transaction that
+// appends past it and does not commit: hashIdle must drop that tree, not
+// hash leaves that never happened, and the next transaction reads the
+// chain's tree from the store again.
+func TestTreeBatchIdleSkipsWhatDidNotCommit(t *testing.T) {
+	ctx := context.Background()
+	b := newTreeBatch()
+	sink := &stateSink{keep: true}
+	var h Hash
+	for seq := uint64(1); seq <= 250; seq++ {
+		b.reset()
+		h[0] = byte(seq)
+		if err := b.add(ctx, sink, "c", seq, &h); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.flush(ctx, sink); err != nil {
+			t.Fatal(err)
+		}
+		b.committed()
+	}
+	b.reset()
+	for seq := uint64(251); seq <= 260; seq++ { // rolled back: no flush, no commit
+		if err := b.add(ctx, sink, "c", seq, &h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.hashIdle(func() bool { return false })
+	if _, ok := b.cache["c"]; ok {
+		t.Fatal("the tree of a transaction that did not commit is still cached")
+	}
+	if _, ok := b.dropped["c"]; !ok {
+		t.Fatal("the dropped chain is not named for Close")
+	}
+}

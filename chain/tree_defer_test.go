@@ -179,21 +179,33 @@ func TestTreeLeavesDeferredAcrossRollbacks(t *testing.T) {
 }
 
 // TestTreeRangesStoredAtClose closes a ledger whose chains were appended to
-// one entry at a time (ranges lagging, leaves deferred), then appends
+// one entry at a time (ranges lagging, leaves deferred), the last
+// transaction an Update that appended to each and failed, then appends
 // treeRangeLagMax-1 entries to each with NoTrees: the trees must still be
 // readable, so Close stored every range at its chain's head; one more
 // entry puts them behind.
 func TestTreeRangesStoredAtClose(t *testing.T) {
 	const lagMax = 16 // treeRangeLagMax
 	db, path := openFile(t, chain.Options{})
-	m := treeModel{}
 	for i := range 140 {
-		m.add(mustAppend(t, db, chain.Request{Chain: fmt.Sprintf("close/%d", i%7), Type: "t/v1", Payload: []byte{byte(i)}}))
+		mustAppend(t, db, chain.Request{Chain: fmt.Sprintf("close/%d", i%7), Type: "t/v1", Payload: []byte{byte(i)}})
+	}
+	errFail := errors.New("fails after appending")
+	err := db.Update(context.Background(), func(tx *chain.Tx) error {
+		for c := range 7 {
+			if _, err := tx.Append(chain.Request{Chain: fmt.Sprintf("close/%d", c), Type: "t/v1"}); err != nil {
+				return err
+			}
+		}
+		return errFail
+	})
+	if !errors.Is(err, errFail) {
+		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := chain.Open(path, chain.Options{NoTrees: true, Clock: testClock()})
+	db, err = chain.Open(path, chain.Options{NoTrees: true, Clock: testClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
