@@ -130,7 +130,21 @@ func (db *DB) commitLoop() {
 		close(db.stopped)
 	}()
 	batch := make([]*request, 0, db.opts.BatchSizeMax)
+	busy := func() bool {
+		if len(db.queue) > 0 {
+			return true
+		}
+		select {
+		case <-db.closing:
+			return true
+		default:
+			return false
+		}
+	}
 	for {
+		if p.trees != nil {
+			p.trees.hashIdle(busy) // the trees' deferred leaves, while no request waits
+		}
 		var first *request
 		select {
 		case first = <-db.queue:

@@ -78,19 +78,39 @@ type treeNode struct {
 	hash  merkle.Hash
 }
 
-// chainTree is one chain's tree during a transaction.
+// chainTree is one chain's tree as the committer holds it: during a
+// transaction, and between transactions in its treeBatch's cache.
 type chainTree struct {
 	chain  string
 	r      merkle.Range
 	stored uint64     // the size of the range in the store
 	first  uint64     // the size of the range when the transaction began with it
 	nodes  []treeNode // made in this transaction, at TreeStoredLevel and above
+	// epoch is the treeBatch's transaction that last extended the tree.
+	epoch uint64
+	// size is the chain's size: r's and the deferred leaves'.
+	size uint64
+	// deferred holds the hashes of the entries after r's size, not yet in
+	// r (fewer than treeRangeLagMax): see treeBatch.
+	deferred []Hash
+	// listed is set while the tree is in its treeBatch's idle list.
+	listed bool
+	// storeRange makes flush store the range whatever its lag.
+	storeRange bool
+}
+
+// settle extends r with the deferred leaves.
+func (t *chainTree) settle() {
+	for i := range t.deferred {
+		t.r.Append(merkle.HashLeaf(t.deferred[i][:]), t.keep)
+	}
+	t.deferred = t.deferred[:0]
 }
 
 // keep is the merkle.Visit of t's appends: it keeps the nodes to store.
-func (t *chainTree) keep(level uint, index uint64, h *merkle.Hash) {
+func (t *chainTree) keep(level uint, index uint64, h merkle.Hash) {
 	if level >= TreeStoredLevel {
-		t.nodes = append(t.nodes, treeNode{level: level, index: index, hash: *h})
+		t.nodes = append(t.nodes, treeNode{level: level, index: index, hash: h})
 	}
 }
 
@@ -104,121 +124,194 @@ func (t *chainTree) keep(level uint, index uint64, h *merkle.Hash) {
 // stored in the transaction that completes them, always.
 const treeRangeLagMax = 16
 
-// cachedRange is a committed range and the size of its stored copy.
-type cachedRange struct {
-	r      merkle.Range
-	stored uint64
-}
-
 // treeBatch is the trees a storage transaction extends. The committer
-// keeps one, emptied before each transaction it begins, and stores what
+// keeps one, begun (reset) before each transaction, and stores what
 // changed before the commit: one range and the new nodes per chain.
 //
-// It also keeps the committed ranges of the chains it extended (cache),
-// so that an append to a chain whose range it holds at the right size reads
-// no state: the committer is its only user. A range of the wrong size (an
-// append by another process, on a shared store) is read from the store.
+// It keeps the trees of the chains it extended between transactions
+// (cache), in place: an append to a chain whose tree it holds at the
+// right size reads no state and copies no range, and costs one map lookup
+// besides its hashes; the committer is its only user. A tree of the wrong
+// size (an append by another process, on a shared store) is read from the
+// store again. A transaction that did not commit takes its chains' trees
+// out of the cache: they hold appends that never happened.
+//
+// A transaction that stores neither a chain's range nor a node of its
+// tree (an append at a time to many chains: group commit) need not hash
+// the chain's leaves before its commit. They are deferred, and hashed
+// while the committer waits for requests (hashIdle), or when a
+// transaction stores them; what is stored, and when, is the same.
 type treeBatch struct {
-	chains map[string]*chainTree
-	order  []*chainTree
-	free   []*chainTree
-	cache  map[string]*cachedRange
+	epoch uint64 // the current transaction's, never 0
+	order []*chainTree
+	cache map[string]*chainTree
+	// extra holds the transaction's trees that the full cache cannot
+	// (rarely set: a transaction over more than treeCacheChainsMax chains).
+	extra map[string]*chainTree
+	// uncommitted is set from the transaction's first append until committed.
+	uncommitted bool
+	// idle lists the trees with deferred leaves (and some dropped since).
+	idle []*chainTree
+	// dropped names the chains whose trees a transaction that did not
+	// commit took out of the cache, until they are loaded again: Close
+	// stores their ranges from the store's and the last entries.
+	dropped map[string]struct{}
 }
 
-// treeCacheChainsMax bounds the chains whose ranges a treeBatch keeps
+// treeCacheChainsMax bounds the chains whose trees a treeBatch keeps
 // between transactions (a range is at most 64 hashes).
 const treeCacheChainsMax = 1 << 16
 
 func newTreeBatch() *treeBatch {
-	return &treeBatch{chains: map[string]*chainTree{}, cache: map[string]*cachedRange{}}
+	return &treeBatch{epoch: 1, cache: map[string]*chainTree{}}
 }
 
-// committed records the ranges of the transaction just committed in the
-// cache.
-func (b *treeBatch) committed() {
-	for _, t := range b.order {
-		c := b.cache[t.chain]
-		if c == nil {
-			if len(b.cache) >= treeCacheChainsMax {
-				continue // read from the store next time, and extended from its entries
-			}
-			c = &cachedRange{}
-			b.cache[t.chain] = c
+// committed records that the transaction just flushed was committed: its
+// trees in the cache are the chains' again.
+func (b *treeBatch) committed() { b.uncommitted = false }
+
+// hashIdle hashes the deferred leaves, a chain at a time, until busy
+// reports work for the committer. It stores nothing: the leaves complete
+// no stored node (flush hashes those that do).
+func (b *treeBatch) hashIdle(busy func() bool) {
+	if b.uncommitted {
+		b.reset() // the last transaction's leaves never happened
+	}
+	for len(b.idle) > 0 && !busy() {
+		n := len(b.idle) - 1
+		t := b.idle[n]
+		b.idle[n], b.idle = nil, b.idle[:n]
+		t.listed = false
+		nodes := len(t.nodes) // those of the last transaction, stored
+		t.settle()
+		if len(t.nodes) != nodes {
+			panic(fmt.Sprintf("chain: deferred leaves of %q completed a stored node", t.chain))
 		}
-		c.r.Size, c.r.Hashes, c.stored = t.r.Size, append(c.r.Hashes[:0], t.r.Hashes...), t.stored
 	}
 }
 
 // flushCache stores the cached ranges that lag behind their chains; the
-// committer calls it at Close.
+// committer calls it at Close, after its last transaction (whose trees
+// reset drops if it did not commit).
 func (b *treeBatch) flushCache(ctx context.Context, stx storage.Tx) error {
-	for chain, c := range b.cache {
-		if c.stored == c.r.Size {
+	b.reset()
+	for chain, t := range b.cache {
+		if t.stored == t.size {
 			continue
 		}
-		if err := stx.StatePut(ctx, treeRangeKey(chain), c.r.AppendBinary(nil)); err != nil {
+		t.settle()
+		if err := stx.StatePut(ctx, treeRangeKey(chain), t.r.AppendBinary(nil)); err != nil {
+			return err
+		}
+	}
+	for chain := range b.dropped {
+		head, err := stx.Head(ctx, chain)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		t := &chainTree{chain: chain}
+		if err := readRange(ctx, stx, chain, &t.r); err != nil {
+			return err
+		}
+		if t.r.Size >= head.Seq {
+			continue
+		}
+		// The nodes these entries complete were stored with them.
+		if err := b.extend(ctx, stx, t, head.Seq); err != nil {
+			return err
+		}
+		if err := stx.StatePut(ctx, treeRangeKey(chain), t.r.AppendBinary(nil)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// reset empties b for the next transaction, keeping its memory.
+// reset begins the next transaction, dropping the trees of the last one
+// when it did not commit.
 func (b *treeBatch) reset() {
 	for _, t := range b.order {
-		t.chain, t.nodes = "", t.nodes[:0]
-		t.r.Hashes = t.r.Hashes[:0]
-		t.r.Size = 0
-		b.free = append(b.free, t)
+		t.nodes = t.nodes[:0]
+		if b.uncommitted && b.cache[t.chain] == t {
+			delete(b.cache, t.chain)
+			t.deferred = t.deferred[:0] // an idle list may still hold t
+			if b.dropped == nil {
+				b.dropped = map[string]struct{}{}
+			}
+			b.dropped[t.chain] = struct{}{}
+		}
 	}
-	clear(b.chains)
+	clear(b.order)
 	b.order = b.order[:0]
+	clear(b.extra)
+	b.uncommitted = false
+	b.epoch++
 }
 
 // add extends the chain's tree with the entry at seq, just appended in stx.
 func (b *treeBatch) add(ctx context.Context, stx storage.Tx, chain string, seq uint64, hash *Hash) error {
-	t := b.chains[chain]
-	if t == nil {
+	t, cached := b.cache[chain]
+	if !cached && len(b.extra) > 0 {
+		t = b.extra[chain]
+	}
+	if t == nil || t.epoch != b.epoch {
 		var err error
-		if t, err = b.load(ctx, stx, chain, seq-1); err != nil {
+		if t, err = b.load(ctx, stx, t, cached, chain, seq-1); err != nil {
 			return err
 		}
 	}
-	if t.r.Size != seq-1 {
-		panic(fmt.Sprintf("chain: tree of %q at size %d extended by seq %d", chain, t.r.Size, seq))
+	if t.size != seq-1 {
+		panic(fmt.Sprintf("chain: tree of %q at size %d extended by seq %d", chain, t.size, seq))
 	}
-	t.r.Append(merkle.HashLeaf(hash[:]), t.keep)
+	t.size++
+	t.deferred = append(t.deferred, *hash)
+	if len(t.deferred) == treeRangeLagMax {
+		t.settle() // the range will be stored: its lag reached the bound
+	}
 	return nil
 }
 
-// load reads the chain's stored tree into b and extends it to size from
-// the chain's entries, when it is behind (a file written before trees, or
-// by a DB with NoTrees).
-func (b *treeBatch) load(ctx context.Context, stx storage.Tx, chain string, size uint64) (*chainTree, error) {
-	var t *chainTree
-	if n := len(b.free); n > 0 {
-		t, b.free = b.free[n-1], b.free[:n-1]
-	} else {
-		t = &chainTree{}
-	}
-	t.chain = chain
-	if c := b.cache[chain]; c != nil && c.r.Size == size {
-		t.r.Size, t.r.Hashes, t.stored = c.r.Size, append(t.r.Hashes[:0], c.r.Hashes...), c.stored
-	} else if err := readRange(ctx, stx, chain, &t.r); err != nil {
-		return nil, err
-	} else {
-		t.stored = t.r.Size
-	}
-	if t.r.Size > size {
-		return nil, fmt.Errorf("%w: tree of chain %q has %d leaves, the chain %d entries", ErrCorrupt, chain, t.r.Size, size)
-	}
-	t.first = size
-	if t.r.Size < size {
-		if err := b.extend(ctx, stx, t, size); err != nil {
+// load makes the chain's tree at size part of the transaction: the
+// cached tree t (cached set) when it has that size; else the stored one,
+// extended to size from the chain's entries when it is behind (a file
+// written before trees, or by a DB with NoTrees).
+func (b *treeBatch) load(ctx context.Context, stx storage.Tx, t *chainTree, cached bool, chain string, size uint64) (*chainTree, error) {
+	if t == nil || t.size != size {
+		if t == nil {
+			t = &chainTree{chain: chain}
+		}
+		t.deferred = t.deferred[:0]
+		if err := readRange(ctx, stx, chain, &t.r); err != nil {
 			return nil, err
 		}
+		t.stored = t.r.Size
+		if t.r.Size > size {
+			return nil, fmt.Errorf("%w: tree of chain %q has %d leaves, the chain %d entries", ErrCorrupt, chain, t.r.Size, size)
+		}
+		if t.r.Size < size {
+			if err := b.extend(ctx, stx, t, size); err != nil {
+				return nil, err
+			}
+		}
 	}
-	b.chains[chain] = t
+	t.first, t.epoch, t.size = size, b.epoch, size
+	if !cached && len(b.dropped) > 0 {
+		delete(b.dropped, chain)
+	}
+	switch {
+	case cached:
+	case len(b.cache) < treeCacheChainsMax:
+		b.cache[chain] = t
+	default:
+		if b.extra == nil {
+			b.extra = map[string]*chainTree{}
+		}
+		b.extra[chain] = t // this transaction's only; read from the store next time
+	}
+	b.uncommitted = true
 	b.order = append(b.order, t)
 	return t, nil
 }
@@ -240,6 +333,7 @@ func (b *treeBatch) extend(ctx context.Context, stx storage.Tx, t *chainTree, si
 	if t.r.Size != size {
 		return fmt.Errorf("%w: chain %q holds %d entries below its head seq %d", ErrCorrupt, t.chain, t.r.Size, size)
 	}
+	t.size = size
 	return nil
 }
 
@@ -262,24 +356,68 @@ func readRange(ctx context.Context, stx storage.Tx, chain string, r *merkle.Rang
 	return nil
 }
 
+// storesRange reports whether flush stores t's range: when the
+// transaction appended more than one entry to the chain, or the stored
+// range would lag by treeRangeLagMax (one state write per single append is
+// what group commit cannot afford; one amortized over several appends of
+// the chain is cheap, and keeps the readers of many short chains, a
+// checkpoint, from reading entries).
+func (t *chainTree) storesRange() bool {
+	return t.storeRange || t.size-t.stored >= treeRangeLagMax || t.size-t.first >= 2
+}
+
+// completesNode reports whether t's deferred leaves complete a node at
+// TreeStoredLevel or above: their last tile of 2^TreeStoredLevel leaves.
+func (t *chainTree) completesNode() bool {
+	return t.size>>TreeStoredLevel != t.r.Size>>TreeStoredLevel
+}
+
 // flush stores what the transaction changed in the trees. A store may
-// keep the values it is given until the commit, so each is its own.
+// keep the keys and values it is given until the commit, so they are cut
+// from one buffer of their own, one allocation per transaction.
 func (b *treeBatch) flush(ctx context.Context, stx storage.Tx) error {
+	size := 0
+	for _, t := range b.order {
+		switch {
+		case len(t.deferred) == 0:
+		case t.storesRange() || t.completesNode():
+			t.settle()
+		case !t.listed:
+			t.listed = true
+			b.idle = append(b.idle, t)
+		}
+		size += len(t.nodes) * (len(treeNodePrefix) + len(t.chain) + 10 + merkle.HashSize)
+		if t.storesRange() {
+			size += len(treeRangePrefix) + len(t.chain) + 8 + len(t.r.Hashes)*merkle.HashSize
+		}
+	}
+	if size == 0 {
+		return nil
+	}
+	buf := make([]byte, 0, size)
+	cut := func(from int) []byte { return buf[from:len(buf):len(buf)] }
 	for _, t := range b.order {
 		for i := range t.nodes {
 			n := &t.nodes[i]
-			if err := stx.StatePut(ctx, treeNodeKey(t.chain, n.level, n.index), append([]byte(nil), n.hash[:]...)); err != nil {
+			at := len(buf)
+			buf = append(append(append(buf, treeNodePrefix...), t.chain...), 0, byte(n.level))
+			buf = binary.BigEndian.AppendUint64(buf, n.index)
+			key := cut(at)
+			at = len(buf)
+			buf = append(buf, n.hash[:]...)
+			if err := stx.StatePut(ctx, key, cut(at)); err != nil {
 				return err
 			}
 		}
-		// One state write per single append is what group commit cannot
-		// afford; one amortized over several appends of the chain is cheap,
-		// and keeps the readers of many short chains (a checkpoint) from
-		// reading entries.
-		if t.r.Size-t.stored < treeRangeLagMax && t.r.Size-t.first < 2 {
+		if !t.storesRange() {
 			continue
 		}
-		if err := stx.StatePut(ctx, treeRangeKey(t.chain), t.r.AppendBinary(make([]byte, 0, 8+len(t.r.Hashes)*merkle.HashSize))); err != nil {
+		at := len(buf)
+		buf = append(append(buf, treeRangePrefix...), t.chain...)
+		key := cut(at)
+		at = len(buf)
+		buf = t.r.AppendBinary(buf)
+		if err := stx.StatePut(ctx, key, cut(at)); err != nil {
 			return err
 		}
 		t.stored = t.r.Size
@@ -351,7 +489,7 @@ func (tx *Tx) catchUpTree(chain string, entriesMax uint64, done *bool) error {
 	b.order = append(b.order, t)
 	tx.dirty = true
 	*done = target == head.Seq
-	t.stored = 0 // always stored: the range is what catching up is for
+	t.storeRange = true // the range is what catching up is for
 	if err := b.flush(tx.ctx, tx.stx); err != nil {
 		return tx.failed(err)
 	}

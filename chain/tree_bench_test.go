@@ -79,11 +79,20 @@ func BenchmarkTreeUpkeep(b *testing.B) {
 	b.ReportMetric(float64(got)/float64(base)-1, "cost")
 }
 
-// BenchmarkTreeUpkeepConcurrent is P2's shape (64 goroutines, one append
-// at a time each, group commit) with and without the trees, in turns of
-// 20,000 appends. Report "cost" and "cpu-cost" as BenchmarkTreeUpkeep
-// does.
+// BenchmarkTreeUpkeepConcurrent is P2's two shapes (64 goroutines, one
+// append at a time each, group commit; a chain each, then all on one) with
+// and without the trees, in turns of 20,000 appends. Report "cost" and
+// "cpu-cost" as BenchmarkTreeUpkeep does.
 func BenchmarkTreeUpkeepConcurrent(b *testing.B) {
+	for _, shape := range []struct {
+		name   string
+		shared bool
+	}{{"a-chain-each", false}, {"one-chain", true}} {
+		b.Run(shape.name, func(b *testing.B) { benchmarkTreeUpkeepConcurrent(b, shape.shared) })
+	}
+}
+
+func benchmarkTreeUpkeepConcurrent(b *testing.B, shared bool) {
 	const appenders, turn = 64, 20_000
 	n := max(b.N, turn) / turn * turn
 	with, without := openTreeBench(b, n, false), openTreeBench(b, n, true)
@@ -92,7 +101,7 @@ func BenchmarkTreeUpkeepConcurrent(b *testing.B) {
 	b.ResetTimer()
 	run := func(db *chain.DB, stream uint64, wall, cpu *time.Duration) {
 		c := cpuTime()
-		r, err := workload.ConcurrentAppends(ctx, db, "bench", 2+stream, appenders, turn, false, 0)
+		r, err := workload.ConcurrentAppends(ctx, db, "bench", 2+stream, appenders, turn, shared, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

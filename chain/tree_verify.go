@@ -85,9 +85,9 @@ func (db *DB) checkTree(ctx context.Context, tx *Tx, chain string, want []TreeHe
 
 // visit keeps the stored-level nodes the entries make, to compare once
 // the entries are read (a store may not serve a read while it streams).
-func (c *treeCheck) visit(level uint, index uint64, h *merkle.Hash) {
+func (c *treeCheck) visit(level uint, index uint64, h merkle.Hash) {
 	if level >= TreeStoredLevel && c.storedOK && (index+1)<<level <= c.stored.Size {
-		c.nodes = append(c.nodes, treeNode{level: level, index: index, hash: *h})
+		c.nodes = append(c.nodes, treeNode{level: level, index: index, hash: h})
 	}
 }
 

@@ -17,7 +17,9 @@ type Range struct {
 }
 
 // Visit is told of every node an Append completes, above the leaf level.
-type Visit func(level uint, index uint64, hash *Hash)
+// The hash is passed by value: a pointer handed to an unknown function
+// would move Append's running hash to the heap, one allocation an append.
+type Visit func(level uint, index uint64, hash Hash)
 
 // Append adds the leaf with the given leaf hash (see HashLeaf), merging
 // the perfect subtrees it completes; visit, when not nil, is called with
@@ -33,7 +35,7 @@ func (r *Range) Append(leaf Hash, visit Visit) {
 		level++
 		index >>= 1
 		if visit != nil {
-			visit(level, index, &h)
+			visit(level, index, h)
 		}
 	}
 	r.Hashes = append(r.Hashes, h)

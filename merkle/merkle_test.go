@@ -79,8 +79,8 @@ func TestRangeRootAndVisits(t *testing.T) {
 		if n == len(all) {
 			break
 		}
-		r.Append(all[n], func(level uint, index uint64, h *merkle.Hash) {
-			stored[[2]uint64{uint64(level), index}] = *h
+		r.Append(all[n], func(level uint, index uint64, h merkle.Hash) {
+			stored[[2]uint64{uint64(level), index}] = h
 		})
 	}
 	for key, h := range stored {
