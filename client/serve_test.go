@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ledgerworks/ledger/internal/testbin"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,40 +20,10 @@ import (
 	"github.com/ledgerworks/ledger/client"
 )
 
-// The ledgerctl executable the end-to-end tests run as a child process,
-// built on first use, once per test binary.
-var (
-	ledgerctlOnce   sync.Once
-	ledgerctlFolder string
-	ledgerctlPath   string
-	ledgerctlErr    error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if ledgerctlFolder != "" {
-		os.RemoveAll(ledgerctlFolder)
-	}
+	testbin.Remove()
 	os.Exit(code)
-}
-
-func ledgerctl(t testing.TB) string {
-	t.Helper()
-	ledgerctlOnce.Do(func() {
-		ledgerctlFolder, ledgerctlErr = os.MkdirTemp("", "client-ledgerctl-")
-		if ledgerctlErr != nil {
-			return
-		}
-		ledgerctlPath = filepath.Join(ledgerctlFolder, "ledgerctl")
-		cmd := exec.Command("go", "build", "-o", ledgerctlPath, "github.com/ledgerworks/ledger/cmd/ledgerctl")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			ledgerctlErr = fmt.Errorf("go build ./cmd/ledgerctl: %v\n%s", err, out)
-		}
-	})
-	if ledgerctlErr != nil {
-		t.Fatal(ledgerctlErr)
-	}
-	return ledgerctlPath
 }
 
 // runCLI runs ledgerctl once and returns its exit code, stdout and stderr.
@@ -61,7 +31,7 @@ func runCLI(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ledgerctl(t), args...)
+	cmd := exec.CommandContext(ctx, testbin.Ledgerctl(t), args...)
 	cmd.Env = append(os.Environ(), "LEDGER_DB=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -110,7 +80,7 @@ type served struct {
 // and waits for its first line, "listening on http://ADDR".
 func serve(t testing.TB, db, addr string, extra ...string) *served {
 	t.Helper()
-	ledgerctl(t) // built here, on the test's goroutine
+	testbin.Ledgerctl(t) // built here, on the test's goroutine
 	s, err := startServe(t, db, addr, extra...)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +92,11 @@ func serve(t testing.TB, db, addr string, extra ...string) *served {
 // has built the binary: it returns its failure instead of ending the test.
 func startServe(t testing.TB, db, addr string, extra ...string) (*served, error) {
 	args := append([]string{"--db", db, "serve", "--addr", addr}, extra...)
-	cmd := exec.Command(ledgerctlPath, args...)
+	bin := testbin.Built()
+	if bin == "" {
+		return nil, errors.New("ledgerctl is not built: call serve on the test's goroutine first")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "LEDGER_DB=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

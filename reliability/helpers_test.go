@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ledgerworks/ledger/internal/testbin"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 	for _, cleanup := range cleanups {
 		cleanup()
 	}
+	testbin.Remove()
 	os.Exit(code)
 }
 
@@ -165,37 +167,6 @@ func assertVerifies(t testing.TB, db *chain.DB) chain.Report {
 	return report
 }
 
-// ledgerctl is the command built once for the tests that run it.
-var (
-	ledgerctlOnce   sync.Once
-	ledgerctlFolder string
-	ledgerctlPath   string
-	ledgerctlErr    error
-)
-
-// buildLedgerctl builds cmd/ledgerctl into a temporary folder (once per test
-// binary) and returns its path.
-func buildLedgerctl(t testing.TB) string {
-	t.Helper()
-	ledgerctlOnce.Do(func() {
-		ledgerctlFolder, ledgerctlErr = os.MkdirTemp("", "reliability-ledgerctl-")
-		if ledgerctlErr != nil {
-			return
-		}
-		atExit(func() { os.RemoveAll(ledgerctlFolder) })
-		ledgerctlPath = filepath.Join(ledgerctlFolder, "ledgerctl")
-		cmd := exec.Command("go", "build", "-o", ledgerctlPath, "github.com/ledgerworks/ledger/cmd/ledgerctl")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			ledgerctlErr = fmt.Errorf("go build ./cmd/ledgerctl: %v\n%s", err, out)
-		}
-	})
-	if ledgerctlErr != nil {
-		t.Fatalf("%v", ledgerctlErr)
-	}
-	return ledgerctlPath
-}
-
 // cliResult is one run of ledgerctl.
 type cliResult struct {
 	exitCode       int
@@ -208,7 +179,7 @@ func runLedgerctl(t testing.TB, stdin []byte, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, buildLedgerctl(t), args...)
+	cmd := exec.CommandContext(ctx, testbin.Ledgerctl(t), args...)
 	cmd.Env = append(os.Environ(), "LEDGER_DB=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

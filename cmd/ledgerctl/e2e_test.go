@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ledgerworks/ledger/internal/testbin"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,50 +20,10 @@ import (
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
-// The ledgerctl executable for the end-to-end tests, which run it as separate
-// processes. It is built on first use, once per test process: `go test
-// -list`, fuzz workers and runs of other tests never build it.
-var (
-	ledgerctlOnce   sync.Once
-	ledgerctlFolder string
-	ledgerctlPath   string
-	ledgerctlErr    error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if ledgerctlFolder != "" {
-		os.RemoveAll(ledgerctlFolder)
-	}
+	testbin.Remove()
 	os.Exit(code)
-}
-
-// ledgerctlBinary builds cmd/ledgerctl into a temporary folder on its first
-// call and returns the executable's path; a failed build fails every caller.
-func ledgerctlBinary(t testing.TB) string {
-	t.Helper()
-	ledgerctlOnce.Do(func() {
-		ledgerctlFolder, ledgerctlErr = os.MkdirTemp("", "ledgerctl-test-")
-		if ledgerctlErr != nil {
-			return
-		}
-		ledgerctlPath = filepath.Join(ledgerctlFolder, "ledgerctl")
-		if runtime.GOOS == "windows" {
-			ledgerctlPath += ".exe"
-		}
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		build := exec.Command(goTool, "build", "-o", ledgerctlPath, ".")
-		if out, err := build.CombinedOutput(); err != nil {
-			ledgerctlErr = fmt.Errorf("building ledgerctl: %v\n%s", err, out)
-		}
-	})
-	if ledgerctlErr != nil {
-		t.Fatal(ledgerctlErr)
-	}
-	return ledgerctlPath
 }
 
 // process runs the binary once; the environment has no LEDGER_DB unless
@@ -83,7 +44,7 @@ func newProcess(t *testing.T, env ...string) *process {
 }
 
 func (p *process) command(ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
-	cmd := exec.CommandContext(ctx, ledgerctlBinary(p.t), args...)
+	cmd := exec.CommandContext(ctx, testbin.Ledgerctl(p.t), args...)
 	cmd.Env = p.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -442,7 +403,7 @@ func TestBinaryProgressBarOnATerminalOnly(t *testing.T) {
 	}
 	// script runs the command on a pseudo-terminal and copies what it
 	// draws to its own stdout.
-	r := p.run0(script, "-qec", ledgerctlBinary(t)+" --db "+shellQuote(db)+" verify", "/dev/null")
+	r := p.run0(script, "-qec", testbin.Ledgerctl(t)+" --db "+shellQuote(db)+" verify", "/dev/null")
 	if r.code != 0 || !strings.Contains(r.stdout, "verifying") || !strings.Contains(r.stdout, "intact: 2 chains, 20000 entries verified") {
 		t.Fatalf("verify on a terminal drew no progress bar: %+v", r)
 	}
@@ -485,7 +446,7 @@ func TestBinaryFailedCommitIsOneErrorOnStderr(t *testing.T) {
 	// 32 KiB ledger file from growing by the 512 KiB payload.
 	limited := func(args ...string) cliResult {
 		script := `ulimit -f 256 && exec "$0" "$@"`
-		return p.run0(shell, append([]string{"-c", script, ledgerctlBinary(t), "--db", db}, args...)...)
+		return p.run0(shell, append([]string{"-c", script, testbin.Ledgerctl(t), "--db", db}, args...)...)
 	}
 	appendArgs := []string{"append", "acme/x", "--type", "t/v1", "--key", "k", "--data", "@" + payload}
 
