@@ -48,34 +48,44 @@ func cpuTime() time.Duration {
 // over the other's, minus 1 (0.05 is 5%); "cpu-cost" the same of the
 // process's CPU time.
 func BenchmarkTreeUpkeep(b *testing.B) {
-	const turn = 10 * workload.BatchSize
+	ctx := context.Background()
+	alternateTrees(b, 10*workload.BatchSize, "entry", func(db *chain.DB, stream uint64, turn int) (time.Duration, error) {
+		r, err := workload.UpdateBatches(ctx, db, "bench", stream, turn, workload.BatchSize)
+		return r.Total.Duration, err
+	})
+}
+
+// alternateTrees runs turns of turn appends into a ledger with the trees
+// and one without (Options.NoTrees), each going first every other turn (the
+// one that follows meets the other's leftovers: its last syncs, its
+// garbage), and reports "cost" and "cpu-cost" beside both ns per unit.
+func alternateTrees(b *testing.B, turn int, unit string, run func(db *chain.DB, stream uint64, turn int) (time.Duration, error)) {
 	n := max(b.N, turn) / turn * turn
 	with, without := openTreeBench(b, n, false), openTreeBench(b, n, true)
-	ctx := context.Background()
 	var base, got, baseCPU, gotCPU time.Duration
 	b.ResetTimer()
-	run := func(db *chain.DB, stream uint64, wall, cpu *time.Duration) {
+	timed := func(db *chain.DB, stream uint64, wall, cpu *time.Duration) {
 		c := cpuTime()
-		r, err := workload.UpdateBatches(ctx, db, "bench", stream, turn, workload.BatchSize)
+		d, err := run(db, stream, turn)
 		if err != nil {
 			b.Fatal(err)
 		}
-		*wall += r.Total.Duration
+		*wall += d
 		*cpu += cpuTime() - c
 	}
 	for stream := uint64(1); stream <= uint64(n/turn); stream++ {
-		if stream%2 == 0 { // each goes first every other turn
-			run(with, stream, &got, &gotCPU)
-			run(without, stream, &base, &baseCPU)
+		if stream%2 == 0 {
+			timed(with, stream, &got, &gotCPU)
+			timed(without, stream, &base, &baseCPU)
 		} else {
-			run(without, stream, &base, &baseCPU)
-			run(with, stream, &got, &gotCPU)
+			timed(without, stream, &base, &baseCPU)
+			timed(with, stream, &got, &gotCPU)
 		}
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(gotCPU)/float64(baseCPU)-1, "cpu-cost")
-	b.ReportMetric(float64(got.Nanoseconds())/float64(n), "ns/entry")
-	b.ReportMetric(float64(base.Nanoseconds())/float64(n), "no-trees-ns/entry")
+	b.ReportMetric(float64(got.Nanoseconds())/float64(n), "ns/"+unit)
+	b.ReportMetric(float64(base.Nanoseconds())/float64(n), "no-trees-ns/"+unit)
 	b.ReportMetric(float64(got)/float64(base)-1, "cost")
 }
 
@@ -93,37 +103,12 @@ func BenchmarkTreeUpkeepConcurrent(b *testing.B) {
 }
 
 func benchmarkTreeUpkeepConcurrent(b *testing.B, shared bool) {
-	const appenders, turn = 64, 20_000
-	n := max(b.N, turn) / turn * turn
-	with, without := openTreeBench(b, n, false), openTreeBench(b, n, true)
+	const appenders = 64
 	ctx := context.Background()
-	var base, got, baseCPU, gotCPU time.Duration
-	b.ResetTimer()
-	run := func(db *chain.DB, stream uint64, wall, cpu *time.Duration) {
-		c := cpuTime()
+	alternateTrees(b, 20_000, "append", func(db *chain.DB, stream uint64, turn int) (time.Duration, error) {
 		r, err := workload.ConcurrentAppends(ctx, db, "bench", 2+stream, appenders, turn, shared, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		*wall += r.Duration
-		*cpu += cpuTime() - c
-	}
-	for stream := uint64(1); stream <= uint64(n/turn); stream++ {
-		// Each goes first every other turn: the one that follows meets the
-		// other's leftovers (its last syncs, its garbage).
-		if stream%2 == 0 {
-			run(with, stream, &got, &gotCPU)
-			run(without, stream, &base, &baseCPU)
-		} else {
-			run(without, stream, &base, &baseCPU)
-			run(with, stream, &got, &gotCPU)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(gotCPU)/float64(baseCPU)-1, "cpu-cost")
-	b.ReportMetric(float64(got.Nanoseconds())/float64(n), "ns/append")
-	b.ReportMetric(float64(base.Nanoseconds())/float64(n), "no-trees-ns/append")
-	b.ReportMetric(float64(got)/float64(base)-1, "cost")
+		return r.Duration, err
+	})
 }
 
 // treeBenchEntries is the size of the chain of BenchmarkProofs:
