@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -686,10 +687,12 @@ func (b *Backend) writeCheckpoint(g *guardedTx, m *memtable.Table, after, throug
 		if v.LSN <= after {
 			return nil
 		}
+		// The key is read in place: bbolt copies the keys it keeps.
+		k := unsafe.Slice(unsafe.StringData(key), len(key))
 		if v.Deleted {
-			return g.StateDelete(ctx, []byte(key))
+			return g.StateDelete(ctx, k)
 		}
-		return g.StatePut(ctx, []byte(key), v.Value)
+		return g.StatePut(ctx, k, v.Value)
 	})
 	if err != nil {
 		return err

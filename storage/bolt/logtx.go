@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"unsafe"
 
 	bbolt "go.etcd.io/bbolt"
 	bbolterrors "go.etcd.io/bbolt/errors"
@@ -66,15 +67,16 @@ type pendingChain struct {
 }
 
 // logScratch is the memory of the last writable logTx, which the next one
-// reuses: its operations, its chain map and the chains' entries and key
-// maps. A group commit of single appends otherwise allocates a map and a
-// chain record per append. The holder of the writer slot owns it.
+// reuses: its operations, its chain map, the chains' entries and key maps,
+// and its state map. A group commit of single appends otherwise allocates a
+// map and a chain record per append. The holder of the writer slot owns it.
 type logScratch struct {
 	operations []commitrec.Operation
 	chains     map[string]*pendingChain
 	spare      []*pendingChain
 	prepared   keyPreparation
 	viewHeads  map[string]viewHead
+	state      map[string]memtable.StateVersion
 }
 
 // Bounds of what logScratch keeps: a huge transaction's memory is left to
@@ -83,14 +85,15 @@ const (
 	scratchOperationsMax = 1 << 16
 	scratchChainsMax     = 1 << 10
 	scratchChainKeysMax  = 1 << 12
+	scratchStateKeysMax  = 1 << 12
 )
 
 // takeScratch gives a writable transaction the memory of the last one.
 // The caller holds the writer slot.
 func (t *logTx) takeScratch() {
 	s := &t.b.logScratch
-	t.operations, t.chains, t.prepared, t.viewHeads = s.operations[:0], s.chains, s.prepared, s.viewHeads
-	s.operations, s.chains, s.prepared, s.viewHeads = nil, nil, keyPreparation{}, nil
+	t.operations, t.chains, t.prepared, t.viewHeads, t.state = s.operations[:0], s.chains, s.prepared, s.viewHeads, s.state
+	s.operations, s.chains, s.prepared, s.viewHeads, s.state = nil, nil, keyPreparation{}, nil, nil
 }
 
 // returnScratch hands the transaction's memory back for the next writer,
@@ -119,7 +122,11 @@ func (t *logTx) returnScratch() {
 		clear(t.viewHeads) // keep no chain id past the transaction
 		s.viewHeads = t.viewHeads
 	}
-	t.operations, t.chains, t.viewHeads = nil, nil, nil
+	if len(t.state) <= scratchStateKeysMax {
+		clear(t.state) // keep no key nor value past the transaction
+		s.state = t.state
+	}
+	t.operations, t.chains, t.viewHeads, t.state = nil, nil, nil, nil
 	t.releasePreparation()
 }
 
@@ -524,7 +531,12 @@ func (t *logTx) StatePut(ctx context.Context, key, value []byte) error {
 	if int64(len(value)) > bbolt.MaxValueSize {
 		return t.writeError(bbolterrors.ErrValueTooLarge)
 	}
-	key, value = bytes.Clone(key), append([]byte{}, value...)
+	// The caller may reuse its slices: the key and the value are copied,
+	// into one allocation.
+	kv := make([]byte, len(key)+len(value))
+	copy(kv, key)
+	copy(kv[len(key):], value)
+	key, value = kv[:len(key):len(key)], kv[len(key):]
 	if err := t.add(commitrec.Operation{Kind: commitrec.KindStatePut, State: key, Data: value}); err != nil {
 		return err
 	}
@@ -547,11 +559,14 @@ func (t *logTx) StateDelete(ctx context.Context, key []byte) error {
 	return nil
 }
 
+// setState records the transaction's newest version of key, a copy the
+// transaction owns and never writes again (the map's key reads it in
+// place).
 func (t *logTx) setState(key []byte, v memtable.StateVersion) {
 	if t.state == nil {
 		t.state = map[string]memtable.StateVersion{}
 	}
-	t.state[string(key)] = v
+	t.state[unsafe.String(unsafe.SliceData(key), len(key))] = v
 }
 
 func (t *logTx) StateScan(ctx context.Context, start, end []byte, reverse bool) iter.Seq2[storage.KeyValue, error] {

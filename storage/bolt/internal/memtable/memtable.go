@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/commitrec"
@@ -25,8 +26,8 @@ type Table struct {
 	mu     sync.RWMutex
 	chains map[string]*memChain
 	state  map[string]*memState
-	// stateKeys orders the state keys for scans.
-	stateKeys orderedKeys
+	// stateKeys orders the state keys, with their versions, for scans.
+	stateKeys orderedKeys[*memState]
 	// firstLSN and lastLSN are the LSNs of the first and last commit the
 	// table holds (0 when empty).
 	firstLSN, lastLSN uint64
@@ -203,8 +204,8 @@ func (m *Table) Walk(through uint64, chain func(name string, entries []Entry) er
 		}
 	}
 	var err error
-	m.stateKeys.scan("", nil, false, func(key string) bool {
-		v, ok := m.state[key].visible(through)
+	m.stateKeys.scan("", nil, false, func(key string, s *memState) bool {
+		v, ok := s.visible(through)
 		if ok {
 			err = state(key, v)
 		}
@@ -216,9 +217,12 @@ func (m *Table) Walk(through uint64, chain func(name string, entries []Entry) er
 // SlotCount is the number of slots the table has allocated.
 func (k *KeyTable) SlotCount() int { return len(k.slots) }
 
-// memState holds the versions of one state key, oldest first.
+// memState holds the versions of one state key, oldest first. Most keys
+// are put once in a table's life: their one version lives in first, in
+// the same allocation.
 type memState struct {
 	versions []StateVersion
+	first    [1]StateVersion
 }
 
 type StateVersion struct {
@@ -291,9 +295,12 @@ func (m *Table) Apply(lsn uint64, record []byte, operations []commitrec.Operatio
 			s := m.state[string(o.State)]
 			if s == nil {
 				s = &memState{}
-				key := string(o.State)
+				s.versions = s.first[:0]
+				// The key is read in place: record, which the table
+				// keeps, is never written again.
+				key := unsafe.String(unsafe.SliceData(o.State), len(o.State))
 				m.state[key] = s
-				m.stateKeys.insert(key)
+				m.stateKeys.insert(key, s)
 			}
 			s.versions = append(s.versions, StateVersion{LSN: lsn, Value: o.Data, Deleted: o.Kind == commitrec.KindStateDelete})
 			m.sizeBytes += memStateOverheadBytes
@@ -309,11 +316,12 @@ const (
 	presizeChainsMax  = 16
 )
 
-// PresizeLike gives an empty table's largest chains the room they took in
-// previous, the table frozen before it: a steady workload then fills the
-// new table without growing its entries and key tables step by step (each
-// step copies the entries and moves the keys: 5% of the committer's CPU in
-// P1). The caller holds the writer slot.
+// PresizeLike gives an empty table's largest chains, and its state map,
+// the room they took in previous, the table frozen before it: a steady
+// workload then fills the new table without growing its entries, key
+// tables and state map step by step (each step copies the entries and
+// moves the keys: 5% of the committer's CPU in P1). The caller holds the
+// writer slot.
 func (m *Table) PresizeLike(previous *Table) {
 	type size struct {
 		chain         string
@@ -326,14 +334,20 @@ func (m *Table) PresizeLike(previous *Table) {
 			sizes = append(sizes, size{name, len(c.entries), c.keys.count})
 		}
 	}
+	stateKeys := len(previous.state)
 	previous.mu.RUnlock()
-	if len(sizes) == 0 {
+	if len(sizes) == 0 && stateKeys < presizeEntriesMin {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lastLSN != 0 {
 		return
+	}
+	if stateKeys >= presizeEntriesMin && len(m.state) == 0 {
+		// A workload that puts a state key per commit (a request's
+		// record) fills the map without growing it step by step.
+		m.state = make(map[string]*memState, stateKeys)
 	}
 	for _, s := range sizes {
 		c := &memChain{entries: make([]Entry, 0, s.entries)}
@@ -492,8 +506,8 @@ type StateItem struct {
 func (m *Table) StateChunk(start, end []byte, reverse bool, asOf uint64, limit int, out []StateItem) []StateItem {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	m.stateKeys.scan(string(start), end, reverse, func(key string) bool {
-		v, ok := m.state[key].visible(asOf)
+	m.stateKeys.scan(string(start), end, reverse, func(key string, s *memState) bool {
+		v, ok := s.visible(asOf)
 		if ok {
 			out = append(out, StateItem{Key: []byte(key), Value: v.Value, Deleted: v.Deleted})
 		}
@@ -541,61 +555,73 @@ func (m *Table) LookupPrepared(keys []PreparedKey, asOf uint64) {
 	}
 }
 
-// orderedKeys is an insert-only ordered set of strings, kept as sorted
-// chunks of at most orderedChunkMax keys in key order: an insert
-// binary-searches the chunks' first keys, then its chunk, and moves at most
-// a chunk's keys (a full chunk splits in two) and the chunk list's slice
-// headers. Its cost stays O(log n + orderedChunkMax) however many keys the
-// table holds; a single sorted slice merged every few hundred keys copied
-// the whole set each time, which a workload that puts many new state keys
-// (an outbox: a record and index keys per message) paid quadratically.
-type orderedKeys struct {
-	chunks [][]string
+// orderedKeys is an insert-only ordered map of strings to values (a state
+// key's versions), kept as sorted chunks of at most orderedChunkMax items
+// in key order: an insert binary-searches the chunks' first keys, then its
+// chunk, and moves at most a chunk's items (a full chunk splits in two) and
+// the chunk list's slice headers. Its cost stays O(log n + orderedChunkMax)
+// however many keys the table holds; a single sorted slice merged every few
+// hundred keys copied the whole set each time, which a workload that puts
+// many new state keys (an outbox: a record and index keys per message) paid
+// quadratically. A scan hands each key's value over, so that it looks no
+// key up in a map.
+type orderedKeys[V any] struct {
+	chunks [][]orderedItem[V]
+}
+
+type orderedItem[V any] struct {
+	key   string
+	value V
 }
 
 const orderedChunkMax = 512
 
+func compareItem[V any](it orderedItem[V], key string) int { return strings.Compare(it.key, key) }
+
 // chunkOf returns the index of the chunk key belongs in: the last whose
 // first key is <= key, or 0.
-func (o *orderedKeys) chunkOf(key string) int {
-	c := sort.Search(len(o.chunks), func(i int) bool { return o.chunks[i][0] > key }) - 1
+func (o *orderedKeys[V]) chunkOf(key string) int {
+	c := sort.Search(len(o.chunks), func(i int) bool { return o.chunks[i][0].key > key }) - 1
 	return max(c, 0)
 }
 
-func (o *orderedKeys) insert(key string) {
+// insert adds key with value; a key already held keeps its value.
+func (o *orderedKeys[V]) insert(key string, value V) {
+	it := orderedItem[V]{key, value}
 	if len(o.chunks) == 0 {
-		o.chunks = [][]string{{key}}
+		o.chunks = [][]orderedItem[V]{{it}}
 		return
 	}
 	c := o.chunkOf(key)
 	ch := o.chunks[c]
-	i, found := slices.BinarySearch(ch, key)
+	i, found := slices.BinarySearchFunc(ch, key, compareItem[V])
 	if found {
 		return
 	}
-	ch = slices.Insert(ch, i, key)
+	ch = slices.Insert(ch, i, it)
 	if len(ch) <= orderedChunkMax {
 		o.chunks[c] = ch
 		return
 	}
 	half := len(ch) / 2
 	right := slices.Clone(ch[half:])
+	clear(ch[half:]) // the left chunk's spare room holds no value
 	o.chunks[c] = ch[:half:half]
 	o.chunks = slices.Insert(o.chunks, c+1, right)
 }
 
-// scan calls fn with the keys in [start, end) in order (descending when
-// reverse) until fn returns false.
-func (o *orderedKeys) scan(start string, end []byte, reverse bool, fn func(string) bool) {
+// scan calls fn with the keys in [start, end) and their values in order
+// (descending when reverse) until fn returns false.
+func (o *orderedKeys[V]) scan(start string, end []byte, reverse bool, fn func(string, V) bool) {
 	if len(o.chunks) == 0 {
 		return
 	}
 	if !reverse {
 		c := o.chunkOf(start)
-		i, _ := slices.BinarySearch(o.chunks[c], start)
+		i, _ := slices.BinarySearchFunc(o.chunks[c], start, compareItem[V])
 		for ; c < len(o.chunks); c, i = c+1, 0 {
-			for _, k := range o.chunks[c][i:] {
-				if end != nil && strings.Compare(k, string(end)) >= 0 || !fn(k) {
+			for _, it := range o.chunks[c][i:] {
+				if end != nil && strings.Compare(it.key, string(end)) >= 0 || !fn(it.key, it.value) {
 					return
 				}
 			}
@@ -605,7 +631,7 @@ func (o *orderedKeys) scan(start string, end []byte, reverse bool, fn func(strin
 	c, i := len(o.chunks)-1, len(o.chunks[len(o.chunks)-1])
 	if end != nil {
 		c = o.chunkOf(string(end))
-		i, _ = slices.BinarySearch(o.chunks[c], string(end))
+		i, _ = slices.BinarySearchFunc(o.chunks[c], string(end), compareItem[V])
 	}
 	for ; c >= 0; c-- {
 		ch := o.chunks[c]
@@ -613,7 +639,7 @@ func (o *orderedKeys) scan(start string, end []byte, reverse bool, fn func(strin
 			i = len(ch)
 		}
 		for j := i - 1; j >= 0; j-- {
-			if ch[j] < start || !fn(ch[j]) {
+			if ch[j].key < start || !fn(ch[j].key, ch[j].value) {
 				return
 			}
 		}

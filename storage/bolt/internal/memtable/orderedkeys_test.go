@@ -9,16 +9,17 @@ import (
 )
 
 // orderedKeys against a sorted slice: every scan, forward and reverse,
-// bounded or not, yields the model's keys in [start, end), across chunk
-// splits.
+// bounded or not, yields the model's keys in [start, end), each with the
+// value of its first insert, across chunk splits.
 func TestOrderedKeysMatchesASortedSet(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var o orderedKeys
+		var o orderedKeys[string]
 		var model []string
 		key := rapid.Custom(func(t *rapid.T) string { return fmt.Sprintf("k%04d", rapid.IntRange(0, 3000).Draw(t, "k")) })
 		for range rapid.IntRange(0, 40).Draw(t, "rounds") {
 			for _, k := range rapid.SliceOfN(key, 0, 200).Draw(t, "inserts") {
-				o.insert(k)
+				o.insert(k, "v"+k)
+				o.insert(k, "again") // a held key keeps its value
 				if i, found := slices.BinarySearch(model, k); !found {
 					model = slices.Insert(model, i, k)
 				}
@@ -31,7 +32,10 @@ func TestOrderedKeysMatchesASortedSet(t *testing.T) {
 			reverse := rapid.Bool().Draw(t, "reverse")
 			limit := rapid.IntRange(1, 5000).Draw(t, "limit")
 			var got, want []string
-			o.scan(start, end, reverse, func(k string) bool {
+			o.scan(start, end, reverse, func(k, v string) bool {
+				if v != "v"+k {
+					t.Fatalf("key %q has value %q", k, v)
+				}
 				got = append(got, k)
 				return len(got) < limit
 			})
