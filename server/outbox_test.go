@@ -211,3 +211,56 @@ func TestWebhooks(t *testing.T) {
 		t.Fatalf("forwarded %+v", msgs)
 	}
 }
+
+// A delivery's max_age dead-letters a message older than it, unattempted;
+// a longer one delivers the same message.
+func TestDeliveryMaxAge(t *testing.T) {
+	db := openBolt(t)
+	rc, url := newReceiver(t, func(int) int { return http.StatusOK })
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	ts := startServer(t, db, server.Options{Clock: later,
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, MaxAge: server.Duration(time.Hour)}}})
+	token := ts.key("acme", allScopes...)
+	fixture(t, ts, token)
+	var dead api.OutboxMessageList
+	for deadline := time.Now().Add(10 * time.Second); len(dead.Messages) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no dead letter")
+		}
+		ts.do(http.MethodGet, "/v1/outbox/dead", token, "", nil).decode(t, http.StatusOK, &dead)
+	}
+	var hist api.OutboxMessageHistory
+	ts.do(http.MethodGet, "/v1/outbox/messages/"+dead.Messages[0].ID, token, "", nil).decode(t, http.StatusOK, &hist)
+	reasons := ""
+	for _, ev := range hist.History {
+		reasons += ev.DeadReason
+	}
+	if reasons != "max_age" {
+		t.Fatalf("dead reasons %q, want max_age: %+v", reasons, hist)
+	}
+	select {
+	case key := <-rc.got:
+		t.Fatalf("a message past its max_age was delivered (%s)", key)
+	default:
+	}
+	ts.Close()
+
+	ts = startServer(t, db, server.Options{Clock: later,
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, MaxAge: server.Duration(3 * time.Hour)}}})
+	ts.do(http.MethodPost, "/v1/outbox/requeue", token, "rq-age", api.OutboxRequeueRequest{IDs: []string{dead.Messages[0].ID}}).
+		decode(t, http.StatusOK, &api.OutboxRequeueResponse{})
+	if key := rc.wait(t, 10*time.Second); key != dead.Messages[0].Key {
+		t.Fatalf("delivered %q, want %q", key, dead.Messages[0].Key)
+	}
+}
+
+// Negative delivery settings are refused when the server is built.
+func TestDeliveryNegativeSettings(t *testing.T) {
+	db := openBolt(t)
+	for _, d := range []server.Delivery{{MaxAge: server.Duration(-time.Second)}, {MaxAttempts: -1}, {Concurrency: -1}, {Timeout: server.Duration(-time.Second)}} {
+		d.Tenant, d.Topic, d.URL, d.Secret = "acme", api.TopicDefault, "http://127.0.0.1:1/hook", whsec
+		if _, err := server.New(server.Options{DB: db, Deliveries: []server.Delivery{d}}); err == nil || !strings.Contains(err.Error(), "negative") {
+			t.Errorf("%+v: got %v, want a refusal of the negative setting", d, err)
+		}
+	}
+}

@@ -27,6 +27,15 @@ type Delivery struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// MaxAttempts before a message is dead; the outbox's default when zero.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// MaxAge is how long after its enqueue (or its last requeue) a message
+	// may still be attempted before it is dead; outbox.MaxAgeDefault when
+	// zero.
+	MaxAge Duration `json:"max_age,omitempty"`
+}
+
+// policy is the outbox policy of the delivered topic.
+func (d Delivery) policy() outbox.Policy {
+	return outbox.Policy{MaxAttempts: d.MaxAttempts, MaxAge: time.Duration(d.MaxAge)}
 }
 
 // checkDeliveries refuses a configuration the workers would refuse at
@@ -39,6 +48,9 @@ func checkDeliveries(ds []Delivery) error {
 		}
 		if _, err := outbox.Webhook(outbox.WebhookOptions{URL: d.URL, Secret: d.Secret}); err != nil {
 			return fmt.Errorf("server: delivery %s/%s: %w", d.Tenant, d.Topic, err)
+		}
+		if d.Concurrency < 0 || d.Timeout < 0 || d.MaxAttempts < 0 || d.MaxAge < 0 {
+			return fmt.Errorf("server: delivery %s/%s: concurrency, timeout, max_attempts and max_age may not be negative (zero is the default)", d.Tenant, d.Topic)
 		}
 		k := [2]string{d.Tenant, d.Topic}
 		if seen[k] {
@@ -62,7 +74,7 @@ func (s *Server) startWorkers(ctx context.Context) ([]*outbox.Worker, error) {
 			o = outbox.WorkerOptions{Tenant: d.Tenant, Topics: map[string]outbox.Topic{}, Concurrency: d.Concurrency,
 				Logger: s.log, Metrics: s.outboxM, Clock: s.opts.Clock}
 		}
-		o.Topics[d.Topic] = outbox.Topic{Handler: h, Policy: outbox.Policy{MaxAttempts: d.MaxAttempts}}
+		o.Topics[d.Topic] = outbox.Topic{Handler: h, Policy: d.policy()}
 		o.Concurrency = max(o.Concurrency, d.Concurrency)
 		byTenant[d.Tenant] = o
 	}
@@ -107,7 +119,7 @@ const orphanWorker = "ledgerctl-serve:orphan-release"
 func ReleaseOrphanLeases(ctx context.Context, db *chain.DB, now time.Time, deliveries []Delivery) (int, error) {
 	policies := map[[2]string]outbox.Policy{}
 	for _, d := range deliveries {
-		policies[[2]string{d.Tenant, d.Topic}] = outbox.Policy{MaxAttempts: d.MaxAttempts}
+		policies[[2]string{d.Tenant, d.Topic}] = d.policy()
 	}
 	topics := map[[2]string]bool{}
 	for h, err := range db.Chains(ctx, "") {

@@ -16,7 +16,6 @@ import (
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/client"
 	"github.com/ledgerworks/ledger/idempotency"
-	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/ratelimit"
 )
@@ -82,9 +81,15 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 	} else {
 		store = idempotency.NewMemoryStore()
 	}
+	// The server delivers the tenant's business events to the ERP's webhook,
+	// as a "deliveries" entry of ledgerctl serve --config does. Message ages
+	// count from the entries' times, which a test's ledger takes from a
+	// fixed clock in the past: hence the long max_age.
+	deliveries := []server.Delivery{{Tenant: d.Tenant, Topic: api.TopicDefault, URL: hookURL + "/erp/ledger-events",
+		Secret: demoOutboxSecret, Timeout: server.Duration(5 * time.Second), MaxAge: server.Duration(100 * 365 * 24 * time.Hour)}}
 	newServer := func(store idempotency.Store) (*server.Server, error) {
 		s, err := server.New(server.Options{DB: d.DB, Logger: demoQuiet, IdempotencyStore: store, JobsInterval: -1,
-			RateLimit: ratelimit.Options{PerKey: 50, KeyBurst: 50, PerAddr: 100, AddrBurst: 100}})
+			RateLimit: ratelimit.Options{PerKey: 50, KeyBurst: 50, PerAddr: 100, AddrBurst: 100}, Deliveries: deliveries})
 		if err != nil {
 			return nil, err
 		}
@@ -192,32 +197,18 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 	}
 	d.Printf("   the same key for 13 bags: %d %s after %d attempt (never retried); nothing written\n", refused.Status, refused.Code, refused.Attempts)
 
-	// Layer 4: an outbox worker delivers the message with the key derived
-	// from its id. ledgerctl serve runs one for each delivery of its
-	// --config; this one is the demo's, because its message ages count from
-	// the entries' times, which a test's ledger takes from a fixed clock in
-	// the past.
-	deliver, err := outbox.Webhook(outbox.WebhookOptions{URL: hookURL + "/erp/ledger-events", Secret: demoOutboxSecret, Timeout: 5 * time.Second})
-	if err != nil {
-		stop()
-		return err
-	}
-	worker, err := outbox.NewWorker(d.DB, outbox.WorkerOptions{Tenant: d.Tenant, ID: "demo-server-worker", Logger: demoQuiet,
-		Topics: map[string]outbox.Topic{api.TopicDefault: {Handler: deliver,
-			Policy: outbox.Policy{BackoffMin: 20 * time.Millisecond, BackoffMax: 40 * time.Millisecond, MaxAge: 100 * 365 * 24 * time.Hour}}}})
-	if err == nil {
-		err = worker.Start(ctx)
-	}
-	if err != nil {
-		stop()
-		return err
-	}
-	defer worker.Stop(ctx)
+	// Layer 4: the server's outbox worker delivers the message with the key
+	// derived from its id.
 	select {
 	case <-receiver.got:
 	case <-time.After(30 * time.Second):
 		stop()
 		return errors.New("the outbox message was not delivered in 30 s")
+	}
+	status, err := demoMessageStatus(ctx, c, ev.Message.ID)
+	if err != nil {
+		stop()
+		return err
 	}
 	stop()
 
@@ -247,12 +238,8 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 	receiver.mu.Lock()
 	keys := strings.Join(receiver.keys, ", ")
 	receiver.mu.Unlock()
-	status, err := demoMessageStatus(ctx, c, ev.Message.ID)
-	if err != nil {
-		return err
-	}
-	d.Printf("4. outbox: message %s, enqueued with the receipt, delivered by an outbox worker to the ERP's webhook on\n"+
-		"   127.0.0.1 (signed) with Idempotency-Key %s (the receiver dedupes on it); status %s\n", ev.Message.ID, keys, status)
+	d.Printf("4. outbox: message %s, enqueued with the receipt, delivered by the server's outbox worker\n"+
+		"   to the ERP's webhook on 127.0.0.1 (signed) with Idempotency-Key %s (the receiver dedupes on it); status %s\n", ev.Message.ID, keys, status)
 	return nil
 }
 
