@@ -32,6 +32,22 @@ type APIKeyList struct {
 // the check; every chain of the tenant when empty.
 type VerifyRequest struct {
 	Chains []string `json:"chains,omitempty"`
+	// Trees also checks each chain's stored Merkle tree against the tree
+	// of its entries (as ledgerctl verify --trees).
+	Trees bool `json:"trees,omitempty"`
+	// ExpectHeads are heads saved earlier: each chain must still hold an
+	// entry at that seq with that hash (as ledgerctl verify --expect-head),
+	// which catches truncation and wholesale rewrites. Their chains are
+	// verified too.
+	ExpectHeads []VerifyHead `json:"expect_heads,omitempty"`
+}
+
+// VerifyHead is a head saved earlier: a chain (relative to the tenant),
+// a seq and the entry's hash in hex.
+type VerifyHead struct {
+	Chain string `json:"chain"`
+	Seq   uint64 `json:"seq"`
+	Hash  string `json:"hash"`
 }
 
 // VerifyFailure is one problem verify found.

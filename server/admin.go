@@ -21,8 +21,12 @@ const (
 	scopeAdmin = apikey.ScopeAdmin
 )
 
-// VerifyChainsMax bounds the chains one POST /v1/verify checks.
-const VerifyChainsMax = 100_000
+// VerifyChainsMax bounds the chains one POST /v1/verify checks, and
+// VerifyExpectHeadsMax the saved heads it compares.
+const (
+	VerifyChainsMax      = 100_000
+	VerifyExpectHeadsMax = 10_000
+)
 
 func (s *Server) adminRoutes() []*Route {
 	return []*Route{
@@ -35,7 +39,7 @@ func (s *Server) adminRoutes() []*Route {
 			Summary: "Revoke a key of the tenant", Response: api.APIKey{}, Status: http.StatusOK, raw: revokeKey,
 			Query: []Param{{"reason", "string", "why the key is revoked (recorded)"}}},
 		{Method: http.MethodPost, Path: "/v1/verify", ID: "verify", Tag: "verify", Scope: scopeAdmin,
-			Summary: "Verify the hash links of the tenant's chains (writes nothing)",
+			Summary: "Verify the hashes and links of the tenant's chains, optionally their trees and saved heads (writes nothing)",
 			Request: api.VerifyRequest{}, Response: api.VerifyReport{}, Status: http.StatusOK, read: verify},
 	}
 }
@@ -146,21 +150,32 @@ func verify(c *call) (any, error) {
 			return nil, err
 		}
 	}
-	chains := make([]string, 0, len(req.Chains))
-	for _, name := range req.Chains {
-		chains = append(chains, c.full(name))
+	opts, err := c.verifyOptions(req)
+	if err != nil {
+		return nil, err
 	}
-	if len(chains) == 0 {
-		var err error
-		if chains, err = tenantChains(c.ctx, c.s.db, c.tenant); err != nil {
+	if len(req.Chains) == 0 {
+		if opts.Chains, err = tenantChains(c.ctx, c.s.db, c.tenant); err != nil {
 			return nil, err
 		}
 	}
+	// Every chain of a saved head is verified, and named, so that the
+	// engine never widens the check beyond the tenant.
+	named := make(map[string]bool, len(opts.Chains))
+	for _, name := range opts.Chains {
+		named[name] = true
+	}
+	for _, h := range opts.ExpectHeads {
+		if !named[h.Chain] {
+			named[h.Chain] = true
+			opts.Chains = append(opts.Chains, h.Chain)
+		}
+	}
 	out := api.VerifyReport{OK: true, Failures: []api.VerifyFailure{}}
-	if len(chains) == 0 {
+	if len(opts.Chains) == 0 {
 		return out, nil
 	}
-	rep, err := c.s.db.Verify(c.ctx, chain.VerifyOptions{Chains: chains})
+	rep, err := c.s.db.Verify(c.ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +184,35 @@ func verify(c *call) (any, error) {
 		out.Failures[i].Chain = c.rel(out.Failures[i].Chain)
 	}
 	return out, nil
+}
+
+// verifyOptions checks a verify request and names its chains and heads in
+// full, within the tenant.
+func (c *call) verifyOptions(req api.VerifyRequest) (chain.VerifyOptions, error) {
+	opts := chain.VerifyOptions{Trees: req.Trees}
+	if len(req.Chains) > VerifyChainsMax {
+		return opts, invalidf("chains: %d named, at most %d", len(req.Chains), VerifyChainsMax)
+	}
+	if len(req.ExpectHeads) > VerifyExpectHeadsMax {
+		return opts, invalidf("expect_heads: %d given, at most %d", len(req.ExpectHeads), VerifyExpectHeadsMax)
+	}
+	for i, name := range req.Chains {
+		if name == "" {
+			return opts, invalidf("chains[%d]: empty chain name", i)
+		}
+		opts.Chains = append(opts.Chains, c.full(name))
+	}
+	for i, h := range req.ExpectHeads {
+		if h.Chain == "" {
+			return opts, invalidf("expect_heads[%d]: empty chain name", i)
+		}
+		hash, err := chain.ParseHash(h.Hash)
+		if err != nil {
+			return opts, invalidf("expect_heads[%d]: %v", i, err)
+		}
+		opts.ExpectHeads = append(opts.ExpectHeads, chain.Head{Chain: c.full(h.Chain), Seq: h.Seq, Hash: hash})
+	}
+	return opts, nil
 }
 
 // tenantChains lists the chains whose names begin with the tenant.
