@@ -71,6 +71,10 @@ var (
 	// ErrVerification: Verify found at least one broken chain; the error is
 	// a *VerificationError that lists the failures.
 	ErrVerification = errors.New("verification failed")
+
+	// ErrExecUnsupported: Tx.Exec on a backend that runs no SQL of the
+	// caller's (the embedded default).
+	ErrExecUnsupported = errors.New("the ledger's backend runs no SQL statement in a transaction")
 )
 
 // InvalidError says which field of a request was refused and why.

@@ -291,6 +291,24 @@ func (tx *Tx) StatePut(key, value []byte) error {
 	return tx.failed(tx.stx.StatePut(tx.ctx, key, value))
 }
 
+// Exec runs a SQL statement of the caller's in this transaction, on a
+// backend that can (storage.Execer: PostgreSQL), and returns the rows it
+// affected, so that a row of the caller's table commits or rolls back with
+// the entries. A failed statement fails the transaction, as a failed
+// write does. ErrExecUnsupported on the embedded default.
+func (tx *Tx) Exec(sql string, args ...any) (int64, error) {
+	if !tx.stx.Writable() {
+		return 0, ErrReadOnly
+	}
+	ex, ok := tx.stx.(storage.Execer)
+	if !ok {
+		return 0, ErrExecUnsupported
+	}
+	tx.dirty = true
+	n, err := ex.Exec(tx.ctx, sql, args...)
+	return n, tx.failed(err)
+}
+
 // StateDelete removes derived state in this transaction.
 func (tx *Tx) StateDelete(key []byte) error {
 	if !tx.stx.Writable() {

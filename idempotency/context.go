@@ -132,12 +132,13 @@ func (c *Context) SucceedTx(tx *chain.Tx, status int, header http.Header, body [
 // It returns the response, which the handler then writes (WriteResponse).
 // When fn or the commit fails nothing is recorded, and the request ends as
 // it would without the call. fn may run more than once (see chain.DB.Update).
-// The store must be a LedgerStore; otherwise Update returns
+// The store must be a LedgerTxStore with a ledger (LedgerStore, or
+// idempotency/pgstore opened with Options.Ledger); otherwise Update returns
 // ErrTxUnsupported without running fn.
 func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, error)) (Response, error) {
 	ls, ok := c.guard.store.(*LedgerStore)
 	if !ok {
-		return Response{}, ErrTxUnsupported
+		return c.updateTx(ctx, fn)
 	}
 	g := c.guard
 	// The lease is checked and marked committing before the transaction,
@@ -181,6 +182,37 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 	return resp, nil
 }
 
+// updateTx is Update on a LedgerTxStore other than LedgerStore
+// (idempotency/pgstore with its ledger): fn and the store's SucceedTx run
+// in one transaction of the store's ledger.
+func (c *Context) updateTx(ctx context.Context, fn func(tx *chain.Tx) (Response, error)) (Response, error) {
+	lts, ok := c.guard.store.(LedgerTxStore)
+	if !ok || lts.LedgerDB() == nil {
+		return Response{}, ErrTxUnsupported
+	}
+	g := c.guard
+	began := g.now()
+	var resp Response
+	err := lts.LedgerDB().Update(ctx, func(tx *chain.Tx) error {
+		var err error
+		if resp, err = fn(tx); err != nil {
+			return err
+		}
+		if resp.Status >= 500 {
+			return &Error{Code: CodeRequestFailed, Detail: "a 5xx response is never stored as a success"}
+		}
+		resp.Header = g.replayHeaders(resp.Header)
+		return lts.SucceedTx(tx, c.Scope, c.token, resp, began.Add(g.opts.TTL), began)
+	})
+	if err != nil {
+		return Response{}, err
+	}
+	c.mu.Lock()
+	c.committed = true
+	c.mu.Unlock()
+	return resp, nil
+}
+
 // WriteResponse writes resp to w: what a handler that used Context.Update
 // sends back.
 // The guard sends a response written to its writer after the handler
@@ -202,6 +234,15 @@ type TxStore interface {
 	// Committed reports whether a SUCCESS record written by SucceedTx for
 	// token has committed, and if so finishes the attempt in the store.
 	Committed(ctx context.Context, scope Scope, token string) (bool, error)
+}
+
+// LedgerTxStore is a TxStore bound to the chain.DB in whose transactions
+// it writes (idempotency/pgstore with Options.Ledger), so that
+// Context.Update can open the transaction itself. LedgerStore is one too.
+type LedgerTxStore interface {
+	TxStore
+	// LedgerDB is the ledger; nil when the store has none.
+	LedgerDB() *chain.DB
 }
 
 // LedgerKey returns a ledger idempotency key for this request: prefix

@@ -387,6 +387,9 @@ func (s *LedgerStore) SucceedTx(tx *chain.Tx, scope Scope, token string, resp Re
 	return putFinal(tx, &rec)
 }
 
+// LedgerDB implements LedgerTxStore.
+func (s *LedgerStore) LedgerDB() *chain.DB { return s.db }
+
 // Committed implements TxStore.
 func (s *LedgerStore) Committed(ctx context.Context, scope Scope, token string) (bool, error) {
 	var committed bool

@@ -27,8 +27,9 @@
 // another's data. A write derives the ledger keys of all it writes from
 // the request's guard scope (Context.LedgerKey), so a retry whose guard
 // record was lost is still written once by the ledger's UNIQUE(chain,
-// key); on the embedded default the guard's SUCCESS record commits in the
-// write's own transaction (idempotency.Context.Update).
+// key); the guard's SUCCESS record commits in the write's own transaction
+// (idempotency.Context.Update) with the embedded store and with a pgstore
+// bound to the ledger (pgstore.Options.Ledger).
 //
 // Refusals are application/problem+json (internal/problem) with the codes
 // of the api package; the engine's and the domain packages' errors are

@@ -111,9 +111,9 @@ func (s *Server) serveRoute(rt *Route, w http.ResponseWriter, r *http.Request) {
 }
 
 // runWrite runs a write in one ledger transaction. With a store that can
-// (LedgerStore), the guard's SUCCESS record commits in that same
-// transaction (Context.Update); otherwise the transaction commits and the
-// guard stores the response it then captures. Either way a retry whose
+// (LedgerStore, or a pgstore bound to the ledger), the guard's SUCCESS
+// record commits in that same transaction (Context.Update); otherwise the
+// transaction commits and the guard stores the response it then captures. Either way a retry whose
 // record was lost writes nothing twice: every key the write uses is
 // derived from the request's scope (call.op).
 func (s *Server) runWrite(c *call, rt *Route) {

@@ -52,7 +52,7 @@ func forEachBackend(t *testing.T, opts server.Options, fn func(t *testing.T, ts 
 		o := opts
 		if _, err := idempotency.NewLedgerStore(db); err != nil { // not embedded: PostgreSQL
 			url := pgtest.URL(t)
-			store, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: pgtest.NewSchema(t, url), Migrate: true})
+			store, err := pgstore.Open(context.Background(), url, pgstore.Options{Schema: pgtest.NewSchema(t, url), Migrate: true, Ledger: db})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -322,3 +322,16 @@ type KeyBatchReader interface {
 	// concurrent use.
 	ReadKeys(ctx context.Context, keys []ChainKey, reads []KeyRead) error
 }
+
+// Execer is implemented by a writable Tx of a SQL backend (storage/postgres)
+// that runs a statement of the caller's inside the transaction, so that a
+// row of another table commits or rolls back with the entries: the replay
+// guard's PostgreSQL store writes its SUCCESS record this way
+// (idempotency/pgstore). The statement must not touch the backend's own
+// tables.
+type Execer interface {
+	// Exec runs sql with args in the transaction and returns the rows it
+	// affected. A failed statement aborts the transaction: every later
+	// call, Commit included, returns the error.
+	Exec(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
+}

@@ -119,7 +119,8 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
 			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
 	if isDatabaseURL(name) {
-		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true})
+		// The guard's SUCCESS records commit in the entries' transactions.
+		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true, Ledger: db})
 		if err != nil {
 			return err
 		}

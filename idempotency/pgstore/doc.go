@@ -17,11 +17,14 @@
 //
 // Times are the guard's (the callers' clocks): keep the clocks of the
 // instances close (NTP), or leases and expiry move by their skew. Times are
-// stored with microsecond precision. The store does not join the ledger's
-// transactions: a handler that appends entries commits its SUCCESS record
-// after the ledger's commit, and a crash between the two leaves a
-// PROCESSING record that RecoverStuckRecords releases; the retry then
-// re-runs the handler, whose ledger append is answered by the ledger's
+// stored with microsecond precision. Opened with Options.Ledger (a ledger on
+// the same database), the store is an idempotency.LedgerTxStore: SucceedTx
+// runs its conditional UPDATE inside the ledger's transaction
+// (chain.Tx.Exec), so a handler's entries and its SUCCESS record commit or
+// roll back together, and a lost fence fails the whole transaction. Without
+// it, a handler commits its entries and the guard its record after them; a
+// crash between the two leaves a PROCESSING record that RecoverStuckRecords
+// releases, and the retry's ledger append is answered by the ledger's
 // UNIQUE(chain, key) instead of being written twice.
 //
 // This package, like storage/postgres, is the only place of the

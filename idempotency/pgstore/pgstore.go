@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
 )
 
@@ -36,6 +37,11 @@ type Options struct {
 	Migrate bool
 	// MaxConns is the pool size; 0 keeps pgxpool's default.
 	MaxConns int32
+	// Ledger, when set, is the ledger on this same database: the store is
+	// then an idempotency.LedgerTxStore, whose SUCCESS record commits in
+	// the transaction of the handler's entries (Context.Update). It must
+	// be the same database, or every such transaction fails.
+	Ledger *chain.DB
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
@@ -44,6 +50,7 @@ type Store struct {
 	ownsPool bool
 	records  string // qualified table names
 	retries  string
+	ledger   *chain.DB // Options.Ledger
 }
 
 // Open connects to the database at url and returns its store; Close
@@ -68,7 +75,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 	}
 	s := New(pool, opts.Schema)
-	s.ownsPool = true
+	s.ownsPool, s.ledger = true, opts.Ledger
 	var exists bool
 	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", s.records, s.retries).Scan(&exists); err != nil {
 		pool.Close()
@@ -345,16 +352,28 @@ func (s *Store) Extend(ctx context.Context, sc idempotency.Scope, token string, 
 
 // Succeed implements idempotency.Store.
 func (s *Store) Succeed(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
-	headers, err := json.Marshal(resp.Header)
+	args, err := successArgs(resp, expiresAt)
 	if err != nil {
 		return err
+	}
+	return s.update(ctx, sc, token, now, successSet, args...)
+}
+
+// successSet is the SET clause of a SUCCESS record, whose arguments
+// successArgs gives ($6 on; update's come first).
+const successSet = `status = 'SUCCESS', response_status = $6, response_headers = $7,
+		response_body = $8, expires_at = $9, updated_at = $5`
+
+func successArgs(resp idempotency.Response, expiresAt time.Time) ([]any, error) {
+	headers, err := json.Marshal(resp.Header)
+	if err != nil {
+		return nil, err
 	}
 	body := resp.Body
 	if body == nil {
 		body = []byte{}
 	}
-	return s.update(ctx, sc, token, now, `status = 'SUCCESS', response_status = $6, response_headers = $7,
-		response_body = $8, expires_at = $9, updated_at = $5`, resp.Status, headers, body, expiresAt)
+	return []any{resp.Status, headers, body, expiresAt}, nil
 }
 
 // Fail implements idempotency.Store.

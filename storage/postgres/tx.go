@@ -260,6 +260,28 @@ func (t *tx) queueFlush(b *pgx.Batch) {
 	}
 }
 
+var _ storage.Execer = (*tx)(nil)
+
+// Exec implements storage.Execer: the statement is sent on the
+// transaction's connection, after the writes buffered so far, which it
+// may read.
+func (t *tx) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	if !t.writable {
+		return 0, storage.ErrReadOnly
+	}
+	if err := t.usable(); err != nil {
+		return 0, err
+	}
+	var affected int64
+	err := t.run(ctx, "exec", true, func(b *pgx.Batch) {
+		b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error {
+			affected = ct.RowsAffected()
+			return nil
+		})
+	})
+	return affected, err
+}
+
 // flushed forgets the buffered writes once the server holds them.
 func (t *tx) flushed() {
 	t.entries = t.entries[:0]

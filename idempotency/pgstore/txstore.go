@@ -1,0 +1,57 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/idempotency"
+)
+
+var _ idempotency.LedgerTxStore = (*Store)(nil)
+
+// LedgerDB implements idempotency.LedgerTxStore: Options.Ledger, nil
+// without one (Context.Update then answers ErrTxUnsupported).
+func (s *Store) LedgerDB() *chain.DB { return s.ledger }
+
+// SucceedTx implements idempotency.TxStore: the conditional UPDATE of the
+// SUCCESS record runs in tx, the ledger's transaction on this database, so
+// that it commits or rolls back with the entries tx appends. The row stays
+// locked until then, so no recovery or cleanup can change it in between.
+// ErrLeaseLost when the attempt no longer holds the record;
+// idempotency.ErrTxUnsupported when the ledger runs no SQL (bbolt).
+func (s *Store) SucceedTx(tx *chain.Tx, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
+	args, err := successArgs(resp, expiresAt)
+	if err != nil {
+		return err
+	}
+	all := append([]any{sc.Operation, sc.User, sc.Key, token, now}, args...)
+	n, err := tx.Exec(`UPDATE `+s.records+` SET `+successSet+` WHERE `+held, all...)
+	switch {
+	case errors.Is(err, chain.ErrExecUnsupported):
+		return fmt.Errorf("%w: %w", idempotency.ErrTxUnsupported, err)
+	case err != nil:
+		return fmt.Errorf("pgstore: SUCCESS in the ledger's transaction: %w", err)
+	case n == 0:
+		return idempotency.ErrLeaseLost
+	}
+	return nil
+}
+
+// Committed implements idempotency.TxStore.
+func (s *Store) Committed(ctx context.Context, sc idempotency.Scope, token string) (bool, error) {
+	var one int
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM `+s.records+` WHERE operation = $1 AND user_id = $2 AND key = $3
+		AND token = $4 AND status = 'SUCCESS'`, sc.Operation, sc.User, sc.Key, token).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
