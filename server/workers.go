@@ -33,6 +33,24 @@ type Delivery struct {
 	MaxAge Duration `json:"max_age,omitempty"`
 }
 
+// ErrNegativeSetting: a delivery's concurrency, timeout, max_attempts or
+// max_age is below zero.
+var ErrNegativeSetting = errors.New("concurrency, timeout, max_attempts and max_age may not be negative (zero is the default)")
+
+// DeliveryError is a delivery the server refuses (in a configuration
+// file or Options.Deliveries): Err says why, ErrNegativeSetting or the
+// outbox's error for the delivery's names or webhook.
+type DeliveryError struct {
+	Tenant, Topic string
+	Err           error
+}
+
+func (e *DeliveryError) Error() string {
+	return fmt.Sprintf("server: delivery %s/%s: %v", e.Tenant, e.Topic, e.Err)
+}
+
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
 // policy is the outbox policy of the delivered topic.
 func (d Delivery) policy() outbox.Policy {
 	return outbox.Policy{MaxAttempts: d.MaxAttempts, MaxAge: time.Duration(d.MaxAge)}
@@ -44,13 +62,13 @@ func checkDeliveries(ds []Delivery) error {
 	seen := map[[2]string]bool{}
 	for _, d := range ds {
 		if _, err := outbox.MessagesChain(d.Tenant, d.Topic); err != nil {
-			return fmt.Errorf("server: delivery %s/%s: %w", d.Tenant, d.Topic, err)
+			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: err}
 		}
 		if _, err := outbox.Webhook(outbox.WebhookOptions{URL: d.URL, Secret: d.Secret}); err != nil {
-			return fmt.Errorf("server: delivery %s/%s: %w", d.Tenant, d.Topic, err)
+			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: err}
 		}
 		if d.Concurrency < 0 || d.Timeout < 0 || d.MaxAttempts < 0 || d.MaxAge < 0 {
-			return fmt.Errorf("server: delivery %s/%s: concurrency, timeout, max_attempts and max_age may not be negative (zero is the default)", d.Tenant, d.Topic)
+			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: ErrNegativeSetting}
 		}
 		k := [2]string{d.Tenant, d.Topic}
 		if seen[k] {

@@ -47,7 +47,8 @@ func TestDemoCreatesAFreshLedgerAndVerifiesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"replayed=true", "refused, the key is held by seq 1", ": intact", "summary: ",
-		"Idempotent-Replayed: true", "409 KEY_REUSED_WITH_DIFFERENT_REQUEST", "400 KEY_REQUIRED"} {
+		"Idempotent-Replayed: true", "409 KEY_REUSED_WITH_DIFFERENT_REQUEST", "400 KEY_REQUIRED",
+		"delivered by the server's outbox worker\n   to the ERP's webhook", "(the receiver dedupes on it); status done\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
 		}

@@ -77,4 +77,7 @@ func TestServe(t *testing.T) {
 	l.run("serve", "--tls-cert", "x").expect(t, exitUsage, "--tls-key")
 	os.WriteFile(cfg, []byte(`{"providers":[{"name":"gh","kind":"nope","tenant":"acme","secrets":["s"]}]}`), 0o600)
 	l.run("serve", "--config", cfg).expect(t, exitUsage, "kind")
+	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
+		`"secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=","max_age":"-1h"}]}`), 0o600)
+	l.run("serve", "--config", cfg).expect(t, exitUsage, "may not be negative")
 }
