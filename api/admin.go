@@ -12,8 +12,8 @@ type APIKey struct {
 	Tenant          string   `json:"tenant"`
 	Name            string   `json:"name"`
 	Scopes          []string `json:"scopes"`
-	CreatedUnixNano int64    `json:"created_unix_nano"`
-	RevokedUnixNano int64    `json:"revoked_unix_nano,omitempty"`
+	CreatedUnixNano int64    `json:"created_unix_nano,string"`
+	RevokedUnixNano int64    `json:"revoked_unix_nano,omitempty,string"`
 }
 
 // APIKeyCreated is the answer (201) of POST /v1/apikeys: Token is shown
@@ -46,14 +46,14 @@ type VerifyRequest struct {
 // a seq and the entry's hash in hex.
 type VerifyHead struct {
 	Chain string `json:"chain"`
-	Seq   uint64 `json:"seq"`
+	Seq   uint64 `json:"seq,string"`
 	Hash  string `json:"hash"`
 }
 
 // VerifyFailure is one problem verify found.
 type VerifyFailure struct {
 	Chain      string `json:"chain"`
-	Seq        uint64 `json:"seq"`
+	Seq        uint64 `json:"seq,string"`
 	Reason     string `json:"reason"`
 	Detail     string `json:"detail"`
 	Expected   string `json:"expected,omitempty"`
@@ -64,8 +64,8 @@ type VerifyFailure struct {
 // found failures; OK says which).
 type VerifyReport struct {
 	OK        bool            `json:"ok"`
-	Chains    int64           `json:"chains"`
-	Entries   int64           `json:"entries"`
+	Chains    int64           `json:"chains,string"`
+	Entries   int64           `json:"entries,string"`
 	Failures  []VerifyFailure `json:"failures"`
 	Truncated bool            `json:"truncated"`
 }

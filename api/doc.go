@@ -12,6 +12,11 @@
 //     currency or rate declares.
 //   - Times are int64 nanoseconds since the Unix epoch (*_unix_nano); dates
 //     are YYYY-MM-DD strings.
+//   - Every 64-bit integer (seqs, times, durations, counts, ids, tokens) is
+//     a JSON string of decimal digits (the ,string tag option), as proto3's
+//     JSON mapping writes them, since a JavaScript number is exact only up
+//     to 2^53; a JSON number there is refused. Small bounded integers
+//     (scales, exponents, attempts, a problem's status) are numbers.
 //   - Payloads are standard, padded base64 ([]byte fields).
 //   - Refusals are application/problem+json bodies (Problem) with a stable
 //     code (the Code constants).

@@ -9,16 +9,16 @@ type AppendRequest struct {
 // AppendResponse is the answer (201) of an append.
 type AppendResponse struct {
 	Chain        string `json:"chain"`
-	Seq          uint64 `json:"seq"`
+	Seq          uint64 `json:"seq,string"`
 	Hash         string `json:"hash"` // 64 lowercase hex digits
-	TimeUnixNano int64  `json:"time_unix_nano"`
+	TimeUnixNano int64  `json:"time_unix_nano,string"`
 }
 
 // Entry is one entry of a chain (GET …/entries/{seq}, …/entries).
 type Entry struct {
 	Chain          string `json:"chain"`
-	Seq            uint64 `json:"seq"`
-	TimeUnixNano   int64  `json:"time_unix_nano"`
+	Seq            uint64 `json:"seq,string"`
+	TimeUnixNano   int64  `json:"time_unix_nano,string"`
 	Time           string `json:"time"` // RFC 3339, UTC
 	IdempotencyKey string `json:"idempotency_key"`
 	Type           string `json:"type"`
@@ -32,14 +32,14 @@ type EntryPage struct {
 	Chain   string  `json:"chain"`
 	Entries []Entry `json:"entries"`
 	// NextFrom is the from of the next page; 0 when there is no more.
-	NextFrom uint64 `json:"next_from"`
+	NextFrom uint64 `json:"next_from,string"`
 }
 
 // Head is GET /v1/chains/{name}/head: the newest entry of a chain (seq 0
 // and the chain's genesis hash for an empty one).
 type Head struct {
 	Chain        string `json:"chain"`
-	Seq          uint64 `json:"seq"`
+	Seq          uint64 `json:"seq,string"`
 	Hash         string `json:"hash"`
-	TimeUnixNano int64  `json:"time_unix_nano"`
+	TimeUnixNano int64  `json:"time_unix_nano,string"`
 }

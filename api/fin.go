@@ -19,11 +19,11 @@ type FinAccount struct {
 	Type       string `json:"type"`
 	NormalSide string `json:"normal_side"`
 	Closed     bool   `json:"closed"`
-	DefinedSeq uint64 `json:"defined_seq"`
-	ClosedSeq  uint64 `json:"closed_seq,omitempty"`
+	DefinedSeq uint64 `json:"defined_seq,string"`
+	ClosedSeq  uint64 `json:"closed_seq,omitempty,string"`
 	// Seq and Replayed describe the journal entry a definition or a close
 	// wrote (or found).
-	Seq      uint64 `json:"seq,omitempty"`
+	Seq      uint64 `json:"seq,omitempty,string"`
 	Replayed bool   `json:"replayed"`
 }
 
@@ -44,7 +44,7 @@ type FinCurrency struct {
 	Book       string `json:"book"`
 	Code       string `json:"code"`
 	Exponent   uint8  `json:"exponent"`
-	DefinedSeq uint64 `json:"defined_seq"`
+	DefinedSeq uint64 `json:"defined_seq,string"`
 	Replayed   bool   `json:"replayed"`
 }
 
@@ -74,7 +74,7 @@ type FinPostingRequest struct {
 // FinReversalRequest is POST /v1/fin/books/{book}/reversals: name the
 // posting by Seq or by Key (one of them). Date defaults to the original's.
 type FinReversalRequest struct {
-	Seq  uint64 `json:"seq,omitempty"`
+	Seq  uint64 `json:"seq,omitempty,string"`
 	Key  string `json:"key,omitempty"`
 	Date string `json:"date,omitempty"`
 	Memo string `json:"memo,omitempty"`
@@ -85,14 +85,14 @@ type FinPosting struct {
 	Tenant       string        `json:"tenant"`
 	Book         string        `json:"book"`
 	Journal      string        `json:"journal"`
-	Seq          uint64        `json:"seq"`
-	TimeUnixNano int64         `json:"time_unix_nano"`
+	Seq          uint64        `json:"seq,string"`
+	TimeUnixNano int64         `json:"time_unix_nano,string"`
 	Hash         string        `json:"hash"`
 	Key          string        `json:"key,omitempty"`
 	Date         string        `json:"date"`
 	Memo         string        `json:"memo"`
 	Reference    string        `json:"reference"`
-	Reverses     uint64        `json:"reverses,omitempty"`
+	Reverses     uint64        `json:"reverses,omitempty,string"`
 	Lines        []PostingLine `json:"lines"`
 	Replayed     bool          `json:"replayed"`
 }
@@ -107,8 +107,8 @@ type FinBalance struct {
 	Amount     string `json:"amount"`
 	Normal     string `json:"normal"`
 	NormalSide string `json:"normal_side"`
-	Postings   uint64 `json:"postings"`
-	Seq        uint64 `json:"seq"`
+	Postings   uint64 `json:"postings,string"`
+	Seq        uint64 `json:"seq,string"`
 	// Date is set for a balance as of an effective date.
 	Date string `json:"date,omitempty"`
 }
@@ -131,7 +131,7 @@ type CurrencyTotal struct {
 type FinTrialBalance struct {
 	Tenant string          `json:"tenant"`
 	Book   string          `json:"book"`
-	Seq    uint64          `json:"seq"`
+	Seq    uint64          `json:"seq,string"`
 	Rows   []FinBalance    `json:"rows"`
 	Totals []CurrencyTotal `json:"totals"`
 }

@@ -11,11 +11,11 @@ type OutboxMessage struct {
 	OrderingKey    string            `json:"ordering_key,omitempty"`
 	Status         string            `json:"status"` // pending, leased, done or dead
 	Attempts       int               `json:"attempts"`
-	DueUnixNano    int64             `json:"due_unix_nano"`
+	DueUnixNano    int64             `json:"due_unix_nano,string"`
 	Worker         string            `json:"worker,omitempty"`
-	Token          uint64            `json:"token,omitempty"`
-	EnqueuedAt     int64             `json:"enqueued_unix_nano"`
-	Seq            uint64            `json:"seq"`
+	Token          uint64            `json:"token,omitempty,string"`
+	EnqueuedAt     int64             `json:"enqueued_unix_nano,string"`
+	Seq            uint64            `json:"seq,string"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	Payload        string            `json:"payload,omitempty"`
 }
@@ -47,14 +47,14 @@ type OutboxStats struct {
 // OutboxTopic counts one topic's messages.
 type OutboxTopic struct {
 	Topic         string             `json:"topic"`
-	Enqueued      int64              `json:"enqueued"`
-	Pending       int64              `json:"pending"`
-	Waiting       int64              `json:"waiting"`
-	Leased        int64              `json:"leased"`
-	Done          int64              `json:"done"`
-	Dead          int64              `json:"dead"`
-	OldestPending int64              `json:"oldest_pending_unix_nano,omitempty"`
-	Deliveries    uint64             `json:"deliveries_entries"`
+	Enqueued      int64              `json:"enqueued,string"`
+	Pending       int64              `json:"pending,string"`
+	Waiting       int64              `json:"waiting,string"`
+	Leased        int64              `json:"leased,string"`
+	Done          int64              `json:"done,string"`
+	Dead          int64              `json:"dead,string"`
+	OldestPending int64              `json:"oldest_pending_unix_nano,omitempty,string"`
+	Deliveries    uint64             `json:"deliveries_entries,string"`
 	BlockedKeys   []OutboxBlockedKey `json:"blocked_keys"`
 }
 
@@ -64,7 +64,7 @@ type OutboxBlockedKey struct {
 	Message     string `json:"message"`
 	Status      string `json:"status"`
 	Attempts    int    `json:"attempts"`
-	Behind      int64  `json:"behind"`
+	Behind      int64  `json:"behind,string"`
 }
 
 // WebhookReceipt is the answer (200) of POST /v1/webhooks/{provider}.
@@ -75,22 +75,22 @@ type WebhookReceipt struct {
 	Provider string `json:"provider"`
 	EventID  string `json:"event_id"`
 	Chain    string `json:"chain"`
-	Seq      uint64 `json:"seq"`
+	Seq      uint64 `json:"seq,string"`
 }
 
 // OutboxEvent is one step of a message's delivery history: a lease, a
 // heartbeat, an outcome, a dead letter or a requeue.
 type OutboxEvent struct {
-	Seq          uint64 `json:"seq"`
-	TimeUnixNano int64  `json:"time_unix_nano"`
+	Seq          uint64 `json:"seq,string"`
+	TimeUnixNano int64  `json:"time_unix_nano,string"`
 	Type         string `json:"type"`
 	Worker       string `json:"worker,omitempty"`
 	Attempt      int    `json:"attempt,omitempty"`
-	Token        uint64 `json:"token,omitempty"`
-	Deadline     int64  `json:"deadline_unix_nano,omitempty"`
+	Token        uint64 `json:"token,omitempty,string"`
+	Deadline     int64  `json:"deadline_unix_nano,omitempty,string"`
 	Outcome      string `json:"outcome,omitempty"`
-	NextAttempt  int64  `json:"next_attempt_unix_nano,omitempty"`
-	DurationNano int64  `json:"duration_nano,omitempty"`
+	NextAttempt  int64  `json:"next_attempt_unix_nano,omitempty,string"`
+	DurationNano int64  `json:"duration_nano,omitempty,string"`
 	DeadReason   string `json:"dead_reason,omitempty"`
 	Detail       string `json:"detail,omitempty"`
 }

@@ -11,7 +11,7 @@ type Problem struct {
 	Detail string `json:"detail,omitempty"`
 	// ExistingSeq names the entry that holds a conflicting idempotency key
 	// or operation id (IDEMPOTENCY_CONFLICT).
-	ExistingSeq uint64 `json:"existing_seq,omitempty"`
+	ExistingSeq uint64 `json:"existing_seq,omitempty,string"`
 }
 
 // The codes of the API's refusals. Those the command line also prints in

@@ -16,7 +16,7 @@ type StockItem struct {
 	Name          string `json:"name"`
 	Scale         uint8  `json:"scale"`
 	AllowNegative bool   `json:"allow_negative"`
-	Seq           uint64 `json:"seq"`
+	Seq           uint64 `json:"seq,string"`
 	// Unchanged: the definition was already recorded; nothing was written.
 	Unchanged bool `json:"unchanged"`
 }
@@ -37,7 +37,7 @@ type StockLocation struct {
 	Tenant    string `json:"tenant"`
 	ID        string `json:"id"`
 	Name      string `json:"name"`
-	Seq       uint64 `json:"seq"`
+	Seq       uint64 `json:"seq,string"`
 	Unchanged bool   `json:"unchanged"`
 }
 
@@ -81,7 +81,7 @@ type StockTransferRequest struct {
 // at Chain (relative to the tenant, as StockEntry.Chain) and Seq.
 type StockReversalRequest struct {
 	Chain     string `json:"chain"`
-	Seq       uint64 `json:"seq"`
+	Seq       uint64 `json:"seq,string"`
 	Reference string `json:"reference,omitempty"`
 	Note      string `json:"note,omitempty"`
 }
@@ -92,8 +92,8 @@ type StockEntry struct {
 	Item           string `json:"item"`
 	Location       string `json:"location"`
 	Chain          string `json:"chain"`
-	Seq            uint64 `json:"seq"`
-	TimeUnixNano   int64  `json:"time_unix_nano"`
+	Seq            uint64 `json:"seq,string"`
+	TimeUnixNano   int64  `json:"time_unix_nano,string"`
 	IdempotencyKey string `json:"idempotency_key"`
 	Kind           string `json:"kind"`
 	Quantity       string `json:"quantity"`
@@ -103,7 +103,7 @@ type StockEntry struct {
 	Reason         string `json:"reason,omitempty"`
 	Counterpart    string `json:"counterpart,omitempty"`
 	OriginalChain  string `json:"original_chain,omitempty"`
-	OriginalSeq    uint64 `json:"original_seq,omitempty"`
+	OriginalSeq    uint64 `json:"original_seq,omitempty,string"`
 }
 
 // StockResult is the answer of every movement route.
@@ -119,8 +119,8 @@ type StockBalance struct {
 	Item         string `json:"item"`
 	Location     string `json:"location"`
 	Quantity     string `json:"quantity"`
-	Seq          uint64 `json:"seq"`
-	TimeUnixNano int64  `json:"time_unix_nano"`
+	Seq          uint64 `json:"seq,string"`
+	TimeUnixNano int64  `json:"time_unix_nano,string"`
 }
 
 // StockTotal is GET /v1/stock/balances/{item}: every location and the total.
@@ -136,5 +136,5 @@ type StockHistory struct {
 	Chain   string       `json:"chain"`
 	Entries []StockEntry `json:"entries"`
 	// NextSeq is the from of the next page, 0 when there is no more.
-	NextSeq uint64 `json:"next_seq"`
+	NextSeq uint64 `json:"next_seq,string"`
 }

@@ -20,7 +20,7 @@ type ValItem struct {
 	Currency      string `json:"currency"`
 	MinorUnit     uint8  `json:"minor_unit"`
 	AllowNegative bool   `json:"allow_negative"`
-	Seq           uint64 `json:"seq,omitempty"`
+	Seq           uint64 `json:"seq,omitempty,string"`
 	Unchanged     bool   `json:"unchanged,omitempty"`
 }
 
@@ -87,9 +87,9 @@ type ValSettlement struct {
 type ValLeg struct {
 	Location       string          `json:"location"`
 	QuantityChain  string          `json:"quantity_chain"`
-	QuantitySeq    uint64          `json:"quantity_seq"`
+	QuantitySeq    uint64          `json:"quantity_seq,string"`
 	ValueChain     string          `json:"value_chain"`
-	ValueSeq       uint64          `json:"value_seq"`
+	ValueSeq       uint64          `json:"value_seq,string"`
 	QuantityChange string          `json:"quantity_change"`
 	ValueChange    string          `json:"value_change"`
 	Quantity       string          `json:"quantity"`
@@ -123,8 +123,8 @@ type ValBalance struct {
 	Quantity    string       `json:"quantity"`
 	Value       string       `json:"value"`
 	Rate        string       `json:"rate,omitempty"`
-	QuantitySeq uint64       `json:"quantity_seq"`
-	ValueSeq    uint64       `json:"value_seq"`
+	QuantitySeq uint64       `json:"quantity_seq,string"`
+	ValueSeq    uint64       `json:"value_seq,string"`
 	Pending     []ValPending `json:"pending,omitempty"`
 }
 
@@ -137,8 +137,8 @@ type ValBalanceList struct {
 type ValLayer struct {
 	// Number is the layer's readable number, ID its id in the state
 	// keyspace.
-	Number   int64  `json:"number"`
-	ID       uint64 `json:"id"`
+	Number   int64  `json:"number,string"`
+	ID       uint64 `json:"id,string"`
 	Quantity string `json:"quantity"`
 	Value    string `json:"value"`
 }

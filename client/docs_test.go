@@ -114,7 +114,7 @@ func TestDocPythonRetries(t *testing.T) {
 			func(w http.ResponseWriter) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(201)
-				io.WriteString(w, `{"chain":"audit/x","seq":1,"hash":"ab","time_unix_nano":1}`)
+				io.WriteString(w, `{"chain":"audit/x","seq":"1","hash":"ab","time_unix_nano":"1"}`)
 			}}, 6, ""},
 		{"key reused", []func(http.ResponseWriter){problemOf(409, api.CodeKeyReused)}, 1, "409 " + api.CodeKeyReused},
 	} {

@@ -162,18 +162,30 @@ func printablePrefix(b []byte, n int) string {
 	}, strings.TrimRight(s, "\r\n"))
 }
 
-// ExtraInt64 returns the integer member name of the problem (existing_seq,
-// say), and whether it is present and an integer.
+// ExtraInt64 returns the integer member name of the problem, and whether
+// it is present and an integer: a JSON string of decimal digits, as the
+// API writes 64-bit integers (existing_seq), or a JSON number.
 func (e *Error) ExtraInt64(name string) (int64, bool) {
+	var v int64
+	return v, e.extraInteger(name, &v)
+}
+
+// ExtraUint64 is ExtraInt64 for an unsigned member (existing_seq).
+func (e *Error) ExtraUint64(name string) (uint64, bool) {
+	var v uint64
+	return v, e.extraInteger(name, &v)
+}
+
+// extraInteger decodes the member name into v, quoted or not.
+func (e *Error) extraInteger(name string, v any) bool {
 	raw, ok := e.Extra[name]
 	if !ok {
-		return 0, false
+		return false
 	}
-	var v int64
-	if json.Unmarshal(raw, &v) != nil {
-		return 0, false
+	if s, err := strconv.Unquote(string(raw)); err == nil {
+		raw = json.RawMessage(s)
 	}
-	return v, true
+	return json.Unmarshal(raw, v) == nil
 }
 
 // checkKey applies the limits of a caller's key: 1 to KeySizeMax bytes of

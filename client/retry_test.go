@@ -82,7 +82,7 @@ func created(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(api.HeaderRequestID, "req-1")
 	w.WriteHeader(http.StatusCreated)
-	io.WriteString(w, `{"chain":"a","seq":3}`+"\n")
+	io.WriteString(w, `{"chain":"a","seq":"3"}`+"\n")
 }
 
 // hangUp closes the connection without an answer.
@@ -107,7 +107,7 @@ func cutShort(w http.ResponseWriter, r *http.Request) {
 
 type result struct {
 	Chain string `json:"chain"`
-	Seq   uint64 `json:"seq"`
+	Seq   uint64 `json:"seq,string"`
 }
 
 func post(c *Client, ctx context.Context, opts ...CallOption) (result, error) {

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,8 +123,11 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		return map[string]any{"type": "string"}
 	case reflect.Bool:
 		return map[string]any{"type": "boolean"}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	case reflect.Int64:
 		return map[string]any{"type": "integer", "format": "int64"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32:
+		// The API's ints are bounded (a status, attempts): numbers.
+		return map[string]any{"type": "integer"}
 	case reflect.Uint8, reflect.Uint16, reflect.Uint32:
 		return map[string]any{"type": "integer", "minimum": 0}
 	case reflect.Uint, reflect.Uint64:
@@ -158,6 +162,9 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 			name = f.Name
 		}
 		props[name] = g.schema(f.Type)
+		if quoted64(f.Type, opts) {
+			props[name] = int64String(f.Type)
+		}
 		if !strings.Contains(opts, "omitempty") {
 			required = append(required, name)
 		}
@@ -168,6 +175,26 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 		out["required"] = required
 	}
 	return out
+}
+
+// quoted64 says whether a field is a 64-bit integer encoded as a JSON
+// string (its tag's ,string option), as proto3's JSON mapping encodes
+// them: a JavaScript number is exact only up to 2^53.
+func quoted64(t reflect.Type, opts string) bool {
+	k := t.Kind()
+	return (k == reflect.Int64 || k == reflect.Uint64) && slices.Contains(strings.Split(opts, ","), "string")
+}
+
+// int64String is the schema of a 64-bit integer in a JSON string: format
+// int64, as every generator maps to its 64-bit integer or big-integer
+// type, and a pattern of decimal digits (no sign for an unsigned one).
+func int64String(t reflect.Type) map[string]any {
+	if t.Kind() == reflect.Uint64 {
+		return map[string]any{"type": "string", "format": "int64", "pattern": "^[0-9]{1,20}$",
+			"description": "an unsigned 64-bit integer, in decimal, as a JSON string"}
+	}
+	return map[string]any{"type": "string", "format": "int64", "pattern": "^-?[0-9]{1,19}$",
+		"description": "a signed 64-bit integer, in decimal, as a JSON string"}
 }
 
 func (s *Server) serveOpenAPI(c *call) {

@@ -94,7 +94,7 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	p := problem.Problem{Status: status, Code: code, Detail: detail}
 	if seq := errcode.ExistingSeq(err); seq != 0 {
-		p.Extra = map[string]any{"existing_seq": seq}
+		p.Extra = map[string]any{"existing_seq": strconv.FormatUint(seq, 10)} // a 64-bit integer: a string
 	}
 	if status == http.StatusServiceUnavailable {
 		p.RetryAfter = idempotency.RetryAfterDefault
@@ -127,13 +127,13 @@ var jsonHeader = http.Header{"Content-Type": {api.MediaJSON}}
 func appendAppendResponse(b []byte, a api.AppendResponse) []byte {
 	b = append(b, `{"chain":`...)
 	b = appendJSONString(b, a.Chain)
-	b = append(b, `,"seq":`...)
+	b = append(b, `,"seq":"`...)
 	b = strconv.AppendUint(b, a.Seq, 10)
-	b = append(b, `,"hash":`...)
+	b = append(b, `","hash":`...)
 	b = appendJSONString(b, a.Hash)
-	b = append(b, `,"time_unix_nano":`...)
+	b = append(b, `,"time_unix_nano":"`...)
 	b = strconv.AppendInt(b, a.TimeUnixNano, 10)
-	return append(b, "}\n"...)
+	return append(b, "\"}\n"...)
 }
 
 // appendJSONString appends s as a JSON string: as it is when it is
@@ -213,6 +213,11 @@ func (c *call) decode(v any) error {
 	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if strings.Contains(err.Error(), "invalid use of ,string struct tag") {
+			// encoding/json's words for a number where a ,string field
+			// wants a string name no field: say what the API wants.
+			return invalidf("the body is not a valid %s: a 64-bit integer (seq, *_unix_nano) is a JSON string of decimal digits such as \"12\"", typeName(v))
+		}
 		return invalidf("the body is not a valid %s: %v", typeName(v), err)
 	}
 	if dec.More() {

@@ -38,11 +38,11 @@ func (l *testLedger) finSetup() {
 
 type finPostingOut struct {
 	Journal  string `json:"journal"`
-	Seq      uint64 `json:"seq"`
+	Seq      uint64 `json:"seq,string"`
 	Key      string `json:"key"`
 	Date     string `json:"date"`
 	Memo     string `json:"memo"`
-	Reverses uint64 `json:"reverses"`
+	Reverses uint64 `json:"reverses,string"`
 	Lines    []struct {
 		Account, Side, Amount, Currency string
 	} `json:"lines"`
@@ -52,7 +52,8 @@ type finPostingOut struct {
 type finBalanceOut struct {
 	Account, Currency, Amount, Normal string
 	NormalSide                        string `json:"normal_side"`
-	Postings, Seq                     uint64
+	Postings                          uint64 `json:",string"`
+	Seq                               uint64 `json:",string"`
 	Date                              string
 }
 
@@ -91,7 +92,7 @@ func TestFinPostingsBalancesAndTrialBalance(t *testing.T) {
 				t.Fatalf("all balances %+v", all)
 			}
 			var tb struct {
-				Seq    uint64
+				Seq    uint64 `json:",string"`
 				Rows   []finBalanceOut
 				Totals []struct{ Currency, Debit, Credit, Net string }
 			}

@@ -150,7 +150,7 @@ func TestCommandsAgainstAModel(t *testing.T) {
 					entries += len(es)
 				}
 				r := run("verify")
-				want := fmt.Sprintf(`{"ok":true,"chains":%d,"entries":%d,"failures":[],"truncated":false}`+"\n", nonEmpty(m), entries)
+				want := fmt.Sprintf(`{"ok":true,"chains":"%d","entries":"%d","failures":[],"truncated":false}`+"\n", nonEmpty(m), entries)
 				if r.code != 0 || r.stdout != want {
 					rt.Fatalf("verify %+v, want %s", r, want)
 				}
