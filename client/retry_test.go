@@ -74,7 +74,7 @@ func (s *script) client(t *testing.T, opts Options) (*Client, *[]RetryEvent) {
 func answer(status int, code string, retryAfter time.Duration) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.Problem{Status: status, Code: code, Detail: "scripted " + code, RetryAfter: retryAfter,
-			Extra: map[string]any{"existing_seq": 7}})
+			Extra: map[string]any{"existing_seq": "7"}})
 	}
 }
 
@@ -447,6 +447,24 @@ func TestDecodeProblem(t *testing.T) {
 	}
 	if seq, ok := e.ExtraInt64("existing_seq"); !ok || seq != 12 {
 		t.Fatalf("existing_seq %d", seq)
+	}
+	// The API writes 64-bit integers as strings; both forms are read, and
+	// a member that is neither is not an integer.
+	quoted := decodeProblem(409, api.MediaProblem,
+		[]byte(`{"status":409,"code":"IDEMPOTENCY_CONFLICT","existing_seq":"18446744073709551615","t":"-9","x":"1e3","y":true}`))
+	if seq, ok := quoted.ExtraUint64("existing_seq"); !ok || seq != 1<<64-1 {
+		t.Fatalf("existing_seq %d %v", seq, ok)
+	}
+	if v, ok := quoted.ExtraInt64("t"); !ok || v != -9 {
+		t.Fatalf("t %d %v", v, ok)
+	}
+	for _, name := range []string{"x", "y", "missing"} {
+		if _, ok := quoted.ExtraInt64(name); ok {
+			t.Fatalf("%s read as an integer", name)
+		}
+	}
+	if _, ok := quoted.ExtraInt64("existing_seq"); ok {
+		t.Fatal("2^64-1 read as an int64")
 	}
 	for _, tc := range []struct{ ct, body string }{
 		{"text/html", "<html>\x00bad gateway\n</html>"},
