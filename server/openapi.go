@@ -33,6 +33,7 @@ func (s *Server) OpenAPI() map[string]any {
 		"info": map[string]any{"title": "ledgerworks ledger", "version": "1",
 			"description": "A hash-chained, append-only ledger with stock, financial and valuation domains, " +
 				"an outbox and an inbox. Chain names are relative to the API key's tenant. Decimal amounts are strings. " +
+				"64-bit integers (seqs, *_unix_nano, counts) are strings of decimal digits (format int64), as in proto3's JSON mapping. " +
 				"Every state-changing route requires Idempotency-Key; a replay carries Idempotent-Replayed: true."},
 		"paths": paths,
 		"components": map[string]any{

@@ -196,6 +196,15 @@ export function memoryStorage() {
   };
 }
 
+/** browserSessionStorage is the page's sessionStorage, or undefined (Node, or a sandbox that refuses it). */
+function browserSessionStorage() {
+  try {
+    return typeof sessionStorage !== "undefined" ? sessionStorage : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One path segment, escaped ("/" too). */
 function seg(name, v) {
   if (typeof v === "number" || typeof v === "bigint") v = int64(v, name);
@@ -289,7 +298,7 @@ export class LedgerClient {
     this.onRetry = o.onRetry ?? null;
     this.newKey = o.newKey ?? newKey;
     this.fetch = o.fetch ?? globalThis.fetch.bind(globalThis);
-    this.storage = o.storage ?? (typeof sessionStorage !== "undefined" ? sessionStorage : memoryStorage());
+    this.storage = o.storage ?? browserSessionStorage() ?? memoryStorage();
     this.storagePrefix = o.storagePrefix ?? "ledger.intent.";
     this.random = o.random ?? Math.random;
     this.headers = { ...(o.headers ?? {}) };
@@ -380,7 +389,9 @@ export class LedgerClient {
     const headers = { Accept: "application/json, application/problem+json", ...this.headers, ...(req.headers ?? {}) };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (req.key) headers["Idempotency-Key"] = req.key;
-    if (req.body !== null) headers["Content-Type"] = req.contentType ?? "application/json";
+    if (req.body !== null && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) {
+      headers["Content-Type"] = req.contentType ?? "application/json";
+    }
     const base = { method: req.method, path: req.path, key: req.key, attempts: attempt };
     let resp, text;
     try {

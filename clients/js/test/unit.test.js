@@ -66,3 +66,24 @@ test("options are checked", () => {
   assert.throws(() => new LedgerClient({ baseURL: "http://x", timeoutMs: -1 }), (e) => e.code === "INVALID_ARGUMENT");
   assert.equal(new LedgerClient({ baseURL: "http://x/prefix/" }).baseURL, "http://x/prefix");
 });
+
+test("ledger.d.ts declares every export and every method of LedgerClient and Intent", async () => {
+  const { readFile } = await import("node:fs/promises");
+  const dts = await readFile(new URL("../ledger.d.ts", import.meta.url), "utf8");
+  const mod = await import("../ledger.js");
+  const declared = new Set([...dts.matchAll(/^export (?:const|class|function) (\w+)/gm)].map((m) => m[1]));
+  assert.deepEqual([...Object.keys(mod)].sort(), [...declared].sort());
+  const section = (name) => dts.slice(dts.indexOf(`export class ${name} `), dts.indexOf("\n}\n", dts.indexOf(`export class ${name} `)));
+  for (const cls of [mod.LedgerClient, mod.Intent]) {
+    const body = section(cls.name);
+    const methods = new Set([...body.matchAll(/^\s+(\w+)(?:<[^>]*>)?\(/gm)].map((m) => m[1]));
+    for (const m of Object.getOwnPropertyNames(cls.prototype)) {
+      const d = Object.getOwnPropertyDescriptor(cls.prototype, m);
+      if (m === "constructor" || m.startsWith("_") || d.get) continue;
+      assert.ok(methods.has(m), `${cls.name}.${m} is not declared`);
+    }
+    for (const m of methods) {
+      if (m !== "constructor") assert.equal(typeof cls.prototype[m], "function", `${cls.name}.${m} is declared but not defined`);
+    }
+  }
+});
