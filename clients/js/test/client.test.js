@@ -303,6 +303,77 @@ describe("intents", () => {
   });
 });
 
+/** mulberry32 is a small seeded PRNG, so that a failing sequence can be replayed with its seed. */
+function mulberry32(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe("intents against a model", () => {
+  // Random sequences of submits whose answers are lost, dropped, refused
+  // for a while or for good, reloads and double submits, checked step by
+  // step against a plain model: the stored key, and the keys the server
+  // has processed (one entry each).
+  const seed = Number(process.env.INTENT_PROPERTY_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  const steps = Number(process.env.INTENT_PROPERTY_STEPS ?? 40);
+  test(`a random sequence of ${steps} steps (INTENT_PROPERTY_SEED=${seed})`, async () => {
+    const rand = mulberry32(seed);
+    const storage = memoryStorage();
+    const chain = "prop/" + seed;
+    const route = `/v1/chains/${chain}/entries`;
+    let page = newClient({ storage });
+    const model = { pending: null, written: new Set() };
+    const bodies = new Map(); // key -> the body of its first request
+    const actions = ["ok", "ok", "lostAnswer", "dropped", "busy", "refused", "reload", "double"];
+    const log = [];
+    for (let step = 0; step < steps; step++) {
+      const action = actions[Math.floor(rand() * actions.length)];
+      log.push(action);
+      const where = `step ${step} (${log.join(" ")}), seed ${seed}`;
+      const intent = page.intent("form");
+      const fn = (c) => c.appendEntry(chain, { type: "p/v1", payload: toBase64("step " + step) });
+      const before = proxy.seen(route, "POST").length;
+      const had = model.pending;
+      if (action === "reload") {
+        page = newClient({ storage });
+      } else if (action === "ok" || action === "double") {
+        const runs = action === "double" ? [intent.submit(fn), intent.submit(fn)] : [intent.submit(fn)];
+        const [res, other] = await Promise.all(runs);
+        if (other) assert.equal(other, res, where);
+        assert.equal(proxy.seen(route, "POST").length - before, 1, `one request: ${where}`);
+        if (had) assert.equal(res.key, had, where);
+        assert.equal(res.resumed, had !== null, where);
+        assert.equal(res.replayed, model.written.has(res.key), where);
+        model.written.add(res.key);
+        model.pending = null;
+      } else {
+        if (action === "lostAnswer") proxy.fault({ path: route, dropAfter: true });
+        if (action === "dropped") proxy.fault({ path: route, drop: true });
+        if (action === "busy") for (let i = 0; i < 2; i++) proxy.fault({ path: route, status: 503, code: "STORE_UNAVAILABLE" });
+        if (action === "refused") proxy.fault({ path: route, status: 400, code: "INVALID_INPUT" });
+        const err = await intent.submit(fn, { maxAttempts: action === "busy" ? 2 : 1 }).then(() => null, (e) => e);
+        assert.ok(err instanceof LedgerError, `${action} must fail: ${where}`);
+        if (had) assert.equal(err.key, had, where);
+        if (action === "lostAnswer") model.written.add(err.key);
+        assert.equal(err.final, action === "refused", where);
+        model.pending = action === "refused" ? null : err.key;
+      }
+      const stored = await page.intent("form").pending();
+      assert.equal(stored?.key ?? null, model.pending, `stored key: ${where}`);
+      for (const r of proxy.seen(route, "POST").slice(before)) {
+        if (!bodies.has(r.key)) bodies.set(r.key, r.body);
+        assert.equal(r.body, bodies.get(r.key), `one body for key ${r.key}: ${where}`);
+      }
+    }
+    const head = await client.head(chain).catch((e) => (e.code === "NOT_FOUND" ? { seq: "0" } : Promise.reject(e)));
+    assert.equal(head.seq, String(model.written.size), `one entry a processed key (${log.join(" ")}), seed ${seed}`);
+  });
+});
+
 describe("retries", () => {
   test("503 and 429 are retried after Retry-After (seconds, then an HTTP date), with one key and one body", async () => {
     const waits = [];
