@@ -429,7 +429,8 @@ export class LedgerClient {
         retryable: retryableStatus(resp.status, ""), detail: text.slice(0, 200) }) };
     }
     const { type, title, status, code, detail, ...extra } = p;
-    return { err: new LedgerError({ ...base, status: resp.status, code, type, title, detail: typeof detail === "string" ? detail : "",
+    const str = (v) => (typeof v === "string" ? v : "");
+    return { err: new LedgerError({ ...base, status: resp.status, code, type: str(type), title: str(title), detail: str(detail),
       extra, requestId, retryAfterMs, retryable: retryableStatus(resp.status, code) }) };
   }
 
@@ -453,95 +454,95 @@ export class LedgerClient {
   // ---- raw entries ------------------------------------------------------
 
   /** POST /v1/chains/{name}/entries → AppendResponse. payload: bytes, or a base64 string. */
-  appendEntry(chain, { type, payload }, opts) {
+  async appendEntry(chain, { type, payload }, opts) {
     const p = typeof payload === "string" ? payload : toBase64(payload ?? new Uint8Array());
     return this._write("POST", "/v1/chains" + chainPath(chain) + "/entries", { type, payload: p }, opts);
   }
   /** GET /v1/chains/{name}/entries/{seq} → Entry. */
-  entry(chain, seq, opts) { return this._read("/v1/chains" + chainPath(chain) + "/entries" + seg("seq", int64(seq, "seq")), opts); }
+  async entry(chain, seq, opts) { return this._read("/v1/chains" + chainPath(chain) + "/entries" + seg("seq", int64(seq, "seq")), opts); }
   /** GET /v1/chains/{name}/entries?from=&limit= → EntryPage. */
-  entries(chain, { from, limit } = {}, opts) { return this._read("/v1/chains" + chainPath(chain) + "/entries" + query({ from, limit }), opts); }
+  async entries(chain, { from, limit } = {}, opts) { return this._read("/v1/chains" + chainPath(chain) + "/entries" + query({ from, limit }), opts); }
   /** GET /v1/chains/{name}/head → Head. */
-  head(chain, opts) { return this._read("/v1/chains" + chainPath(chain) + "/head", opts); }
+  async head(chain, opts) { return this._read("/v1/chains" + chainPath(chain) + "/head", opts); }
 
   // ---- stock ------------------------------------------------------------
 
-  defineStockItem(req, opts) { return this._write("POST", "/v1/stock/items", req, opts); }
-  stockItems(opts) { return this._read("/v1/stock/items", opts); }
-  defineStockLocation(req, opts) { return this._write("POST", "/v1/stock/locations", req, opts); }
-  stockLocations(opts) { return this._read("/v1/stock/locations", opts); }
-  stockReceipt(req, opts) { return this._write("POST", "/v1/stock/receipts", req, opts); }
-  stockIssue(req, opts) { return this._write("POST", "/v1/stock/issues", req, opts); }
-  stockAdjustment(req, opts) { return this._write("POST", "/v1/stock/adjustments", req, opts); }
-  stockTransfer(req, opts) { return this._write("POST", "/v1/stock/transfers", req, opts); }
+  async defineStockItem(req, opts) { return this._write("POST", "/v1/stock/items", req, opts); }
+  async stockItems(opts) { return this._read("/v1/stock/items", opts); }
+  async defineStockLocation(req, opts) { return this._write("POST", "/v1/stock/locations", req, opts); }
+  async stockLocations(opts) { return this._read("/v1/stock/locations", opts); }
+  async stockReceipt(req, opts) { return this._write("POST", "/v1/stock/receipts", req, opts); }
+  async stockIssue(req, opts) { return this._write("POST", "/v1/stock/issues", req, opts); }
+  async stockAdjustment(req, opts) { return this._write("POST", "/v1/stock/adjustments", req, opts); }
+  async stockTransfer(req, opts) { return this._write("POST", "/v1/stock/transfers", req, opts); }
   /** POST /v1/stock/reversals: req.seq may be a string, a bigint or a safe integer. */
-  stockReversal(req, opts) { return this._write("POST", "/v1/stock/reversals", { ...req, seq: int64(req.seq, "seq") }, opts); }
-  stockTotal(item, opts) { return this._read("/v1/stock/balances" + seg("item", item), opts); }
+  async stockReversal(req, opts) { return this._write("POST", "/v1/stock/reversals", { ...req, seq: int64(req.seq, "seq") }, opts); }
+  async stockTotal(item, opts) { return this._read("/v1/stock/balances" + seg("item", item), opts); }
   /** at: {atSeq} or {atTime: RFC 3339}, or none for now. */
-  stockBalance(item, location, { atSeq, atTime } = {}, opts) {
+  async stockBalance(item, location, { atSeq, atTime } = {}, opts) {
     return this._read("/v1/stock/balances" + seg("item", item) + seg("location", location) + query({ at_seq: atSeq, at_time: atTime }), opts);
   }
-  stockHistory(item, location, { from, limit } = {}, opts) {
+  async stockHistory(item, location, { from, limit } = {}, opts) {
     return this._read("/v1/stock/history" + seg("item", item) + seg("location", location) + query({ from, limit }), opts);
   }
 
   // ---- financial --------------------------------------------------------
 
-  defineAccount(book, req, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/accounts", req, opts); }
-  closeAccount(book, code, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/accounts" + seg("code", code) + "/close", undefined, opts); }
-  accounts(book, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/accounts", opts); }
-  defineCurrency(book, req, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/currencies", req, opts); }
-  currencies(book, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/currencies", opts); }
-  post(book, req, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/postings", req, opts); }
-  posting(book, seq, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/postings" + seg("seq", int64(seq, "seq")), opts); }
-  postingByKey(book, key, opts) {
+  async defineAccount(book, req, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/accounts", req, opts); }
+  async closeAccount(book, code, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/accounts" + seg("code", code) + "/close", undefined, opts); }
+  async accounts(book, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/accounts", opts); }
+  async defineCurrency(book, req, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/currencies", req, opts); }
+  async currencies(book, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/currencies", opts); }
+  async post(book, req, opts) { return this._write("POST", "/v1/fin/books" + seg("book", book) + "/postings", req, opts); }
+  async posting(book, seq, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/postings" + seg("seq", int64(seq, "seq")), opts); }
+  async postingByKey(book, key, opts) {
     if (!key) throw invalid("a posting's key is empty");
     return this._read("/v1/fin/books" + seg("book", book) + "/postings" + query({ key }), opts);
   }
   /** POST …/reversals: by req.seq (string, bigint or safe integer) or req.key. */
-  reversePosting(book, req, opts) {
+  async reversePosting(book, req, opts) {
     const body = { ...req };
     if (body.seq !== undefined) body.seq = int64(body.seq, "seq");
     return this._write("POST", "/v1/fin/books" + seg("book", book) + "/reversals", body, opts);
   }
-  accountBalances(book, account, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/balances" + seg("account", account), opts); }
+  async accountBalances(book, account, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/balances" + seg("account", account), opts); }
   /** at: {atSeq} or {asOf: YYYY-MM-DD}, or none for now. */
-  accountBalance(book, account, currency, { atSeq, asOf } = {}, opts) {
+  async accountBalance(book, account, currency, { atSeq, asOf } = {}, opts) {
     return this._read("/v1/fin/books" + seg("book", book) + "/balances" + seg("account", account) + seg("currency", currency) +
       query({ at_seq: atSeq, as_of: asOf }), opts);
   }
-  trialBalance(book, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/trial-balance", opts); }
+  async trialBalance(book, opts) { return this._read("/v1/fin/books" + seg("book", book) + "/trial-balance", opts); }
 
   // ---- valuations -------------------------------------------------------
 
-  defineValItem(req, opts) { return this._write("POST", "/v1/val/items", req, opts); }
-  valItems(opts) { return this._read("/v1/val/items", opts); }
-  valReceipt(req, opts) { return this._write("POST", "/v1/val/receipts", req, opts); }
-  valIssue(req, opts) { return this._write("POST", "/v1/val/issues", req, opts); }
-  valAdjustment(req, opts) { return this._write("POST", "/v1/val/adjustments", req, opts); }
-  valTransfer(req, opts) { return this._write("POST", "/v1/val/transfers", req, opts); }
-  valReversal(req, opts) { return this._write("POST", "/v1/val/reversals", req, opts); }
-  valBalances(item, opts) { return this._read("/v1/val/balances" + seg("item", item), opts); }
-  valBalance(item, location, { atSeq } = {}, opts) {
+  async defineValItem(req, opts) { return this._write("POST", "/v1/val/items", req, opts); }
+  async valItems(opts) { return this._read("/v1/val/items", opts); }
+  async valReceipt(req, opts) { return this._write("POST", "/v1/val/receipts", req, opts); }
+  async valIssue(req, opts) { return this._write("POST", "/v1/val/issues", req, opts); }
+  async valAdjustment(req, opts) { return this._write("POST", "/v1/val/adjustments", req, opts); }
+  async valTransfer(req, opts) { return this._write("POST", "/v1/val/transfers", req, opts); }
+  async valReversal(req, opts) { return this._write("POST", "/v1/val/reversals", req, opts); }
+  async valBalances(item, opts) { return this._read("/v1/val/balances" + seg("item", item), opts); }
+  async valBalance(item, location, { atSeq } = {}, opts) {
     return this._read("/v1/val/balances" + seg("item", item) + seg("location", location) + query({ at_seq: atSeq }), opts);
   }
-  valLayers(item, location, { limit } = {}, opts) {
+  async valLayers(item, location, { limit } = {}, opts) {
     return this._read("/v1/val/layers" + seg("item", item) + seg("location", location) + query({ limit }), opts);
   }
 
   // ---- business events --------------------------------------------------
 
-  purchaseReceipt(req, opts) { return this._write("POST", "/v1/purchase-receipts", req, opts); }
-  salesIssue(req, opts) { return this._write("POST", "/v1/sales-issues", req, opts); }
+  async purchaseReceipt(req, opts) { return this._write("POST", "/v1/purchase-receipts", req, opts); }
+  async salesIssue(req, opts) { return this._write("POST", "/v1/sales-issues", req, opts); }
 
   // ---- outbox and inbox -------------------------------------------------
 
   /** filter: {topic, status, limit}. */
-  outboxMessages({ topic, status, limit } = {}, opts) { return this._read("/v1/outbox/messages" + query({ topic, status, limit }), opts); }
-  outboxMessage(id, opts) { return this._read("/v1/outbox/messages" + seg("id", id), opts); }
-  deadMessages({ topic } = {}, opts) { return this._read("/v1/outbox/dead" + query({ topic }), opts); }
-  outboxStats({ topic } = {}, opts) { return this._read("/v1/outbox/stats" + query({ topic }), opts); }
-  requeue(req, opts) { return this._write("POST", "/v1/outbox/requeue", req, opts); }
+  async outboxMessages({ topic, status, limit } = {}, opts) { return this._read("/v1/outbox/messages" + query({ topic, status, limit }), opts); }
+  async outboxMessage(id, opts) { return this._read("/v1/outbox/messages" + seg("id", id), opts); }
+  async deadMessages({ topic } = {}, opts) { return this._read("/v1/outbox/dead" + query({ topic }), opts); }
+  async outboxStats({ topic } = {}, opts) { return this._read("/v1/outbox/stats" + query({ topic }), opts); }
+  async requeue(req, opts) { return this._write("POST", "/v1/outbox/requeue", req, opts); }
   /**
    * POST /v1/webhooks/{provider}: a provider's delivery, for tests and
    * relays. body is sent byte for byte (a string); headers carry the
@@ -557,19 +558,19 @@ export class LedgerClient {
 
   // ---- keys, verify, health ---------------------------------------------
 
-  createAPIKey(req, opts) { return this._write("POST", "/v1/apikeys", req, opts); }
-  apiKeys(opts) { return this._read("/v1/apikeys", opts); }
+  async createAPIKey(req, opts) { return this._write("POST", "/v1/apikeys", req, opts); }
+  async apiKeys(opts) { return this._read("/v1/apikeys", opts); }
   /** DELETE /v1/apikeys/{id}?reason= (opts.reason). */
-  revokeAPIKey(id, opts = {}) { return this._write("DELETE", "/v1/apikeys" + seg("id", id) + query({ reason: opts.reason }), undefined, opts); }
+  async revokeAPIKey(id, opts = {}) { return this._write("DELETE", "/v1/apikeys" + seg("id", id) + query({ reason: opts.reason }), undefined, opts); }
   /** POST /v1/verify (writes nothing: no key). expect_heads[].seq may be string, bigint or safe integer. */
-  verify(req = {}, opts = {}) {
+  async verify(req = {}, opts = {}) {
     const body = { ...req };
     if (body.expect_heads) body.expect_heads = body.expect_heads.map((h) => ({ ...h, seq: int64(h.seq, "expect_heads.seq") }));
     return this._write("POST", "/v1/verify", body, { ...opts, keyed: false });
   }
-  health(opts) { return this._read("/healthz", opts); }
+  async health(opts) { return this._read("/healthz", opts); }
   /** GET /readyz: resolves with {status: "ok"}; a server not ready is a 503 LedgerError (retried). */
-  ready(opts) { return this._read("/readyz", opts); }
+  async ready(opts) { return this._read("/readyz", opts); }
   /** GET /metrics: Prometheus text. */
   async metrics(opts = {}) {
     const res = await this._send({ method: "GET", path: "/metrics", body: null, key: "", raw: true }, opts);
@@ -577,7 +578,7 @@ export class LedgerClient {
     return res.body;
   }
   /** GET /openapi.json: the OpenAPI 3.1 document. */
-  openapi(opts) { return this._read("/openapi.json", opts); }
+  async openapi(opts) { return this._read("/openapi.json", opts); }
 }
 
 /**

@@ -458,10 +458,12 @@ describe("errors", () => {
     const r = await client.reversePosting("main", { seq: p.seq, memo: "a" });
     await assert.rejects(client.reversePosting("main", { seq: p.seq, memo: "b" }),
       (e) => e.code === "IDEMPOTENCY_CONFLICT" && e.extra.existing_seq === r.seq);
-    // Arguments the client refuses before sending.
-    assert.throws(() => client.entry("orders/2026", 2 ** 60), (e) => e.code === "INVALID_ARGUMENT");
-    assert.throws(() => client.head("/bad"), (e) => e.code === "INVALID_ARGUMENT");
+    // Arguments the client refuses before sending: nothing is sent.
+    const sentBefore = proxy.requests.length;
+    await assert.rejects(client.entry("orders/2026", 2 ** 60), (e) => e.code === "INVALID_ARGUMENT" && e.status === 0 && !e.final);
+    await assert.rejects(client.head("/bad"), (e) => e.code === "INVALID_ARGUMENT");
     await assert.rejects(client.appendEntry("x", { type: "t", payload: "" }, { idempotencyKey: " bad" }), (e) => e.code === "INVALID_ARGUMENT");
+    assert.equal(proxy.requests.length, sentBefore);
   });
 });
 
