@@ -51,7 +51,7 @@ func badCases(rt *server.Route, n *int) []badCase {
 	}
 	for _, q := range rt.Query {
 		switch {
-		case q.Type == "integer", q.Name == "at_time", q.Name == "as_of", q.Name == "status", q.Name == "key":
+		case q.Type == "integer", q.Type == "int64", q.Name == "at_time", q.Name == "as_of", q.Name == "status", q.Name == "key":
 			cases = append(cases, badCase{"query " + q.Name, path + "?" + q.Name + "=x!", key(), bodyOf(rt)})
 		}
 	}

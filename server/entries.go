@@ -43,7 +43,7 @@ func (s *Server) entryRoutes() []*Route {
 			pattern: "GET " + chainPrefix + "{rest...}"},
 		{Method: http.MethodGet, Path: "/v1/chains/{name}/entries", ID: "entries.list", Tag: tag, Scope: scopeRead,
 			Summary: "Read a page of a chain's entries in seq order", Response: api.EntryPage{}, Status: http.StatusOK,
-			Query: []Param{{"from", "integer", "first seq (default 1)"}, {"limit", "integer", "most entries (default 100, at most 1000)"}},
+			Query: []Param{{"from", "int64", "first seq (default 1)"}, {"limit", "integer", "most entries (default 100, at most 1000)"}},
 			read:  listEntries, pattern: "GET " + chainPrefix + "{rest...}"},
 		{Method: http.MethodGet, Path: "/v1/chains/{name}/head", ID: "entries.head", Tag: tag, Scope: scopeRead,
 			Summary: "Read a chain's head", Response: api.Head{}, Status: http.StatusOK, read: chainHead,

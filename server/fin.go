@@ -43,7 +43,7 @@ func (s *Server) finRoutes() []*Route {
 		{Method: http.MethodGet, Path: book + "/balances/{account}/{currency}", ID: "fin.balances.get", Tag: tag, Scope: scopeRead,
 			Summary: "An account's balance in a currency: now, after a journal seq, or as of a date", Response: api.FinBalance{},
 			Status: http.StatusOK, read: finBalance,
-			Query: []Param{{"at_seq", "integer", "the balance after this journal seq"},
+			Query: []Param{{"at_seq", "int64", "the balance after this journal seq"},
 				{"as_of", "string", "the balance of the postings dated on or before this date (YYYY-MM-DD)"}}},
 		{Method: http.MethodGet, Path: book + "/trial-balance", ID: "fin.trial-balance", Tag: tag, Scope: scopeRead,
 			Summary: "Every balance with debit and credit totals per currency", Response: api.FinTrialBalance{},

@@ -164,3 +164,39 @@ func TestInt64OverHTTP(t *testing.T) {
 		t.Fatalf("existing_seq %s, want %s", raw["existing_seq"], want)
 	}
 }
+
+// The document's seq parameters (path and query) are strings of digits
+// too, so that a generated client never rounds one.
+func TestInt64Parameters(t *testing.T) {
+	db := openBolt(t)
+	ts := startServer(t, db, server.Options{})
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string         `json:"name"`
+				In     string         `json:"in"`
+				Schema map[string]any `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	ts.do(http.MethodGet, "/openapi.json", "", "", nil).decode(t, http.StatusOK, &doc)
+	seqs := 0
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			for _, p := range op.Parameters {
+				if p.Name == "seq" || p.Name == "from" || p.Name == "at_seq" {
+					seqs++
+					if p.Schema["type"] != "string" || p.Schema["format"] != "int64" {
+						t.Errorf("%s %s: parameter %s (%s) is %v", method, path, p.Name, p.In, p.Schema)
+					}
+				}
+				if p.Schema["type"] == "integer" && p.Name != "limit" {
+					t.Errorf("%s %s: parameter %s is an integer", method, path, p.Name)
+				}
+			}
+		}
+	}
+	if seqs < 7 {
+		t.Fatalf("%d seq parameters in the document", seqs)
+	}
+}

@@ -53,11 +53,11 @@ func (g *schemaGen) operation(rt *Route, problemRef map[string]any) map[string]a
 			desc = "chain name relative to the tenant; may contain /"
 		}
 		params = append(params, map[string]any{"name": p, "in": "path", "required": true, "description": desc,
-			"schema": map[string]any{"type": paramType(p)}})
+			"schema": paramSchema(paramType(p))})
 	}
 	for _, q := range rt.Query {
 		params = append(params, map[string]any{"name": q.Name, "in": "query", "description": q.Description,
-			"schema": map[string]any{"type": q.Type}})
+			"schema": paramSchema(q.Type)})
 	}
 	if rt.Guarded {
 		params = append(params, map[string]any{"name": api.HeaderIdempotencyKey, "in": "header", "required": true,
@@ -96,9 +96,19 @@ func (g *schemaGen) operation(rt *Route, problemRef map[string]any) map[string]a
 
 func paramType(name string) string {
 	if name == "seq" {
-		return "integer"
+		return "int64"
 	}
 	return "string"
+}
+
+// paramSchema is the schema of a parameter of type typ (Param.Type): an
+// int64 is decimal digits, described as the bodies' 64-bit integers are,
+// so that a generated client takes a string and never rounds a seq.
+func paramSchema(typ string) map[string]any {
+	if typ == "int64" {
+		return map[string]any{"type": "string", "format": "int64", "pattern": "^[0-9]{1,20}$"}
+	}
+	return map[string]any{"type": typ}
 }
 
 // schemaGen builds JSON Schemas of the api types, each struct once under

@@ -48,7 +48,9 @@ type Route struct {
 
 // Param is a query parameter.
 type Param struct {
-	Name, Type, Description string // Type: string, integer or boolean
+	// Type is string, integer (a small one, such as limit), boolean, or
+	// int64: a 64-bit integer (a seq), a string of digits in the document.
+	Name, Type, Description string
 }
 
 // PathParams returns the names of the route's path parameters in order.

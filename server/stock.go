@@ -53,12 +53,12 @@ func (s *Server) stockRoutes() []*Route {
 		{Method: http.MethodGet, Path: "/v1/stock/balances/{item}/{location}", ID: "stock.balances.get", Tag: tag, Scope: scopeRead,
 			Summary: "An item's balance at a location: now, after a seq, or as recorded at a time", Response: api.StockBalance{},
 			Status: http.StatusOK, read: stockBalance,
-			Query: []Param{{"at_seq", "integer", "the balance after this seq of the location's chain"},
+			Query: []Param{{"at_seq", "int64", "the balance after this seq of the location's chain"},
 				{"at_time", "string", "the balance as recorded at this time (RFC 3339)"}}},
 		{Method: http.MethodGet, Path: "/v1/stock/history/{item}/{location}", ID: "stock.history", Tag: tag, Scope: scopeRead,
 			Summary: "The movements of an item at a location, a page at a time", Response: api.StockHistory{}, Status: http.StatusOK,
 			read:  stockHistory,
-			Query: []Param{{"from", "integer", "first seq (default 1)"}, {"limit", "integer", "most movements (default 100)"}}},
+			Query: []Param{{"from", "int64", "first seq (default 1)"}, {"limit", "integer", "most movements (default 100)"}}},
 	}
 }
 

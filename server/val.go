@@ -39,7 +39,7 @@ func (s *Server) valRoutes() []*Route {
 		{Method: http.MethodGet, Path: "/v1/val/balances/{item}/{location}", ID: "val.balances.get", Tag: tag, Scope: scopeRead,
 			Summary:  "An item's valuation at a location, now or as of a seq of its value chain",
 			Response: api.ValBalanceList{}, Status: http.StatusOK, read: valBalance,
-			Query: []Param{{"at_seq", "integer", "the balance after this seq of the location's value chain"}}},
+			Query: []Param{{"at_seq", "int64", "the balance after this seq of the location's value chain"}}},
 		{Method: http.MethodGet, Path: "/v1/val/layers/{item}/{location}", ID: "val.layers", Tag: tag, Scope: scopeRead,
 			Summary: "The open FIFO layers of a location, oldest first", Response: api.ValLayerList{}, Status: http.StatusOK,
 			read: valLayers, Query: []Param{{"limit", "integer", "most layers (default 1000)"}}},
