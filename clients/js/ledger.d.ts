@@ -159,7 +159,7 @@ export class Intent {
   readonly client: LedgerClient;
   readonly name: string;
   readonly storageKey: string;
-  /** A submit or resume of this intent runs in this client. */
+  /** A submit or resume of this intent runs (in any client over the same storage). */
   readonly busy: boolean;
   /** The stored, unfinished request, or null. */
   pending(): Promise<PendingIntent | null>;

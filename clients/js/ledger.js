@@ -581,6 +581,9 @@ export class LedgerClient {
   async openapi(opts) { return this._read("/openapi.json", opts); }
 }
 
+/** inflight maps a storage to its intents' running submits, by storage key. */
+const inflight = new WeakMap();
+
 /**
  * Intent is one operation the user means to happen once (a form's
  * submission). submit() makes its Idempotency-Key before the first request
@@ -593,16 +596,29 @@ export class Intent {
   constructor(client, name) {
     this.client = client;
     this.name = name;
-    this._inflight = null;
   }
 
   get storageKey() {
     return this.client.storagePrefix + this.name;
   }
 
-  /** Whether a submit is running in this client. */
+  /** Whether a submit or resume of this intent runs (in any client over the same storage). */
   get busy() {
     return this._inflight !== null;
+  }
+
+  // The running submit is shared by every Intent over the same storage and
+  // storage key, so that two clients of one page (a component mounted
+  // twice) still send one request.
+  get _inflight() {
+    return inflight.get(this.client.storage)?.get(this.storageKey) ?? null;
+  }
+
+  set _inflight(run) {
+    let m = inflight.get(this.client.storage);
+    if (!m) inflight.set(this.client.storage, (m = new Map()));
+    if (run) m.set(this.storageKey, run);
+    else m.delete(this.storageKey);
   }
 
   /**

@@ -224,6 +224,17 @@ describe("intents", () => {
     assert.equal(await intent.pending(), null, "a success clears the intent");
   });
 
+  test("two clients over one storage (a component mounted twice) send one request", async () => {
+    const storage = memoryStorage();
+    const [one, two] = [newClient({ storage }), newClient({ storage })];
+    const before = proxy.seen("/v1/chains/twice/entries").length;
+    const fn = (c) => c.appendEntry("twice", { type: "t/v1", payload: toBase64("once") });
+    const [a, b] = await Promise.all([one.intent("form").submit(fn), two.intent("form").submit(fn)]);
+    assert.equal(a, b);
+    assert.equal(proxy.seen("/v1/chains/twice/entries").length - before, 1);
+    assert.equal(one.intent("form").busy, false);
+  });
+
   test("a new submit is a new key; a final answer clears the intent", async () => {
     const intent = client.intent("receipt");
     const one = await intent.submit((c) => c.stockReceipt({ item: "SKU-1", location: "WH-2", quantity: "1" }));

@@ -87,3 +87,26 @@ test("ledger.d.ts declares every export and every method of LedgerClient and Int
     }
   }
 });
+
+test("in a browser: the page's origin and sessionStorage are the defaults", async () => {
+  const { memoryStorage } = await import("../ledger.js");
+  const session = memoryStorage();
+  globalThis.sessionStorage = session;
+  globalThis.location = { origin: "https://erp.example" };
+  try {
+    const c = new LedgerClient({ token: "t" });
+    assert.equal(c.baseURL, "https://erp.example");
+    assert.equal(c.storage, session);
+    assert.equal(c.intent("po").storageKey, "ledger.intent.po");
+  } finally {
+    delete globalThis.sessionStorage;
+    delete globalThis.location;
+  }
+  Object.defineProperty(globalThis, "sessionStorage", { configurable: true, get() { throw new Error("SecurityError"); } });
+  try {
+    const c = new LedgerClient({ baseURL: "http://x" });
+    assert.equal(typeof c.storage.getItem, "function", "a refused sessionStorage falls back to memory");
+  } finally {
+    delete globalThis.sessionStorage;
+  }
+});
