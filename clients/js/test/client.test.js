@@ -406,6 +406,19 @@ describe("retries", () => {
     assert.equal((await client.head("retry")).seq, "1", "one entry");
   });
 
+  test("backoff is full jitter under a doubling ceiling", async () => {
+    const waits = [];
+    const c = newClient({ backoffBaseMs: 40, backoffMaxMs: 100, random: () => 0.5, onRetry: (e) => waits.push(e.waitMs) });
+    for (let i = 0; i < 4; i++) proxy.fault({ path: "/v1/chains/jitter/entries", status: 503, code: "STORE_UNAVAILABLE" });
+    await c.appendEntry("jitter", { type: "j/v1", payload: "" });
+    assert.deepEqual(waits, [20, 40, 50, 50], "half of 40, 80, then the cap of 100");
+    const edges = [];
+    const d = newClient({ backoffBaseMs: 40, backoffMaxMs: 100, random: () => edges.length % 2 ? 0.999999 : 0, onRetry: (e) => edges.push(e.waitMs) });
+    for (let i = 0; i < 2; i++) proxy.fault({ path: "/v1/chains/jitter/entries", status: 503, code: "STORE_UNAVAILABLE" });
+    await d.appendEntry("jitter", { type: "j/v1", payload: "" });
+    assert.deepEqual(edges, [0, 79], "drawn from [0, ceiling)");
+  });
+
   test("409 REQUEST_IN_PROGRESS, 502 and 504 are retried; 500 and other 4xx are not", async () => {
     const c = newClient();
     proxy.fault({ path: "/v1/chains/retry2/entries", status: 409, code: "REQUEST_IN_PROGRESS", retryAfter: 0 });
