@@ -73,6 +73,12 @@ type Options struct {
 	Providers []Provider
 	// Deliveries are the outbox topics the server delivers by webhook.
 	Deliveries []Delivery
+	// OutboxLease is the lease of the delivering workers. When zero, each
+	// tenant's worker derives it from its longest delivery timeout
+	// (outbox.LeaseFor, at least outbox.LeaseDurationDefault); when set,
+	// New refuses a delivery whose timeout needs a longer lease
+	// (outbox.ErrTimeoutBeyondLease).
+	OutboxLease time.Duration
 	// ReleaseOrphans releases, at Start, every outbox lease and every
 	// PROCESSING record of the replay guard as a transient failure, due at
 	// once: right when the server is the only process that
@@ -177,7 +183,10 @@ func New(opts Options) (*Server, error) {
 	if s.providers, err = newProviders(opts.Providers); err != nil {
 		return nil, err
 	}
-	if err := checkDeliveries(opts.Deliveries); err != nil {
+	if opts.OutboxLease != 0 && (opts.OutboxLease < outbox.LeaseDurationMin || opts.OutboxLease > outbox.LeaseDurationMax) {
+		return nil, fmt.Errorf("server: OutboxLease %v: want %v to %v", opts.OutboxLease, outbox.LeaseDurationMin, outbox.LeaseDurationMax)
+	}
+	if err := checkDeliveries(opts.Deliveries, opts.OutboxLease); err != nil {
 		return nil, err
 	}
 	s.metrics = newHTTPMetrics(s.registry)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
+	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/ratelimit"
 )
@@ -34,6 +36,7 @@ type serveOptions struct {
 	keyBurst, addrBurst           int
 	idempotencyTTL, jobsInterval  time.Duration
 	keepOrphans                   bool
+	outboxLease                   time.Duration
 }
 
 func newServeCommand(a *app) *cobra.Command {
@@ -68,6 +71,7 @@ func newServeCommand(a *app) *cobra.Command {
 	f.DurationVar(&o.idempotencyTTL, "idempotency-ttl", idempotency.TTLDefault, "how long a finished request is replayed")
 	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often stuck and expired idempotency records are handled")
 	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
+	f.DurationVar(&o.outboxLease, "outbox-lease", 0, "lease of the delivering outbox workers (default: 1.5 x the longest delivery timeout, at least 30s)")
 	return cmd
 }
 
@@ -87,6 +91,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	}
 	if o.ratePerKey < 0 || o.ratePerAddr < 0 || o.shutdownTimeout <= 0 || o.idempotencyTTL <= 0 || o.jobsInterval <= 0 {
 		return usageErrorf("%s: rates must not be negative; timeouts, the TTL and the interval must be positive", cmd.CommandPath())
+	}
+	if o.outboxLease != 0 && (o.outboxLease < outbox.LeaseDurationMin || o.outboxLease > outbox.LeaseDurationMax) {
+		return usageErrorf("--outbox-lease %v: want %v to %v", o.outboxLease, outbox.LeaseDurationMin, outbox.LeaseDurationMax)
 	}
 	var cfg server.Config
 	if o.config != "" {
@@ -115,6 +122,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	name := a.databaseName()
 	opts := server.Options{DB: db, Registry: registry, Logger: a.serveLogger(), BodySizeMax: o.bodyLimit,
 		IdempotencyTTL: o.idempotencyTTL, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
+		OutboxLease:    o.outboxLease,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
 			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
@@ -128,6 +136,10 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		opts.IdempotencyStore = store
 	}
 	srv, err := server.New(opts)
+	var de *server.DeliveryError
+	if errors.As(err, &de) { // a delivery --outbox-lease cannot carry
+		return invalidInputf("%w", err)
+	}
 	if err != nil {
 		return err
 	}

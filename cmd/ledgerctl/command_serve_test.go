@@ -80,4 +80,15 @@ func TestServe(t *testing.T) {
 	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
 		`"secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=","max_age":"-1h"}]}`), 0o600)
 	l.run("serve", "--config", cfg).expect(t, exitUsage, "may not be negative")
+	// A delivery to loopback needs the allowance; a delivery timeout needs
+	// an outbox lease that covers it.
+	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
+		`"secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}`), 0o600)
+	l.run("serve", "--config", cfg).expect(t, exitUsage, "address refused")
+	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
+		`"allow_private_addresses":true,"timeout":"40s","secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}`), 0o600)
+	l.run("serve", "--config", cfg, "--outbox-lease", "30s").expect(t, exitUsage, "needs an outbox lease of at least 1m0s")
+	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
+		`"allow_private_addresses":true,"timeout":"20h","secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}`), 0o600)
+	l.run("serve", "--config", cfg).expect(t, exitUsage, "needs an outbox lease of at least 30h0m0s")
 }
