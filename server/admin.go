@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
@@ -51,10 +49,6 @@ func (s *Server) systemRoutes() []*Route {
 		{Method: http.MethodGet, Path: "/readyz", ID: "readyz", Tag: "system",
 			Summary:  "The server is started, not draining, and its ledger answers (else 503)",
 			Response: api.Health{}, Status: http.StatusOK, raw: s.readyz},
-		{Method: http.MethodGet, Path: "/metrics", ID: "metrics", Tag: "system", Summary: "Prometheus metrics (text format)",
-			Status: http.StatusOK, raw: func(c *call) {
-				promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP(c.w, c.r)
-			}},
 		{Method: http.MethodGet, Path: "/openapi.json", ID: "openapi", Tag: "system", Summary: "This OpenAPI 3.1 document",
 			Response: map[string]any{}, Status: http.StatusOK, raw: s.serveOpenAPI},
 	}

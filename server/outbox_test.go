@@ -141,7 +141,7 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	}
 	ts.do(http.MethodPost, "/v1/outbox/requeue", token, "rq-2", api.OutboxRequeueRequest{IDs: []string{dead.Messages[0].ID}}).
 		wantProblem(t, http.StatusConflict, api.CodeNotDead)
-	if m := ts.do(http.MethodGet, "/metrics", "", "", nil); !strings.Contains(string(m.body), "outbox_attempts_total") {
+	if m := scrape(t, ts); !strings.Contains(m, "outbox_attempts_total") {
 		t.Fatalf("/metrics lacks the outbox's series")
 	}
 	var hist api.OutboxMessageHistory

@@ -86,7 +86,7 @@ type Options struct {
 	// of a process that died. Never set it for instances sharing a
 	// PostgreSQL database.
 	ReleaseOrphans bool
-	// Registry receives the metrics served at /metrics; a new registry
+	// Registry receives the metrics MetricsHandler serves; a new registry
 	// when nil. Register the engine's (NewEngineMetrics) on the same one.
 	Registry *prometheus.Registry
 	// Logger receives the access log and the workers' logs; slog.Default()
@@ -259,7 +259,7 @@ func (s *Server) routeTable() []*Route {
 // request id, the access log, the metrics and the body limit.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Registry returns the registry /metrics serves.
+// Registry returns the registry MetricsHandler serves.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
 // Start releases orphaned outbox leases (Options.ReleaseOrphans), starts

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,7 @@ type serveOptions struct {
 	idempotencyTTL, jobsInterval  time.Duration
 	keepOrphans                   bool
 	outboxLease                   time.Duration
+	metricsAddr                   string
 }
 
 func newServeCommand(a *app) *cobra.Command {
@@ -71,6 +73,7 @@ func newServeCommand(a *app) *cobra.Command {
 	f.DurationVar(&o.idempotencyTTL, "idempotency-ttl", idempotency.TTLDefault, "how long a finished request is replayed")
 	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often stuck and expired idempotency records are handled")
 	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a listener of its own for GET /metrics, unauthenticated (default: metrics not served)")
 	f.DurationVar(&o.outboxLease, "outbox-lease", 0, "lease of the delivering outbox workers (default: 1.5 x the longest delivery timeout, at least 30s)")
 	return cmd
 }
@@ -158,6 +161,14 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		ln.Close()
 		return err
 	}
+	if o.metricsAddr != "" {
+		stop, err := serveMetrics(cmd, srv, o.metricsAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 	if err := srv.Serve(ctx, hs, ln, o.shutdownTimeout, serve); err != nil {
 		return err
 	}
@@ -166,6 +177,25 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	}
 	_, err = fmt.Fprintln(cmd.OutOrStdout(), "stopped: in-flight requests finished, workers stopped, ledger closed")
 	return err
+}
+
+// serveMetrics serves the server's metrics on a listener of its own at
+// addr, prints "metrics on http://ADDR", and returns the function that
+// closes it. The listener has no API key: bind it where only the scraper
+// reaches it.
+func serveMetrics(cmd *cobra.Command, srv *server.Server, addr string) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, invalidInputf("--metrics-addr %s: %w", addr, err)
+	}
+	ms := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: server.ReadHeaderTimeoutDefault,
+		ReadTimeout: server.ReadTimeoutDefault, WriteTimeout: server.MetricsScrapeTimeout + 5*time.Second, IdleTimeout: server.IdleTimeoutDefault}
+	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", ln.Addr()); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	go func() { _ = ms.Serve(ln) }()
+	return func() { ms.Close() }, nil
 }
 
 // serveLogger is the access and worker log: stderr at info (or
