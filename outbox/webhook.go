@@ -151,9 +151,9 @@ func webhookClient(o WebhookOptions, resolver *net.Resolver) *http.Client {
 		if !o.AllowPrivateAddresses {
 			dialer.Control = controlDial
 		}
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		t.DialContext = dialer.DialContext
+		// Proxy nil: no proxy, whatever the environment says.
+		t := &http.Transport{Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
 		client = http.Client{Transport: t, Timeout: o.Timeout}
 	}
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
