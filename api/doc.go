@@ -89,5 +89,4 @@ package api
 //	POST   /v1/verify                         admin  VerifyRequest → VerifyReport
 //
 //	GET    /healthz, /readyz                  none   → Health
-//	GET    /metrics                           none   Prometheus text
 //	GET    /openapi.json                      none   the OpenAPI 3.1 document

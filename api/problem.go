@@ -25,6 +25,7 @@ const (
 	CodeUnsupportedMedia    = "UNSUPPORTED_MEDIA_TYPE" // 415: a body that is not application/json
 	CodeUnauthenticated     = "UNAUTHENTICATED"        // 401: missing, malformed, unknown or revoked API key
 	CodeForbidden           = "FORBIDDEN"              // 403: the key lacks the route's scope
+	CodeScopeNotHeld        = "SCOPE_NOT_HELD"         // 403: a key creating or revoking a key with a scope it lacks
 	CodeRateLimited         = "RATE_LIMITED"           // 429, with Retry-After
 	CodeIncomplete          = "INCOMPLETE_OPERATION"   // 500: a half-written valuation an operator must look at
 	CodeLocked              = "LOCKED"                 // 503: the ledger is held by another process

@@ -31,6 +31,11 @@ var (
 	ErrUnknownKey = errors.New("unknown key")
 	// ErrTooManyKeys: the ledger holds KeysMax keys already.
 	ErrTooManyKeys = errors.New("too many keys")
+	// ErrScopeNotHeld: the key asking to create or revoke a key lacks one
+	// of that key's scopes (CreateRequest.By, RevokeRequest.By). Scopes
+	// never widen: a key creates only keys no wider than itself and
+	// revokes only keys no wider than itself.
+	ErrScopeNotHeld = errors.New("scope not held by the asking key")
 )
 
 // ErrUnauthenticated is the answer of Authenticate for every token that

@@ -23,6 +23,9 @@ import (
 type modelKey struct {
 	key   apikey.Key
 	token string
+	// creator is the key that asked for this one (CreateRequest.By); nil
+	// for the operator's keys.
+	creator *modelKey
 }
 
 type keyMachine struct {
@@ -103,6 +106,68 @@ func (m *keyMachine) Revoke(t *rapid.T) {
 	}
 	if diff := cmp.Diff(k.key, got); diff != "" {
 		t.Fatalf("revoke answered (-model +got):\n%s", diff)
+	}
+}
+
+// mayAct is the model of CreateRequest.By and RevokeRequest.By: the
+// asking key is valid, of the tenant, and holds every scope.
+func mayAct(by *modelKey, tenant string, scopes []apikey.Scope) bool {
+	if by.key.Revoked() || by.key.Tenant != tenant {
+		return false
+	}
+	for _, sc := range scopes {
+		if !by.key.Has(sc) {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateBy is a create asked by a key, as over the API: it succeeds
+// exactly when the asking key holds every scope asked for.
+func (m *keyMachine) CreateBy(t *rapid.T) {
+	if len(m.keys) == 0 {
+		return
+	}
+	by := rapid.SampledFrom(m.keys).Draw(t, "by")
+	tenant := rapid.SampledFrom(append([]string{by.key.Tenant, by.key.Tenant}, modelTenants...)).Draw(t, "tenant")
+	scopes := rapid.SliceOfNDistinct(rapid.SampledFrom(modelScopes), 1, 3, func(s apikey.Scope) apikey.Scope { return s }).Draw(t, "scopes")
+	key, token, err := apikey.Create(context.Background(), m.db, apikey.CreateRequest{Tenant: tenant, Name: "by", Scopes: scopes, By: by.key.ID})
+	if !mayAct(by, tenant, scopes) {
+		if !errors.Is(err, apikey.ErrScopeNotHeld) {
+			t.Fatalf("key %+v created %s %v: %+v %v, want ErrScopeNotHeld", by.key, tenant, scopes, key, err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("create by %+v of %v: %v", by.key, scopes, err)
+	}
+	m.keys = append(m.keys, &modelKey{key: key, token: token, creator: by})
+}
+
+// RevokeBy is a revocation asked by a key: it succeeds exactly when the
+// asking key holds every scope of the revoked one.
+func (m *keyMachine) RevokeBy(t *rapid.T) {
+	if len(m.keys) == 0 {
+		return
+	}
+	by := rapid.SampledFrom(m.keys).Draw(t, "by")
+	k := rapid.SampledFrom(m.keys).Draw(t, "key")
+	got, err := apikey.RevokeIn(context.Background(), m.db, apikey.RevokeRequest{ID: k.key.ID, Reason: "by", By: by.key.ID})
+	if !mayAct(by, k.key.Tenant, k.key.Scopes) {
+		if !errors.Is(err, apikey.ErrScopeNotHeld) {
+			t.Fatalf("key %+v revoked %+v: %v, want ErrScopeNotHeld", by.key, k.key, err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("revoke by %+v of %+v: %v", by.key, k.key, err)
+	}
+	if !k.key.Revoked() {
+		k.key = got
+	}
+	if !got.Revoked() {
+		t.Fatalf("revoked %+v", got)
 	}
 }
 
@@ -201,6 +266,14 @@ func (m *keyMachine) Check(t *rapid.T) {
 	failures, err := apikey.Check(ctx, m.db)
 	if err != nil || len(failures) > 0 {
 		t.Fatalf("check: %v %v", failures, err)
+	}
+	// Scopes never widen: no key holds a scope its creator lacks.
+	for _, k := range m.keys {
+		for _, sc := range k.key.Scopes {
+			if k.creator != nil && !k.creator.key.Has(sc) {
+				t.Fatalf("key %+v holds %s, its creator %+v does not", k.key, sc, k.creator.key)
+			}
+		}
 	}
 }
 

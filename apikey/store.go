@@ -22,6 +22,11 @@ type CreateRequest struct {
 	Name string
 	// Scopes are one to three distinct scopes, in any order.
 	Scopes []Scope
+	// By, when set, is the id of the key that asks (an API caller's): it
+	// must be a valid key of Tenant holding every scope of Scopes, else
+	// ErrScopeNotHeld, so that no key can mint a key wider than itself.
+	// The operator's command line leaves it empty.
+	By string
 }
 
 // idDrawsMax bounds the draws of a key id taken already (64 random bits:
@@ -59,6 +64,9 @@ func CreateTx(tx *chain.Tx, r CreateRequest) (Key, string, error) {
 		return Key{}, "", err
 	}
 	if err := lockSystemChain(tx); err != nil {
+		return Key{}, "", err
+	}
+	if err := checkHolds(tx, r.By, r.Tenant, scopes, "create a key with"); err != nil {
 		return Key{}, "", err
 	}
 	count, err := keyCount(tx)
@@ -157,6 +165,33 @@ func getRecord(tx *chain.Tx, id string) (record, error) {
 	return r, nil
 }
 
+// checkHolds refuses with ErrScopeNotHeld unless by is empty or a valid
+// key of tenant that holds every scope of scopes; what names the act.
+func checkHolds(tx *chain.Tx, by, tenant string, scopes []Scope, what string) error {
+	if by == "" {
+		return nil
+	}
+	if err := ValidateID(by); err != nil {
+		return err
+	}
+	rec, err := getRecord(tx, by)
+	if errors.Is(err, ErrUnknownKey) {
+		return invalid("by", ErrScopeNotHeld, "the asking key %s does not exist", by)
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Key.Revoked() || rec.Key.Tenant != tenant {
+		return invalid("by", ErrScopeNotHeld, "the asking key %s is revoked or of another tenant", by)
+	}
+	for _, sc := range scopes {
+		if !rec.Key.Has(sc) {
+			return invalid("scopes", ErrScopeNotHeld, "a key without the %s scope cannot %s it", sc, what)
+		}
+	}
+	return nil
+}
+
 // RevokeRequest names a key to revoke.
 type RevokeRequest struct {
 	// Tenant, when set, is the tenant the key must belong to: a key of
@@ -165,6 +200,11 @@ type RevokeRequest struct {
 	ID     string
 	// Reason is recorded with the revocation; empty is allowed.
 	Reason string
+	// By, when set, is the id of the key that asks: it must be a valid key
+	// of the revoked key's tenant holding every scope the revoked key
+	// holds, else ErrScopeNotHeld, so that a narrower key cannot revoke a
+	// wider one (the operator's first key among them).
+	By string
 }
 
 // Revoke records the revocation of a key on the system chain and returns
@@ -207,6 +247,9 @@ func RevokeTx(tx *chain.Tx, r RevokeRequest) (Key, error) {
 	}
 	if r.Tenant != "" && rec.Key.Tenant != r.Tenant {
 		return Key{}, invalid("id", ErrUnknownKey, "no key has id %q", r.ID)
+	}
+	if err := checkHolds(tx, r.By, rec.Key.Tenant, rec.Key.Scopes, "revoke a key with"); err != nil {
+		return Key{}, err
 	}
 	if rec.Key.Revoked() {
 		return rec.Key, nil

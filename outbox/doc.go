@@ -78,7 +78,16 @@
 //
 // A handler must finish within its lease or be extended by heartbeats,
 // which the Worker sends every third of the lease; when a heartbeat finds
-// the lease lost, the handler's context is canceled.
+// the lease lost, the handler's context is canceled. A topic's Timeout
+// must fit the lease (LeaseFor), so a lease never expires while its
+// handler may still run.
+//
+// The webhook deliverer never follows a redirect (a 3xx is a permanent
+// failure), uses no proxy from the environment, and connects only to
+// public addresses (CheckAddress) unless WebhookOptions allows private
+// ones: the address is checked when the socket connects, after name
+// resolution, so a DNS answer cannot lead it to loopback or a metadata
+// endpoint.
 //
 // On the embedded backend one process owns the ledger file, so its workers
 // are goroutines of that process; on PostgreSQL workers in several

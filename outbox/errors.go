@@ -27,6 +27,20 @@ var (
 	ErrUnknownMessage = errors.New("unknown message")
 	// ErrNotDead: a requeue named a message that is not dead.
 	ErrNotDead = errors.New("message is not dead")
+	// ErrTimeoutBeyondLease: a topic's handler timeout is too long for the
+	// worker's lease (see LeaseFor): the lease could expire while the
+	// handler still runs, and the message be attempted twice at once.
+	ErrTimeoutBeyondLease = errors.New("handler timeout beyond the lease")
+	// ErrAddressRefused: a webhook URL names, or its host resolves to, an
+	// address the deliverer does not connect to unless
+	// WebhookOptions.AllowPrivateAddresses says so (see CheckAddress):
+	// loopback, private, link-local, unspecified, multicast, shared
+	// (CGNAT), reserved and documentation ranges, and the IPv6 forms that
+	// embed such an IPv4 address. A delivery could otherwise be pointed at
+	// the host's own services or a cloud metadata endpoint. Refused when
+	// the URL is parsed (an *Error) or when the deliverer connects (an
+	// *AddressError in the attempt's permanent failure).
+	ErrAddressRefused = errors.New("address refused")
 )
 
 // ErrLeaseLost is the outcome or heartbeat of a worker whose lease is no

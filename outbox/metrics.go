@@ -3,7 +3,7 @@ package outbox
 import "time"
 
 // Metrics is the outbox's view of a metrics system; adapt it to yours
-// (outbox/prommetrics adapts it to Prometheus). Its methods are called by
+// (outbox/outboxprom adapts it to Prometheus, per tenant). Its methods are called by
 // a Worker's goroutines concurrently and must not block.
 type Metrics interface {
 	// Claimed reports one claim: messages leased, and how many of them

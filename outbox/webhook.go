@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,6 +23,10 @@ const WebhookTimeoutDefault = 10 * time.Second
 // outcome's detail.
 const webhookAnswerMax = 256
 
+// webhookLocationMax bounds the part of a redirect's Location recorded as
+// the outcome's detail.
+const webhookLocationMax = 512
+
 // WebhookOptions configure the built-in webhook deliverer. URL and Secret
 // are required.
 type WebhookOptions struct {
@@ -31,7 +36,17 @@ type WebhookOptions struct {
 	Secret string
 	// Timeout bounds one request; WebhookTimeoutDefault when zero.
 	Timeout time.Duration
-	// Client sends the requests; a client with Timeout when nil.
+	// AllowPrivateAddresses lets the deliverer connect to the addresses
+	// CheckAddress refuses (loopback, private, link-local, …). Off by
+	// default: a URL naming such an address is refused here, and a host
+	// that resolves to one is refused when the deliverer connects.
+	AllowPrivateAddresses bool
+	// Client sends the requests when set, through its own transport (the
+	// address checks above are the default transport's); redirects are
+	// never followed, whatever its CheckRedirect. When nil, a client with
+	// Timeout, no proxy (HTTP_PROXY and its kin are ignored: a proxy
+	// would connect to addresses the deliverer never sees) and a dialer
+	// that checks every address it connects to.
 	Client *http.Client
 	// Clock stamps webhook-timestamp; time.Now when nil.
 	Clock func() time.Time
@@ -46,14 +61,28 @@ var reservedHeaders = map[string]bool{"Idempotency-Key": true, "Webhook-Id": tru
 // its headers, Idempotency-Key: outbox:<id> and the Standard Webhooks
 // headers (webhook-id: outbox:<id>, the same on every attempt;
 // webhook-timestamp; webhook-signature: v1, HMAC-SHA256 over
-// id.timestamp.body). A 2xx answer delivers the message; 4xx other than
-// 408 and 429 is permanent (dead letter); anything else, a timeout or a
+// id.timestamp.body). A 2xx answer delivers the message; a 3xx is never
+// followed and is permanent, its Location recorded (a moved endpoint
+// stays moved: an operator fixes the URL and requeues the dead letter);
+// 4xx other than 408 and 429 is permanent (dead letter); a refused
+// address (ErrAddressRefused) is permanent; anything else, a timeout or a
 // network error is transient (retry). The status and the start of the
 // answer are recorded with the outcome.
 func Webhook(o WebhookOptions) (Handler, error) {
+	return webhook(o, nil)
+}
+
+// webhook is Webhook whose default dialer resolves names with resolver
+// (the system's when nil).
+func webhook(o WebhookOptions, resolver *net.Resolver) (Handler, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, invalid("url", ErrInvalidOptions, "webhook URL %q: want http(s)://host/…", o.URL)
+	}
+	if !o.AllowPrivateAddresses {
+		if err := checkHost(u.Hostname()); err != nil {
+			return nil, invalid("url", ErrAddressRefused, "webhook URL %q: %v", o.URL, err)
+		}
 	}
 	key, err := signature.ParseStandardSecret(o.Secret)
 	if err != nil {
@@ -62,10 +91,7 @@ func Webhook(o WebhookOptions) (Handler, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = WebhookTimeoutDefault
 	}
-	client := o.Client
-	if client == nil {
-		client = &http.Client{Timeout: o.Timeout}
-	}
+	client := webhookClient(o, resolver)
 	clock := o.Clock
 	if clock == nil {
 		clock = time.Now
@@ -93,14 +119,45 @@ func Webhook(o WebhookOptions) (Handler, error) {
 		req.Header.Set("Webhook-Signature", signature.SignStandard(key, m.Key, now, m.Payload))
 		resp, err := client.Do(req)
 		if err != nil {
+			if errors.Is(err, ErrAddressRefused) {
+				return Permanent(fmt.Errorf("webhook %s: %w", u.Host, err))
+			}
 			return fmt.Errorf("webhook %s: %w", u.Host, err)
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			// Not followed: the Location could name any host, internal
+			// ones included, and a 307 would carry the signed body there.
+			loc := resp.Header.Get("Location")
+			d.Detail = fmt.Sprintf("HTTP %d redirect not followed, Location %q", resp.StatusCode, loc[:min(len(loc), webhookLocationMax)])
+			return Permanent(errors.New(d.Detail))
+		}
 		answer, _ := io.ReadAll(io.LimitReader(resp.Body, webhookAnswerMax))
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 		d.Detail = strings.TrimSpace(fmt.Sprintf("HTTP %d %s", resp.StatusCode, answer))
 		return webhookOutcome(resp.StatusCode, d.Detail)
 	}, nil
+}
+
+// webhookClient is o.Client made never to follow a redirect, or the
+// default client: no proxy, and a dialer that checks every address it
+// connects to unless o.AllowPrivateAddresses.
+func webhookClient(o WebhookOptions, resolver *net.Resolver) *http.Client {
+	var client http.Client
+	if o.Client != nil {
+		client = *o.Client
+	} else {
+		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: resolver}
+		if !o.AllowPrivateAddresses {
+			dialer.Control = controlDial
+		}
+		// Proxy nil: no proxy, whatever the environment says.
+		t := &http.Transport{Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+		client = http.Client{Transport: t, Timeout: o.Timeout}
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &client
 }
 
 // webhookOutcome classifies an HTTP status.

@@ -57,7 +57,8 @@ func TestWebhookIntoInbox(t *testing.T) {
 		w.Write(rec.Body.Bytes())
 	}))
 	defer srv.Close()
-	deliver, err := outbox.Webhook(outbox.WebhookOptions{URL: srv.URL, Secret: webhookSecret, Timeout: 2 * time.Second})
+	deliver, err := outbox.Webhook(outbox.WebhookOptions{URL: srv.URL, Secret: webhookSecret, Timeout: 2 * time.Second,
+		AllowPrivateAddresses: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +91,9 @@ func TestWebhookIntoInbox(t *testing.T) {
 
 func TestWebhookClassifiesAnswers(t *testing.T) {
 	for code, want := range map[int]string{200: "delivered", 204: "delivered", 400: "permanent", 404: "permanent", 410: "permanent",
-		408: "transient", 429: "transient", 500: "transient", 503: "transient", 301: "transient"} {
+		408: "transient", 429: "transient", 500: "transient", 503: "transient", 301: "permanent", 302: "permanent", 307: "permanent"} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) }))
-		deliver, err := outbox.Webhook(outbox.WebhookOptions{URL: srv.URL, Secret: webhookSecret,
-			Client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
+		deliver, err := outbox.Webhook(outbox.WebhookOptions{URL: srv.URL, Secret: webhookSecret, AllowPrivateAddresses: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,8 @@ func TestWebhookClassifiesAnswers(t *testing.T) {
 	// A receiver slower than the timeout is a transient failure.
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { time.Sleep(200 * time.Millisecond) }))
 	defer slow.Close()
-	deliver, _ := outbox.Webhook(outbox.WebhookOptions{URL: slow.URL, Secret: webhookSecret, Timeout: 20 * time.Millisecond})
+	deliver, _ := outbox.Webhook(outbox.WebhookOptions{URL: slow.URL, Secret: webhookSecret, Timeout: 20 * time.Millisecond,
+		AllowPrivateAddresses: true})
 	if err := deliver(context.Background(), &outbox.Delivery{}); err == nil || errors.Is(err, outbox.ErrPermanent) {
 		t.Fatalf("timeout: %v, want a transient error", err)
 	}

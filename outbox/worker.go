@@ -39,9 +39,19 @@ type Topic struct {
 	Handler Handler
 	// Policy bounds attempts and age and shapes the backoff.
 	Policy Policy
-	// Timeout bounds one handler call; the lease duration when zero.
+	// Timeout bounds one handler call; when zero, the longest the lease
+	// allows (two thirds of it). NewWorker refuses a timeout whose
+	// LeaseFor is longer than the worker's lease.
 	Timeout time.Duration
 }
+
+// LeaseFor is the shortest lease NewWorker accepts for a handler timeout:
+// the timeout and half of it again, so that a lease outlives the handler
+// call and the recording of its outcome even when no heartbeat lands.
+// Otherwise another worker could claim the message while the receiver
+// still processes it, and a slow receiver would be attempted again for a
+// request it answers.
+func LeaseFor(timeout time.Duration) time.Duration { return timeout + timeout/2 }
 
 // WorkerOptions configure a Worker. Tenant and at least one topic are
 // required; every other zero value picks the documented default.
@@ -60,7 +70,8 @@ type WorkerOptions struct {
 	// most Concurrency+ClaimBatch leases of a topic.
 	ClaimBatch int
 	// LeaseDuration is how long a claim leases a message; heartbeats
-	// extend it while the handler runs. LeaseDurationDefault when zero.
+	// extend it while the handler runs. When zero, LeaseDurationDefault,
+	// or LeaseFor of the longest topic Timeout when that is longer.
 	LeaseDuration time.Duration
 	// PollInterval is how often the worker looks for due messages when no
 	// notification wakes it; PollIntervalDefault when zero.
@@ -128,9 +139,26 @@ func NewWorker(db *chain.DB, o WorkerOptions) (*Worker, error) {
 	if o.ClaimBatch < 1 || o.ClaimBatch > ClaimBatchMax {
 		return nil, invalid("claim_batch", ErrInvalidOptions, "claim batch %d, want 1..%d", o.ClaimBatch, ClaimBatchMax)
 	}
+	for name, t := range o.Topics {
+		if t.Timeout < 0 || t.Timeout > LeaseDurationMax {
+			return nil, invalid("timeout", ErrInvalidOptions, "topic %q: timeout %v, want 0..%v", name, t.Timeout, LeaseDurationMax)
+		}
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = LeaseDurationDefault
+		for _, t := range o.Topics {
+			o.LeaseDuration = max(o.LeaseDuration, LeaseFor(t.Timeout))
+		}
+	}
 	var err error
 	if o.LeaseDuration, err = leaseDuration(o.LeaseDuration); err != nil {
 		return nil, err
+	}
+	for name, t := range o.Topics {
+		if LeaseFor(t.Timeout) > o.LeaseDuration {
+			return nil, invalid("timeout", ErrTimeoutBeyondLease, "topic %q: a handler timeout of %v needs a lease of at least %v (LeaseFor), the lease is %v",
+				name, t.Timeout, LeaseFor(t.Timeout), o.LeaseDuration)
+		}
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = PollIntervalDefault
@@ -258,7 +286,7 @@ type finished struct {
 
 func newTopicRunner(w *Worker, name string, t Topic, sub *chain.Subscription) *topicRunner {
 	if t.Timeout <= 0 {
-		t.Timeout = w.opts.LeaseDuration
+		t.Timeout = w.opts.LeaseDuration * 2 / 3
 	}
 	return &topicRunner{w: w, topic: name, t: t, sub: sub,
 		jobs:     make(chan *inflight, w.opts.ClaimBatch+w.opts.Concurrency),

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
@@ -31,12 +29,12 @@ const (
 func (s *Server) adminRoutes() []*Route {
 	return []*Route{
 		{Method: http.MethodPost, Path: "/v1/apikeys", ID: "apikeys.create", Tag: "api keys", Scope: scopeAdmin, Guarded: true,
-			Summary: "Create a key of the caller's tenant; its token is shown in this answer only",
+			Summary: "Create a key of the caller's tenant with scopes the caller holds; its token is shown in this answer only",
 			Request: api.APIKeyRequest{}, Response: api.APIKeyCreated{}, Status: http.StatusCreated, raw: createKey},
 		{Method: http.MethodGet, Path: "/v1/apikeys", ID: "apikeys.list", Tag: "api keys", Scope: scopeAdmin,
 			Summary: "The tenant's keys (never their secrets)", Response: api.APIKeyList{}, Status: http.StatusOK, read: listKeys},
 		{Method: http.MethodDelete, Path: "/v1/apikeys/{id}", ID: "apikeys.revoke", Tag: "api keys", Scope: scopeAdmin, Guarded: true,
-			Summary: "Revoke a key of the tenant", Response: api.APIKey{}, Status: http.StatusOK, raw: revokeKey,
+			Summary: "Revoke a key of the tenant whose scopes the caller holds", Response: api.APIKey{}, Status: http.StatusOK, raw: revokeKey,
 			Query: []Param{{"reason", "string", "why the key is revoked (recorded)"}}},
 		{Method: http.MethodPost, Path: "/v1/verify", ID: "verify", Tag: "verify", Scope: scopeAdmin,
 			Summary: "Verify the hashes and links of the tenant's chains, optionally their trees and saved heads (writes nothing)",
@@ -51,10 +49,6 @@ func (s *Server) systemRoutes() []*Route {
 		{Method: http.MethodGet, Path: "/readyz", ID: "readyz", Tag: "system",
 			Summary:  "The server is started, not draining, and its ledger answers (else 503)",
 			Response: api.Health{}, Status: http.StatusOK, raw: s.readyz},
-		{Method: http.MethodGet, Path: "/metrics", ID: "metrics", Tag: "system", Summary: "Prometheus metrics (text format)",
-			Status: http.StatusOK, raw: func(c *call) {
-				promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}).ServeHTTP(c.w, c.r)
-			}},
 		{Method: http.MethodGet, Path: "/openapi.json", ID: "openapi", Tag: "system", Summary: "This OpenAPI 3.1 document",
 			Response: map[string]any{}, Status: http.StatusOK, raw: s.serveOpenAPI},
 	}
@@ -100,7 +94,8 @@ func createKey(c *call) {
 	for _, sc := range req.Scopes {
 		scopes = append(scopes, apikey.Scope(sc))
 	}
-	k, token, err := apikey.Create(c.ctx, c.s.db, apikey.CreateRequest{Tenant: c.tenant, Name: req.Name, Scopes: scopes})
+	// By: the new key's scopes must be the caller's (403 SCOPE_NOT_HELD).
+	k, token, err := apikey.Create(c.ctx, c.s.db, apikey.CreateRequest{Tenant: c.tenant, Name: req.Name, Scopes: scopes, By: c.key.ID})
 	if err != nil {
 		c.s.problem(c.w, c.r, err)
 		return
@@ -135,7 +130,8 @@ func revokeKey(c *call) {
 		c.s.problem(c.w, c.r, notFoundf("the tenant has no key %q", id))
 		return
 	}
-	k, err := apikey.Revoke(c.ctx, c.s.db, id, c.r.URL.Query().Get("reason"))
+	// By: the caller must hold every scope of the key it revokes.
+	k, err := apikey.RevokeIn(c.ctx, c.s.db, apikey.RevokeRequest{Tenant: c.tenant, ID: id, Reason: c.r.URL.Query().Get("reason"), By: c.key.ID})
 	if err != nil {
 		c.s.problem(c.w, c.r, err)
 		return

@@ -52,7 +52,7 @@ func ReadConfig(path string) (Config, error) {
 	if _, err := newProviders(c.Providers); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := checkDeliveries(c.Deliveries); err != nil {
+	if err := checkDeliveries(c.Deliveries, 0); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil

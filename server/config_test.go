@@ -23,7 +23,8 @@ func writeConfig(t *testing.T, text string) string {
 // deliveryConfig is a configuration file of one delivery with extra
 // fields appended.
 func deliveryConfig(extra string) string {
-	return `{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/hooks","secret":"` + whsec + `"` +
+	return `{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/hooks",` +
+		`"allow_private_addresses":true,"secret":"` + whsec + `"` +
 		extra + `}]}`
 }
 

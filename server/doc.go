@@ -21,6 +21,8 @@
 // and id, its operation the method and path), the handler. Outside the
 // routes: the request id (X-Request-Id, echoed or made), the access log
 // (slog), the HTTP metrics and the body limit (413 PAYLOAD_TOO_LARGE).
+// The metrics are served by MetricsHandler, on a listener of its own, not
+// by Handler: they name every tenant's outbox topics.
 //
 // The tenant comes from the API key: every chain name of the API is
 // relative to it, so one tenant can never name, read, write or replay

@@ -1,14 +1,36 @@
 package server
 
 import (
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ledgerworks/ledger/chain"
 )
+
+// Limits of the metrics handler: a scrape beyond MetricsScrapesMax at
+// once is answered 503, and one that takes longer than
+// MetricsScrapeTimeout is answered 503 too.
+const (
+	MetricsScrapesMax    = 4
+	MetricsScrapeTimeout = 10 * time.Second
+)
+
+// MetricsHandler serves the registry's series in the Prometheus text
+// format at GET /metrics, and answers anything else 404. Serve it on a
+// listener of its own (ledgerctl serve --metrics-addr), reachable by the
+// scraper only: the series name every tenant's outbox topics, so the API's
+// handler, which any tenant's client reaches, does not serve them.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
+		MaxRequestsInFlight: MetricsScrapesMax, Timeout: MetricsScrapeTimeout}))
+	return mux
+}
 
 // httpMetrics are the series of the HTTP layer.
 type httpMetrics struct {

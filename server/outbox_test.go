@@ -81,7 +81,7 @@ func TestOrphanLeasesReleasedAtStart(t *testing.T) {
 	// Without the release, the orphan waits for its lease.
 	rc, url := newReceiver(t, func(int) int { return http.StatusOK })
 	kept := startServer(t, db, server.Options{ReleaseOrphans: false,
-		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	select {
 	case <-rc.got:
 		t.Fatal("delivered while another process's lease held the message")
@@ -90,7 +90,7 @@ func TestOrphanLeasesReleasedAtStart(t *testing.T) {
 	kept.Close()
 
 	ts := startServer(t, db, server.Options{ReleaseOrphans: true,
-		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	key := rc.wait(t, 10*time.Second)
 	var msgs api.OutboxMessageList
 	deadline := time.Now().Add(10 * time.Second)
@@ -116,7 +116,7 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	token := ts.key("acme", allScopes...)
 	fixture(t, ts, token)
 	var dead api.OutboxMessageList
@@ -141,7 +141,7 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	}
 	ts.do(http.MethodPost, "/v1/outbox/requeue", token, "rq-2", api.OutboxRequeueRequest{IDs: []string{dead.Messages[0].ID}}).
 		wantProblem(t, http.StatusConflict, api.CodeNotDead)
-	if m := ts.do(http.MethodGet, "/metrics", "", "", nil); !strings.Contains(string(m.body), "outbox_attempts_total") {
+	if m := scrape(t, ts); !strings.Contains(m, "outbox_attempts_total") {
 		t.Fatalf("/metrics lacks the outbox's series")
 	}
 	var hist api.OutboxMessageHistory
@@ -219,7 +219,7 @@ func TestDeliveryMaxAge(t *testing.T) {
 	rc, url := newReceiver(t, func(int) int { return http.StatusOK })
 	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
 	ts := startServer(t, db, server.Options{Clock: later,
-		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, MaxAge: server.Duration(time.Hour)}}})
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true, MaxAge: server.Duration(time.Hour)}}})
 	token := ts.key("acme", allScopes...)
 	fixture(t, ts, token)
 	var dead api.OutboxMessageList
@@ -246,7 +246,7 @@ func TestDeliveryMaxAge(t *testing.T) {
 	ts.Close()
 
 	ts = startServer(t, db, server.Options{Clock: later,
-		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, MaxAge: server.Duration(3 * time.Hour)}}})
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true, MaxAge: server.Duration(3 * time.Hour)}}})
 	ts.do(http.MethodPost, "/v1/outbox/requeue", token, "rq-age", api.OutboxRequeueRequest{IDs: []string{dead.Messages[0].ID}}).
 		decode(t, http.StatusOK, &api.OutboxRequeueResponse{})
 	if key := rc.wait(t, 10*time.Second); key != dead.Messages[0].Key {

@@ -73,6 +73,8 @@ func classify(err error) (status int, code, detail string) {
 		return idempotency.DefaultStatusMap.Status(ge.Code), string(ge.Code), ge.Detail
 	case errors.Is(err, apikey.ErrUnauthenticated):
 		return http.StatusUnauthorized, api.CodeUnauthenticated, "the API key does not authenticate"
+	case errors.Is(err, apikey.ErrScopeNotHeld):
+		return http.StatusForbidden, api.CodeScopeNotHeld, err.Error()
 	case errors.Is(err, outbox.ErrNotDead):
 		return http.StatusConflict, api.CodeNotDead, err.Error()
 	}

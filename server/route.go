@@ -19,7 +19,7 @@ type Route struct {
 	Tag     string
 	Summary string
 	// Scope is the API key scope the route needs; "" for a route without
-	// an API key (health, metrics, the document, webhooks).
+	// an API key (health, the document, webhooks).
 	Scope apikey.Scope
 	// Guarded routes require Idempotency-Key and run through the replay
 	// guard.
@@ -27,7 +27,7 @@ type Route struct {
 	// Request is a zero value of the body's type; nil without a body.
 	Request any
 	// Response is a zero value of the success body's type; nil for a body
-	// that is not JSON (metrics).
+	// that is not JSON.
 	Response any
 	// Status is the success status.
 	Status int

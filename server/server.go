@@ -73,6 +73,12 @@ type Options struct {
 	Providers []Provider
 	// Deliveries are the outbox topics the server delivers by webhook.
 	Deliveries []Delivery
+	// OutboxLease is the lease of the delivering workers. When zero, each
+	// tenant's worker derives it from its longest delivery timeout
+	// (outbox.LeaseFor, at least outbox.LeaseDurationDefault); when set,
+	// New refuses a delivery whose timeout needs a longer lease
+	// (outbox.ErrTimeoutBeyondLease).
+	OutboxLease time.Duration
 	// ReleaseOrphans releases, at Start, every outbox lease and every
 	// PROCESSING record of the replay guard as a transient failure, due at
 	// once: right when the server is the only process that
@@ -80,7 +86,7 @@ type Options struct {
 	// of a process that died. Never set it for instances sharing a
 	// PostgreSQL database.
 	ReleaseOrphans bool
-	// Registry receives the metrics served at /metrics; a new registry
+	// Registry receives the metrics MetricsHandler serves; a new registry
 	// when nil. Register the engine's (NewEngineMetrics) on the same one.
 	Registry *prometheus.Registry
 	// Logger receives the access log and the workers' logs; slog.Default()
@@ -177,7 +183,10 @@ func New(opts Options) (*Server, error) {
 	if s.providers, err = newProviders(opts.Providers); err != nil {
 		return nil, err
 	}
-	if err := checkDeliveries(opts.Deliveries); err != nil {
+	if opts.OutboxLease != 0 && (opts.OutboxLease < outbox.LeaseDurationMin || opts.OutboxLease > outbox.LeaseDurationMax) {
+		return nil, fmt.Errorf("server: OutboxLease %v: want %v to %v", opts.OutboxLease, outbox.LeaseDurationMin, outbox.LeaseDurationMax)
+	}
+	if err := checkDeliveries(opts.Deliveries, opts.OutboxLease); err != nil {
 		return nil, err
 	}
 	s.metrics = newHTTPMetrics(s.registry)
@@ -250,7 +259,7 @@ func (s *Server) routeTable() []*Route {
 // request id, the access log, the metrics and the body limit.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Registry returns the registry /metrics serves.
+// Registry returns the registry MetricsHandler serves.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
 // Start releases orphaned outbox leases (Options.ReleaseOrphans), starts

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,23 @@ type Delivery struct {
 	// may still be attempted before it is dead; outbox.MaxAgeDefault when
 	// zero.
 	MaxAge Duration `json:"max_age,omitempty"`
+	// AllowPrivateAddresses lets the delivery reach loopback, private,
+	// link-local and the other addresses outbox.CheckAddress refuses (a
+	// receiver on the same host or network). Off by default.
+	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty"`
+}
+
+// timeout is the delivery's request timeout.
+func (d Delivery) timeout() time.Duration {
+	if d.Timeout == 0 {
+		return outbox.WebhookTimeoutDefault
+	}
+	return time.Duration(d.Timeout)
+}
+
+// webhook is the delivery's webhook options.
+func (d Delivery) webhook() outbox.WebhookOptions {
+	return outbox.WebhookOptions{URL: d.URL, Secret: d.Secret, Timeout: time.Duration(d.Timeout), AllowPrivateAddresses: d.AllowPrivateAddresses}
 }
 
 // ErrNegativeSetting: a delivery's concurrency, timeout, max_attempts or
@@ -57,18 +75,23 @@ func (d Delivery) policy() outbox.Policy {
 }
 
 // checkDeliveries refuses a configuration the workers would refuse at
-// Start, and a topic delivered twice.
-func checkDeliveries(ds []Delivery) error {
+// Start, and a topic delivered twice. lease is Options.OutboxLease: when
+// set, every delivery's timeout must fit it (outbox.LeaseFor).
+func checkDeliveries(ds []Delivery, lease time.Duration) error {
 	seen := map[[2]string]bool{}
 	for _, d := range ds {
 		if _, err := outbox.MessagesChain(d.Tenant, d.Topic); err != nil {
 			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: err}
 		}
-		if _, err := outbox.Webhook(outbox.WebhookOptions{URL: d.URL, Secret: d.Secret}); err != nil {
-			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: err}
-		}
 		if d.Concurrency < 0 || d.Timeout < 0 || d.MaxAttempts < 0 || d.MaxAge < 0 {
 			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: ErrNegativeSetting}
+		}
+		if _, err := outbox.Webhook(d.webhook()); err != nil {
+			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: err}
+		}
+		if limit := cmp.Or(lease, outbox.LeaseDurationMax); outbox.LeaseFor(d.timeout()) > limit {
+			return &DeliveryError{Tenant: d.Tenant, Topic: d.Topic, Err: fmt.Errorf("%w: a timeout of %v needs an outbox lease of at least %v, the lease is at most %v",
+				outbox.ErrTimeoutBeyondLease, d.timeout(), outbox.LeaseFor(d.timeout()), limit)}
 		}
 		k := [2]string{d.Tenant, d.Topic}
 		if seen[k] {
@@ -83,16 +106,18 @@ func checkDeliveries(ds []Delivery) error {
 func (s *Server) startWorkers(ctx context.Context) ([]*outbox.Worker, error) {
 	byTenant := map[string]outbox.WorkerOptions{}
 	for _, d := range s.opts.Deliveries {
-		h, err := outbox.Webhook(outbox.WebhookOptions{URL: d.URL, Secret: d.Secret, Timeout: time.Duration(d.Timeout)})
+		h, err := outbox.Webhook(d.webhook())
 		if err != nil {
 			return nil, err
 		}
 		o, ok := byTenant[d.Tenant]
 		if !ok {
 			o = outbox.WorkerOptions{Tenant: d.Tenant, Topics: map[string]outbox.Topic{}, Concurrency: d.Concurrency,
-				Logger: s.log, Metrics: s.outboxM, Clock: s.opts.Clock}
+				LeaseDuration: s.opts.OutboxLease, Logger: s.log, Metrics: s.outboxM.Tenant(d.Tenant), Clock: s.opts.Clock}
 		}
-		o.Topics[d.Topic] = outbox.Topic{Handler: h, Policy: d.policy()}
+		// The worker's call timeout is the delivery's, and its lease
+		// (unless OutboxLease is set) is derived from the longest of them.
+		o.Topics[d.Topic] = outbox.Topic{Handler: h, Policy: d.policy(), Timeout: d.timeout()}
 		o.Concurrency = max(o.Concurrency, d.Concurrency)
 		byTenant[d.Tenant] = o
 	}

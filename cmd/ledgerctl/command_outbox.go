@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -320,15 +321,16 @@ func writeStatsText(w io.Writer, topics []outboxTopicJSON) error {
 
 // outboxWorkOptions are the flags of outbox work.
 type outboxWorkOptions struct {
-	webhooks    []string
-	secret      string
-	concurrency int
-	lease       time.Duration
-	timeout     time.Duration
-	maxAttempts int
-	maxAge      time.Duration
-	untilIdle   bool
-	worker      string
+	webhooks     []string
+	secret       string
+	concurrency  int
+	lease        time.Duration
+	timeout      time.Duration
+	maxAttempts  int
+	maxAge       time.Duration
+	untilIdle    bool
+	worker       string
+	allowPrivate bool
 }
 
 type outboxWorkJSON struct {
@@ -345,20 +347,23 @@ func newOutboxWorkCommand(a *app, opts *outboxOptions) *cobra.Command {
 		Short: "Deliver topics to webhook URLs until interrupted (or, with --until-idle, until none is due)",
 		Long: "work runs a worker that POSTs each message of the named topics to its URL, signed with the\n" +
 			"Standard Webhooks secret (--secret, else $LEDGER_WEBHOOK_SECRET), with Idempotency-Key and\n" +
-			"webhook-id outbox:<id>. 2xx delivers, 4xx other than 408/429 dead-letters, the rest retries\n" +
-			"with backoff. It shows a progress line on a terminal and prints totals when it stops (Ctrl-C).",
+			"webhook-id outbox:<id>. 2xx delivers; a redirect (never followed) and 4xx other than 408/429\n" +
+			"dead-letter; the rest retries with backoff. URLs that name or resolve to loopback, private or\n" +
+			"link-local addresses are refused unless --allow-private-addresses. It shows a progress line on a\n" +
+			"terminal and prints totals when it stops (Ctrl-C).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runOutboxWork(cmd, a, opts, wo) },
 	}
 	cmd.Flags().StringArrayVar(&wo.webhooks, "webhook", nil, "TOPIC=URL to deliver the topic to (repeatable, required)")
 	cmd.Flags().StringVar(&wo.secret, "secret", "", "Standard Webhooks signing secret whsec_<base64> (default $LEDGER_WEBHOOK_SECRET)")
 	cmd.Flags().IntVar(&wo.concurrency, "concurrency", 0, fmt.Sprintf("requests in flight per topic (default %d)", outbox.ConcurrencyDefault))
-	cmd.Flags().DurationVar(&wo.lease, "lease", 0, fmt.Sprintf("lease per attempt, extended while it runs (default %v)", outbox.LeaseDurationDefault))
+	cmd.Flags().DurationVar(&wo.lease, "lease", 0, fmt.Sprintf("lease per attempt, extended while it runs (default %v, or 1.5 x --timeout when longer)", outbox.LeaseDurationDefault))
 	cmd.Flags().DurationVar(&wo.timeout, "timeout", 0, fmt.Sprintf("timeout of one request (default %v)", outbox.WebhookTimeoutDefault))
 	cmd.Flags().IntVar(&wo.maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before a message is dead (default %d)", outbox.MaxAttemptsDefault))
 	cmd.Flags().DurationVar(&wo.maxAge, "max-age", 0, fmt.Sprintf("age after which a message is dead (default %v)", outbox.MaxAgeDefault))
 	cmd.Flags().BoolVar(&wo.untilIdle, "until-idle", false, "stop once no message of the topics is pending or leased")
 	cmd.Flags().StringVar(&wo.worker, "worker", "", "worker id recorded on leases (default host:pid:random)")
+	cmd.Flags().BoolVar(&wo.allowPrivate, "allow-private-addresses", false, "let the URLs reach loopback, private and link-local addresses")
 	return cmd
 }
 
@@ -403,11 +408,11 @@ func runOutboxWork(cmd *cobra.Command, a *app, opts *outboxOptions, wo *outboxWo
 		if !ok || topic == "" {
 			return usageErrorf("--webhook %q: want TOPIC=URL", spec)
 		}
-		deliver, err := outbox.Webhook(outbox.WebhookOptions{URL: url, Secret: secret, Timeout: wo.timeout})
+		deliver, err := outbox.Webhook(outbox.WebhookOptions{URL: url, Secret: secret, Timeout: wo.timeout, AllowPrivateAddresses: wo.allowPrivate})
 		if err != nil {
 			return usageErrorf("--webhook %q: %v", spec, err)
 		}
-		topics[topic] = outbox.Topic{Handler: deliver, Policy: policy}
+		topics[topic] = outbox.Topic{Handler: deliver, Policy: policy, Timeout: cmp.Or(wo.timeout, outbox.WebhookTimeoutDefault)}
 	}
 	counter := &workCounter{}
 	return a.withDB(cmd, false, func(ctx context.Context, db *chain.DB) error {

@@ -82,7 +82,7 @@ func TestOutboxCommands(t *testing.T) {
 			}))
 			defer srv.Close()
 			r := l.runConcurrent("-o", "json", "outbox", "--tenant", "acme", "work", "--webhook", "invoices="+srv.URL, "--secret", outboxTestSecret,
-				"--until-idle", "--worker", "cli-worker")
+				"--until-idle", "--worker", "cli-worker", "--allow-private-addresses")
 			if r.code != 0 {
 				t.Fatalf("work: exit %d: %s", r.code, r.stderr)
 			}
@@ -107,6 +107,12 @@ func TestOutboxCommands(t *testing.T) {
 					t.Fatalf("show text lacks %q:\n%s", part, text)
 				}
 			}
+			// Loopback needs the allowance; a timeout needs a lease that
+			// covers it.
+			l.run("outbox", "--tenant", "acme", "work", "--webhook", "invoices="+srv.URL, "--secret", outboxTestSecret, "--until-idle").
+				expect(t, exitUsage, "address refused")
+			l.run("outbox", "--tenant", "acme", "work", "--webhook", "invoices="+srv.URL, "--secret", outboxTestSecret, "--until-idle",
+				"--allow-private-addresses", "--timeout", "40s", "--lease", "30s").expect(t, exitUsage, "needs a lease of at least 1m0s")
 			l.run("outbox", "--tenant", "acme", "requeue", ids[2].String()).expect(t, exitUsage, "--operator is required")
 			l.run("outbox", "--tenant", "acme", "requeue", ids[0].String(), "--operator", "ops").expect(t, exitUsage, "not dead")
 			l.run("outbox", "--tenant", "acme", "show", strings.Repeat("0", 32)).expect(t, exitNotFound, "no message")

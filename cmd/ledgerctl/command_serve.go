@@ -2,9 +2,11 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
+	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/ratelimit"
 )
@@ -34,6 +37,8 @@ type serveOptions struct {
 	keyBurst, addrBurst           int
 	idempotencyTTL, jobsInterval  time.Duration
 	keepOrphans                   bool
+	outboxLease                   time.Duration
+	metricsAddr                   string
 }
 
 func newServeCommand(a *app) *cobra.Command {
@@ -68,6 +73,8 @@ func newServeCommand(a *app) *cobra.Command {
 	f.DurationVar(&o.idempotencyTTL, "idempotency-ttl", idempotency.TTLDefault, "how long a finished request is replayed")
 	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often stuck and expired idempotency records are handled")
 	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a listener of its own for GET /metrics, unauthenticated (default: metrics not served)")
+	f.DurationVar(&o.outboxLease, "outbox-lease", 0, "lease of the delivering outbox workers (default: 1.5 x the longest delivery timeout, at least 30s)")
 	return cmd
 }
 
@@ -87,6 +94,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	}
 	if o.ratePerKey < 0 || o.ratePerAddr < 0 || o.shutdownTimeout <= 0 || o.idempotencyTTL <= 0 || o.jobsInterval <= 0 {
 		return usageErrorf("%s: rates must not be negative; timeouts, the TTL and the interval must be positive", cmd.CommandPath())
+	}
+	if o.outboxLease != 0 && (o.outboxLease < outbox.LeaseDurationMin || o.outboxLease > outbox.LeaseDurationMax) {
+		return usageErrorf("--outbox-lease %v: want %v to %v", o.outboxLease, outbox.LeaseDurationMin, outbox.LeaseDurationMax)
 	}
 	var cfg server.Config
 	if o.config != "" {
@@ -115,6 +125,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	name := a.databaseName()
 	opts := server.Options{DB: db, Registry: registry, Logger: a.serveLogger(), BodySizeMax: o.bodyLimit,
 		IdempotencyTTL: o.idempotencyTTL, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
+		OutboxLease:    o.outboxLease,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
 			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
@@ -128,6 +139,10 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		opts.IdempotencyStore = store
 	}
 	srv, err := server.New(opts)
+	var de *server.DeliveryError
+	if errors.As(err, &de) { // a delivery --outbox-lease cannot carry
+		return invalidInputf("%w", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -146,6 +161,14 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		ln.Close()
 		return err
 	}
+	if o.metricsAddr != "" {
+		stop, err := serveMetrics(cmd, srv, o.metricsAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
 	if err := srv.Serve(ctx, hs, ln, o.shutdownTimeout, serve); err != nil {
 		return err
 	}
@@ -154,6 +177,25 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	}
 	_, err = fmt.Fprintln(cmd.OutOrStdout(), "stopped: in-flight requests finished, workers stopped, ledger closed")
 	return err
+}
+
+// serveMetrics serves the server's metrics on a listener of its own at
+// addr, prints "metrics on http://ADDR", and returns the function that
+// closes it. The listener has no API key: bind it where only the scraper
+// reaches it.
+func serveMetrics(cmd *cobra.Command, srv *server.Server, addr string) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, invalidInputf("--metrics-addr %s: %w", addr, err)
+	}
+	ms := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: server.ReadHeaderTimeoutDefault,
+		ReadTimeout: server.ReadTimeoutDefault, WriteTimeout: server.MetricsScrapeTimeout + 5*time.Second, IdleTimeout: server.IdleTimeoutDefault}
+	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", ln.Addr()); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	go func() { _ = ms.Serve(ln) }()
+	return func() { ms.Close() }, nil
 }
 
 // serveLogger is the access and worker log: stderr at info (or

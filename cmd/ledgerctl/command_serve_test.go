@@ -80,4 +80,68 @@ func TestServe(t *testing.T) {
 	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
 		`"secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=","max_age":"-1h"}]}`), 0o600)
 	l.run("serve", "--config", cfg).expect(t, exitUsage, "may not be negative")
+	// A delivery to loopback needs the allowance; a delivery timeout needs
+	// an outbox lease that covers it.
+	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
+		`"secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}`), 0o600)
+	l.run("serve", "--config", cfg).expect(t, exitUsage, "address refused")
+	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
+		`"allow_private_addresses":true,"timeout":"40s","secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}`), 0o600)
+	l.run("serve", "--config", cfg, "--outbox-lease", "30s").expect(t, exitUsage, "needs an outbox lease of at least 1m0s")
+	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+
+		`"allow_private_addresses":true,"timeout":"20h","secret":"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}`), 0o600)
+	l.run("serve", "--config", cfg).expect(t, exitUsage, "needs an outbox lease of at least 30h0m0s")
+}
+
+// --metrics-addr serves GET /metrics on a listener of its own, and the
+// API's address does not serve them.
+func TestServeMetricsAddr(t *testing.T) {
+	l := newFileLedger(t)
+	l.must("init")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, w := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		code <- execute(ctx, newApp(), []string{"--db", l.name, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, nil, w, io.Discard)
+		w.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	var api, metrics string
+	for metrics == "" && sc.Scan() {
+		switch line := sc.Text(); {
+		case strings.HasPrefix(line, "listening on "):
+			api = strings.TrimPrefix(line, "listening on ")
+		case strings.HasPrefix(line, "metrics on "):
+			metrics = strings.TrimPrefix(line, "metrics on ")
+		}
+	}
+	go io.Copy(io.Discard, out)
+	if api == "" || !strings.HasPrefix(metrics, "http://127.0.0.1:") || !strings.HasSuffix(metrics, "/metrics") {
+		t.Fatalf("addresses %q and %q", api, metrics)
+	}
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := get(metrics); status != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("metrics listener: %d %.200s", status, body)
+	}
+	if status, body := get(api + "/metrics"); status != http.StatusNotFound || strings.Contains(body, "go_goroutines") {
+		t.Fatalf("API address /metrics: %d %.200s", status, body)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != exitSuccess {
+			t.Fatalf("exit %d", c)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 }

@@ -84,9 +84,11 @@ func demoServer(ctx context.Context, d *demoEnv) error {
 	// The server delivers the tenant's business events to the ERP's webhook,
 	// as a "deliveries" entry of ledgerctl serve --config does. Message ages
 	// count from the entries' times, which a test's ledger takes from a
-	// fixed clock in the past: hence the long max_age.
+	// fixed clock in the past: hence the long max_age. The ERP's webhook
+	// listens on loopback, which a delivery reaches only when it says so.
 	deliveries := []server.Delivery{{Tenant: d.Tenant, Topic: api.TopicDefault, URL: hookURL + "/erp/ledger-events",
-		Secret: demoOutboxSecret, Timeout: server.Duration(5 * time.Second), MaxAge: server.Duration(100 * 365 * 24 * time.Hour)}}
+		Secret: demoOutboxSecret, Timeout: server.Duration(5 * time.Second), MaxAge: server.Duration(100 * 365 * 24 * time.Hour),
+		AllowPrivateAddresses: true}}
 	newServer := func(store idempotency.Store) (*server.Server, error) {
 		s, err := server.New(server.Options{DB: d.DB, Logger: demoQuiet, IdempotencyStore: store, JobsInterval: -1,
 			RateLimit: ratelimit.Options{PerKey: 50, KeyBurst: 50, PerAddr: 100, AddrBurst: 100}, Deliveries: deliveries})

@@ -37,7 +37,7 @@ func TestWorkerMetrics(t *testing.T) {
 		return nil
 	}
 	w, err := outbox.NewWorker(db, outbox.WorkerOptions{Tenant: "acme", Topics: map[string]outbox.Topic{"email": {Handler: handler}},
-		Metrics: m, BacklogInterval: 10 * time.Millisecond})
+		Metrics: m.Tenant("acme"), BacklogInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestWorkerMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for testutil.ToFloat64(m.AttemptsCounter("email", outbox.Delivered))+testutil.ToFloat64(m.AttemptsCounter("email", outbox.Rejected)) < 3 {
+	for testutil.ToFloat64(m.AttemptsCounter("acme", "email", outbox.Delivered))+testutil.ToFloat64(m.AttemptsCounter("acme", "email", outbox.Rejected)) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatal("attempts not counted")
 		}
@@ -56,10 +56,10 @@ func TestWorkerMetrics(t *testing.T) {
 	want := `
 # HELP outbox_dead_total Messages dead-lettered, by reason.
 # TYPE outbox_dead_total counter
-outbox_dead_total{reason="rejected",topic="email"} 1
+outbox_dead_total{reason="rejected",tenant="acme",topic="email"} 1
 # HELP outbox_due Messages due and not yet claimed.
 # TYPE outbox_due gauge
-outbox_due{topic="email"} 0
+outbox_due{tenant="acme",topic="email"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "outbox_dead_total", "outbox_due"); err != nil {
 		t.Fatal(err)
