@@ -26,6 +26,7 @@ const (
 	OutcomeFailedTransient  Outcome = "failed_transient"  // handler failed, key released
 	OutcomePoisoned         Outcome = "poisoned"          // transient failure reached MaxRetries
 	OutcomeNotStored        Outcome = "not_stored"        // flushed, hijacked or too large: released
+	OutcomeUnavailable      Outcome = "unavailable"       // an outage (Options.IsOutage): released, not counted
 	OutcomeStoreUnavailable Outcome = "store_unavailable" // store failed; handler did not run
 	OutcomeStoreError       Outcome = "store_error"       // handler ran; its record could not be written
 	OutcomeBadRequest       Outcome = "bad_request"       // key missing or malformed, body unreadable

@@ -316,6 +316,13 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
 		return
 	}
+	if !res.Created && g.leaseEnded(res.Record, c.RequestHash, now) {
+		res, err = g.takeOver(r.Context(), res.Record, claim)
+		if err != nil {
+			g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
+			return
+		}
+	}
 	if !res.Created {
 		g.existing(w, r, c, res.Record, true)
 		return
@@ -458,8 +465,51 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 	case StatusFailed:
 		g.refuse(w, r, c, OutcomeRejected, &Error{Code: CodeRequestFailed, Detail: "this key's request failed permanently: " + rec.Failure})
 	default:
-		g.refuse(w, r, c, OutcomeInProgress, &Error{Code: CodeInProgress, Detail: "a request with this key is being processed", RetryAfter: g.retryAfterSec})
+		g.refuse(w, r, c, OutcomeInProgress, &Error{Code: CodeInProgress, Detail: "a request with this key is being processed",
+			RetryAfter: leaseLeftSec(rec.LeaseExpiresAt, g.now())})
 	}
+}
+
+// leaseLeftSec is the Retry-After of a request in progress: the seconds
+// left of its lease, rounded up, at least 1. A live attempt extends its
+// lease before then; a dead one's key is taken over by the first retry
+// after it (takeOver).
+func leaseLeftSec(leaseExpiresAt, now time.Time) int {
+	left := leaseExpiresAt.Sub(now)
+	if left <= time.Second {
+		return 1
+	}
+	return int((left + time.Second - 1) / time.Second)
+}
+
+// leaseEnded reports whether rec is an attempt of the same request whose
+// lease ended: its holder stopped extending it (it died, or lost its
+// store), so the retry need not wait for the jobs to recover it.
+func (g *Guard) leaseEnded(rec Record, hash [32]byte, now time.Time) bool {
+	return rec.Status == StatusProcessing && rec.RequestHash == hash && !now.Before(rec.LeaseExpiresAt)
+}
+
+// takeOver releases the dead attempt rec, as RecoverStuckRecords would
+// (a transient failure, counted toward MaxRetries), and claims the scope
+// again. The release is fenced by rec's token, so a record that finished
+// or was taken over meanwhile is left alone; the second Create answers
+// whatever the scope holds then.
+func (g *Guard) takeOver(ctx context.Context, rec Record, claim Claim) (CreateResult, error) {
+	start := g.storeStart()
+	_, err := g.store.Release(ctx, rec.Scope, rec.Token, g.opts.MaxRetries, claim.ExpiresAt, claim.Now)
+	g.storeLatency("release", start)
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		return CreateResult{}, err
+	}
+	if err == nil {
+		g.metrics.Recovered(1)
+		g.log.LogAttrs(ctx, slog.LevelWarn, "idempotency took over an attempt whose lease ended",
+			slog.String("key", rec.Key), slog.String("user", rec.User), slog.String("operation", rec.Operation), slog.Int("attempt", rec.Attempt))
+	}
+	start = g.storeStart()
+	res, err := g.store.Create(ctx, claim)
+	g.storeLatency("create", start)
+	return res, err
 }
 
 // writeResponse writes a stored response. Its header's keys are canonical;

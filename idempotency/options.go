@@ -51,6 +51,13 @@ type Options struct {
 	// response, or Context.Fail) poisons the key. Nil: no failure is
 	// permanent; every failure releases the key for a retry.
 	IsPermanentError func(status int, err error) bool
+	// IsOutage decides whether a failed attempt failed because a store
+	// did not answer (an outage) rather than because of the operation: such
+	// an attempt frees the key without counting toward MaxRetries, so that
+	// an outage never poisons a key. It is asked before IsPermanentError.
+	// Nil: no failure is an outage; every failure counts. A server that
+	// answers store failures 503 sets it to status == 503.
+	IsOutage func(status int, err error) bool
 	// StatusMap overrides statuses of codes; DefaultStatusMap for codes it
 	// lacks.
 	StatusMap StatusMap
