@@ -169,9 +169,10 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 		final.Status, final.Response, final.ExpiresAt, final.UpdatedAt = StatusSuccess, &a.resp, began.Add(g.opts.TTL), began
 		return putFinal(tx, final)
 	})
-	if err == nil {
-		ls.noteDurable(c.Scope) // before the lease that hides the record is dropped
-	}
+	// Before the lease that hides the record is dropped. A failed commit
+	// may have written it all the same (its outcome unknown): the scope
+	// is noted then too, so that a retry reads the record and replays it.
+	ls.noteDurable(c.Scope)
 	ls.end(c.Scope, c.token, err == nil)
 	if err != nil {
 		return Response{}, err
