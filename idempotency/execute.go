@@ -239,13 +239,24 @@ func (hb *heartbeats) loop(g *Guard) {
 	}
 }
 
+// extendTriesMax bounds the tries of one heartbeat of an attempt: a store
+// whose connection was terminated answers the next try on another one, at
+// once, rather than an interval later (a lease survives two missed beats).
+const extendTriesMax = 3
+
 // extend extends c's lease, and logs a failure while the attempt runs.
 func (hb *heartbeats) extend(g *Guard, c *Context) {
 	ctx := context.WithoutCancel(c.run.ctx.Context)
 	now := g.now()
-	err := g.store.Extend(ctx, c.Scope, c.token, now.Add(g.opts.LeaseDuration), now)
-	if err == nil {
-		return
+	var err error
+	for range extendTriesMax {
+		err = g.store.Extend(ctx, c.Scope, c.token, now.Add(g.opts.LeaseDuration), now)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, ErrLeaseLost) {
+			break
+		}
 	}
 	lost := errors.Is(err, ErrLeaseLost)
 	hb.mu.Lock()

@@ -33,8 +33,8 @@ const (
 	clusterRoundsDefault = 6
 	clusterServers       = 3
 	clusterClients       = 8
-	clusterLease         = 2 * time.Second
-	clusterJobsInterval  = 500 * time.Millisecond
+	clusterLease         = 5 * time.Second
+	clusterJobsInterval  = time.Second
 	clusterIntentTimeout = 90 * time.Second  // an intent not answered by then is lost
 	clusterDeliveryWait  = 120 * time.Second // outbox leases of killed servers end in 30 s
 	clusterItems         = 2
@@ -68,6 +68,7 @@ type cluster struct {
 	flags   []string
 	mu      sync.Mutex
 	servers []*server
+	all     []*server // every server started, for their logs
 	http    *http.Client
 }
 
@@ -90,8 +91,37 @@ func (c *cluster) restart(i int) error {
 	}
 	c.mu.Lock()
 	c.servers[i] = s
+	c.all = append(c.all, s)
 	c.mu.Unlock()
 	return nil
+}
+
+// failures returns the causes the servers logged of the requests they
+// answered 500, at most n.
+func (c *cluster) failures(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lines []string
+	for _, s := range c.all {
+		out := strings.Split(s.out(), "\n")
+		failed := map[string]bool{} // request ids answered 500
+		for _, line := range out {
+			if strings.Contains(line, "msg=\"http request\"") && strings.Contains(line, " status=500 ") {
+				if _, rest, ok := strings.Cut(line, "request_id="); ok {
+					id, _, _ := strings.Cut(rest, " ")
+					failed[id] = true
+				}
+			}
+		}
+		for _, line := range out {
+			if _, rest, ok := strings.Cut(line, "request_id="); ok && strings.Contains(line, "request failed") && len(lines) < n {
+				if id, _, _ := strings.Cut(rest, " "); failed[id] {
+					lines = append(lines, line)
+				}
+			}
+		}
+	}
+	return lines
 }
 
 // Several `ledgerctl serve` share one PostgreSQL while servers are killed
@@ -126,6 +156,7 @@ func TestClusterSurvivesKillsAndTerminatedSessions(t *testing.T) {
 	for range clusterServers {
 		c.servers = append(c.servers, mustStartServer(t, c.dbURL, c.flags...))
 	}
+	c.all = append(c.all, c.servers...)
 	t.Cleanup(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -200,7 +231,8 @@ func TestClusterSurvivesKillsAndTerminatedSessions(t *testing.T) {
 		t.Fatal("no intent answered")
 	}
 	if v, ok := answers.Load(http.StatusInternalServerError); ok {
-		t.Errorf("%d attempts answered 500: a store failure must be 503", v.(*atomic.Int64).Load())
+		t.Errorf("%d attempts answered 500: a store failure must be 503; the servers logged:\n%s", v.(*atomic.Int64).Load(),
+			strings.Join(c.failures(10), "\n"))
 	}
 	c.checkWrittenOnce(intents)
 	c.checkReplays(intents)

@@ -92,14 +92,17 @@ func classify(err error) (status int, code, detail string) {
 // a transaction the store rolled back (lock timeout, serialization
 // failure, deadlock, a backend terminated or a connection lost before
 // commit), an I/O failure (a full disk, a lost connection, a commit whose
-// outcome is unknown), or a ledger closed under the request. It is
+// outcome is unknown), a ledger closed under the request, or an attempt
+// that lost its key while it ran (its lease ended unextended, as when the
+// store did not answer its heartbeats, and another attempt or the
+// recovery took the key: its transaction wrote nothing). It is
 // answered 503 with Retry-After: the same request may succeed later, and
 // the replay guard frees the key without counting the attempt. A retry
 // after an unknown commit outcome is answered by the guard's record or
 // the ledger's key, whichever committed.
 func storeOutage(err error) bool {
 	return errors.Is(err, storage.ErrRetry) || errors.Is(err, storage.ErrIO) || errors.Is(err, chain.ErrClosed) ||
-		errors.Is(err, storage.ErrClosed)
+		errors.Is(err, storage.ErrClosed) || errors.Is(err, idempotency.ErrLeaseLost)
 }
 
 // problem answers err as application/problem+json. A 5xx is logged with
