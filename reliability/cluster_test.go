@@ -67,8 +67,8 @@ type cluster struct {
 	dbURL   string // l.url, naming the servers' sessions
 	flags   []string
 	mu      sync.Mutex
-	servers []*server
-	all     []*server // every server started, for their logs
+	servers []*served
+	all     []*served // every server started, for their logs
 	http    *http.Client
 }
 

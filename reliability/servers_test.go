@@ -78,8 +78,8 @@ func (l *pgLedger) conn(t *testing.T) *pgx.Conn {
 	return conn
 }
 
-// server is a `ledgerctl serve` child process.
-type server struct {
+// served is a `ledgerctl serve` child process.
+type served struct {
 	cmd    *exec.Cmd
 	url    string // http://127.0.0.1:PORT
 	done   chan struct{}
@@ -90,7 +90,7 @@ type server struct {
 // startServer starts `ledgerctl --db url serve` on a free port with extra
 // flags and waits for its first line, "listening on http://ADDR". It is
 // safe from any goroutine once testbin.Ledgerctl has built the binary.
-func startServer(url string, extra ...string) (*server, error) {
+func startServer(url string, extra ...string) (*served, error) {
 	bin := testbin.Built()
 	if bin == "" {
 		return nil, errors.New("ledgerctl is not built")
@@ -101,7 +101,7 @@ func startServer(url string, extra ...string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, done: make(chan struct{})}
+	s := &served{cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = (*serverOutput)(s)
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func startServer(url string, extra ...string) (*server, error) {
 
 // mustStartServer is startServer on the test's goroutine; the server is
 // killed at cleanup.
-func mustStartServer(t *testing.T, url string, extra ...string) *server {
+func mustStartServer(t *testing.T, url string, extra ...string) *served {
 	t.Helper()
 	testbin.Ledgerctl(t)
 	s, err := startServer(url, extra...)
@@ -143,7 +143,7 @@ func mustStartServer(t *testing.T, url string, extra ...string) *server {
 	return s
 }
 
-type serverOutput server
+type serverOutput served
 
 func (w *serverOutput) Write(p []byte) (int, error) {
 	w.mu.Lock()
@@ -152,7 +152,7 @@ func (w *serverOutput) Write(p []byte) (int, error) {
 }
 
 // out returns what the server wrote after its first line.
-func (s *server) out() string {
+func (s *served) out() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.output.String()
@@ -160,7 +160,7 @@ func (s *server) out() string {
 
 // kill ends the server with SIGKILL (no shutdown, no release of anything)
 // and waits for it.
-func (s *server) kill() {
+func (s *served) kill() {
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.done
 }
