@@ -47,7 +47,7 @@ func New(opts Options) (*Guard, error) {
 	if opts.User == nil {
 		return nil, errors.New("idempotency: Options.User is required: there is no anonymous key space")
 	}
-	if opts.LeaseDuration < 0 || opts.HeartbeatInterval < 0 || opts.TTL < 0 || opts.MaxRetries < 0 ||
+	if opts.LeaseDuration < 0 || opts.HeartbeatInterval < 0 || opts.TTL < 0 || opts.MaxRetries < 0 || opts.DeadAttemptsMax < 0 ||
 		opts.RequestBodySizeMax < 0 || opts.ResponseSizeMax < 0 || opts.RetryAfter < 0 {
 		return nil, errors.New("idempotency: negative durations, sizes and counts are not allowed")
 	}
@@ -68,6 +68,12 @@ func New(opts Options) (*Guard, error) {
 	}
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = MaxRetriesDefault
+	}
+	if opts.DeadAttemptsMax == 0 {
+		opts.DeadAttemptsMax = max(DeadAttemptsMaxDefault, opts.MaxRetries)
+	}
+	if opts.DeadAttemptsMax < opts.MaxRetries {
+		return nil, fmt.Errorf("idempotency: DeadAttemptsMax %d is below MaxRetries %d", opts.DeadAttemptsMax, opts.MaxRetries)
 	}
 	if opts.RequestBodySizeMax == 0 {
 		opts.RequestBodySizeMax = RequestBodySizeMaxDefault
@@ -490,13 +496,13 @@ func (g *Guard) leaseEnded(rec Record, hash [32]byte, now time.Time) bool {
 }
 
 // takeOver releases the dead attempt rec, as RecoverStuckRecords would
-// (a transient failure, counted toward MaxRetries), and claims the scope
+// (a failure, poisoning the key at DeadAttemptsMax), and claims the scope
 // again. The release is fenced by rec's token, so a record that finished
 // or was taken over meanwhile is left alone; the second Create answers
 // whatever the scope holds then.
 func (g *Guard) takeOver(ctx context.Context, rec Record, claim Claim) (CreateResult, error) {
 	start := g.storeStart()
-	_, err := g.store.Release(ctx, rec.Scope, rec.Token, g.opts.MaxRetries, claim.ExpiresAt, claim.Now)
+	_, err := g.store.Release(ctx, rec.Scope, rec.Token, g.opts.DeadAttemptsMax, claim.ExpiresAt, claim.Now)
 	g.storeLatency("release", start)
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		return CreateResult{}, err

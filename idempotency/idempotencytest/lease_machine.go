@@ -26,13 +26,15 @@ type leaseModel struct {
 const (
 	leaseMachineLease      = 10 * time.Second
 	leaseMachineMaxRetries = 3
+	leaseMachineDeadMax    = 5
 )
 
 // release counts a failure of the key's attempt: the key is poisoned at
-// the retry limit, else free.
-func (m *leaseModel) release() {
+// limit (MaxRetries for a handler's failure, DeadAttemptsMax for a dead
+// attempt), else free.
+func (m *leaseModel) release(limit int) {
 	m.counted++
-	if m.counted >= leaseMachineMaxRetries {
+	if m.counted >= limit {
 		m.status = idempotency.StatusFailed
 		return
 	}
@@ -45,14 +47,15 @@ func (m *leaseModel) release() {
 // (500) or meets an outage (503, Options.IsOutage). It checks that a held
 // key is answered REQUEST_IN_PROGRESS with the lease left as Retry-After,
 // that the first request after a lease ended takes the key over, that
-// failures and dead attempts count toward MaxRetries and outages never do,
+// failures and dead attempts count (a dead attempt poisons at
+// DeadAttemptsMax, a failure at MaxRetries) and outages never do,
 // and the attempt number every run sees.
 func LeaseMachine(t *testing.T, h Harness) {
 	rapid.Check(t, func(rt *rapid.T) {
 		store := h.Open(t)
 		clock := NewClock()
 		s := newServer(t, store, idempotency.Options{Clock: clock.Now, LeaseDuration: leaseMachineLease,
-			MaxRetries: leaseMachineMaxRetries, Logger: slog.New(slog.DiscardHandler),
+			MaxRetries: leaseMachineMaxRetries, DeadAttemptsMax: leaseMachineDeadMax, Logger: slog.New(slog.DiscardHandler),
 			IsOutage: func(status int, err error) bool { return status == http.StatusServiceUnavailable }})
 		defer s.Close()
 		s.clock = clock
@@ -81,7 +84,7 @@ func LeaseMachine(t *testing.T, h Harness) {
 			"Recover": func(rt *rapid.T) {
 				want := 0
 				if m.status == idempotency.StatusProcessing && !clock.Now().Before(m.leaseEnd) {
-					m.release()
+					m.release(leaseMachineDeadMax)
 					want = 1
 				}
 				n, err := s.guard.Jobs().RecoverStuckRecords(ctx, 0, 10)
@@ -98,7 +101,7 @@ func LeaseMachine(t *testing.T, h Harness) {
 				}
 				now := clock.Now()
 				if m.status == idempotency.StatusProcessing && !now.Before(m.leaseEnd) {
-					m.release() // taken over
+					m.release(leaseMachineDeadMax) // taken over
 				}
 				r := s.do(t, "/payments", "alice", "k-1", body1)
 				switch m.status {
@@ -124,7 +127,7 @@ func LeaseMachine(t *testing.T, h Harness) {
 					case http.StatusCreated:
 						m.status = idempotency.StatusSuccess
 					case http.StatusInternalServerError:
-						m.release()
+						m.release(leaseMachineMaxRetries)
 					}
 				}
 			},
