@@ -54,9 +54,10 @@ type intent struct {
 	key  string
 	path string
 	body []byte
-	// The first 2xx answer.
+	// The first 2xx answer, and how long the intent took to get it.
 	status int
 	answer []byte
+	took   time.Duration
 }
 
 // cluster is N `ledgerctl serve` on one PostgreSQL ledger, restarted
@@ -230,6 +231,11 @@ func TestClusterSurvivesKillsAndTerminatedSessions(t *testing.T) {
 	if len(intents) == 0 {
 		t.Fatal("no intent answered")
 	}
+	var longest time.Duration
+	for _, in := range intents {
+		longest = max(longest, in.took)
+	}
+	t.Logf("the longest intent took %v (servers' lease %v)", longest.Round(time.Millisecond), clusterLease)
 	if v, ok := answers.Load(http.StatusInternalServerError); ok {
 		t.Errorf("%d attempts answered 500: a store failure must be 503; the servers logged:\n%s", v.(*atomic.Int64).Load(),
 			strings.Join(c.failures(10), "\n"))
@@ -316,14 +322,15 @@ func (c *cluster) post(url, path, key string, body []byte) (int, []byte, time.Du
 // or a final answer; an outage (no answer, 503), a key in progress (409
 // REQUEST_IN_PROGRESS) or a 500 is retried.
 func (c *cluster) submit(in *intent, answers *sync.Map) error {
-	deadline := time.Now().Add(clusterIntentTimeout)
+	start := time.Now()
+	deadline := start.Add(clusterIntentTimeout)
 	for attempt := 1; ; attempt++ {
 		status, answer, retryAfter, err := c.post(c.url(), in.path, in.key, in.body)
 		v, _ := answers.LoadOrStore(status, new(atomic.Int64))
 		v.(*atomic.Int64).Add(1)
 		switch {
 		case err == nil && status >= 200 && status < 300:
-			in.status, in.answer = status, answer
+			in.status, in.answer, in.took = status, answer, time.Since(start)
 			return nil
 		case err == nil && status != http.StatusServiceUnavailable && status != http.StatusInternalServerError &&
 			!(status == http.StatusConflict && strings.Contains(string(answer), api.CodeInProgress)):
