@@ -319,13 +319,13 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	res, err := g.store.Create(r.Context(), claim)
 	g.storeLatency("create", start)
 	if err != nil {
-		g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
+		g.refuse(w, r, c, OutcomeStoreUnavailable, g.storeError(err))
 		return
 	}
 	if !res.Created && g.leaseEnded(res.Record, c.RequestHash, now) {
 		res, err = g.takeOver(r.Context(), res.Record, claim)
 		if err != nil {
-			g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
+			g.refuse(w, r, c, OutcomeStoreUnavailable, g.storeError(err))
 			return
 		}
 	}
@@ -335,6 +335,18 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	c.Attempt = res.Record.Attempt
 	g.execute(w, r, c, body, next)
+}
+
+// storeError is the refusal of a request whose store call failed: 503
+// STORE_UNAVAILABLE with Retry-After, an outage worth a retry, unless the
+// store refused the server's credentials (a SQL error of class 28: a wrong
+// password, a role refused), which no retry cures: 500 STORE_REFUSED.
+func (g *Guard) storeError(err error) *Error {
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && strings.HasPrefix(coded.SQLState(), "28") {
+		return &Error{Code: CodeStoreRefused, Detail: "the idempotency store refused the server's credentials", Err: err}
+	}
+	return &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err}
 }
 
 // storeStart is the start of a store call, for storeLatency; without
