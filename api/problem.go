@@ -45,6 +45,7 @@ const (
 	CodeInProgress       = "REQUEST_IN_PROGRESS"               // 409, with Retry-After: retry later
 	CodeRequestFailed    = "REQUEST_FAILED"                    // 409: the key is poisoned by a permanent failure
 	CodeStoreUnavailable = "STORE_UNAVAILABLE"                 // 503, with Retry-After
+	CodeStoreRefused     = "STORE_REFUSED"                     // 500: the guard's store refused the server's credentials (never retry)
 )
 
 // Headers of the API.

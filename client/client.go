@@ -28,6 +28,7 @@ type Client struct {
 	backoffMax    time.Duration
 	retryAfterMax time.Duration
 	attemptTO     time.Duration
+	inProgressMax time.Duration
 	responseMax   int64
 	userAgent     string
 	newKey        func() string
@@ -41,7 +42,7 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("%w: BaseURL %q is not an http or https URL without query", ErrInvalidOptions, opts.BaseURL)
 	}
 	if opts.MaxAttempts < 0 || opts.MaxAttempts > MaxAttemptsMax || opts.BackoffBase < 0 || opts.BackoffMax < 0 ||
-		opts.RetryAfterMax < 0 || opts.AttemptTimeout < 0 || opts.ResponseSizeMax < 0 {
+		opts.RetryAfterMax < 0 || opts.AttemptTimeout < 0 || opts.ResponseSizeMax < 0 || opts.InProgressWaitMax < 0 {
 		return nil, fmt.Errorf("%w: a negative limit, or MaxAttempts over %d", ErrInvalidOptions, MaxAttemptsMax)
 	}
 	if strings.ContainsAny(opts.Token, "\r\n") || strings.ContainsAny(opts.UserAgent, "\r\n") {
@@ -54,6 +55,7 @@ func New(opts Options) (*Client, error) {
 		backoffBase:   cmpOr(opts.BackoffBase, BackoffBaseDefault),
 		backoffMax:    cmpOr(opts.BackoffMax, BackoffMaxDefault),
 		retryAfterMax: cmpOr(opts.RetryAfterMax, RetryAfterMaxDefault),
+		inProgressMax: cmpOr(opts.InProgressWaitMax, InProgressWaitMaxDefault),
 		attemptTO:     opts.AttemptTimeout,
 		responseMax:   cmpOr(opts.ResponseSizeMax, ResponseSizeMaxDefault),
 		userAgent:     cmpOr(opts.UserAgent, UserAgentDefault),
@@ -191,6 +193,8 @@ func (c *Client) do(ctx context.Context, k call, opts []CallOption) error {
 		target += "?" + k.query.Encode()
 	}
 	var last *Error
+	counted := 0                       // attempts that count toward maxAttempts
+	var inProgressWaited time.Duration // waits after REQUEST_IN_PROGRESS
 	for attempt := 1; ; attempt++ {
 		res, err := c.attempt(ctx, k.method, target, key, body)
 		if cfg.info != nil {
@@ -203,10 +207,22 @@ func (c *Client) do(ctx context.Context, k call, opts []CallOption) error {
 			return c.ended(k, context.Cause(ctx), last, err, res, key, attempt)
 		}
 		last = c.failure(k, key, attempt, res, err)
-		if !last.Retryable || attempt >= maxAttempts || last.RetryAfter > c.retryAfterMax {
+		// Another attempt holds the key and the server told how long its
+		// lease lasts: waiting for it is not a failed attempt.
+		inProgress := last.Code == api.CodeInProgress && last.RetryAfter > 0
+		if !inProgress {
+			counted++
+		}
+		if !last.Retryable || maxAttempts == 1 || counted >= maxAttempts || last.RetryAfter > c.retryAfterMax {
 			return last
 		}
 		wait := max(jitter(backoffCeiling(attempt, c.backoffBase, c.backoffMax)), last.RetryAfter)
+		if inProgress {
+			if inProgressWaited+wait > c.inProgressMax {
+				return last
+			}
+			inProgressWaited += wait
+		}
 		if deadline, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("client: %s %s: the next attempt would begin after the context's deadline: %w; last attempt: %w",
 				k.method, k.path, context.DeadlineExceeded, last)

@@ -25,8 +25,12 @@
 // the key makes the retry safe), 409 REQUEST_IN_PROGRESS, 429, 502, 503 and
 // 504, with exponential backoff and full jitter, never sooner than the
 // response's Retry-After, and at most Options.MaxAttempts times or until the
-// context's deadline. Nothing else is retried: a 409 for a key reused with
-// another request, an idempotency conflict, and every other 4xx are answers.
+// context's deadline; a REQUEST_IN_PROGRESS answer with a Retry-After (the
+// time left of the holder's lease) is waited for beside MaxAttempts, up to
+// Options.InProgressWaitMax in all. A 503 is an outage of a store: the
+// server frees the key without counting it toward the key's retries.
+// Nothing else is retried: a 409 for a key reused with another request, an
+// idempotency conflict, every other 4xx and a 500 are answers.
 //
 // Every failure of a call is an *Error (errors.As), carrying the problem's
 // stable Code, the Status, the Detail, whether a later retry with the same

@@ -16,6 +16,11 @@ const (
 	BackoffMaxDefault = 5 * time.Second
 	// RetryAfterMaxDefault is the longest Retry-After the client waits for.
 	RetryAfterMaxDefault = 30 * time.Second
+	// InProgressWaitMaxDefault is how long a call waits in all for
+	// REQUEST_IN_PROGRESS answers: more than a server's lease
+	// (server.IdempotencyLeaseDefault, 10 s) and its recovery, so that a
+	// key held by a server that died is taken over by the call's retry.
+	InProgressWaitMaxDefault = 30 * time.Second
 	// ResponseSizeMaxDefault bounds a response body.
 	ResponseSizeMaxDefault = 16 << 20
 	// IdleConnsPerHostDefault is how many idle keep-alive connections the
@@ -49,8 +54,10 @@ type Options struct {
 	// AttemptTimeout bound a call). A caller's client must not have a
 	// Timeout shorter than a call's retries, or set AttemptTimeout instead.
 	HTTPClient *http.Client
-	// MaxAttempts bounds the attempts of one call, the first included.
-	// Zero: MaxAttemptsDefault; 1: never retry; at most MaxAttemptsMax.
+	// MaxAttempts bounds the attempts of one call, the first included,
+	// REQUEST_IN_PROGRESS answers with a Retry-After excluded
+	// (InProgressWaitMax bounds those). Zero: MaxAttemptsDefault; 1: never retry; at most
+	// MaxAttemptsMax.
 	MaxAttempts int
 	// BackoffBase is the first retry's backoff ceiling; each further retry
 	// doubles it, up to BackoffMax. The wait is drawn uniformly from
@@ -63,6 +70,14 @@ type Options struct {
 	// response asking for longer ends the call with its error (Retryable
 	// stays true). Zero: RetryAfterMaxDefault.
 	RetryAfterMax time.Duration
+	// InProgressWaitMax bounds the time a call waits in all after 409
+	// REQUEST_IN_PROGRESS answers with a Retry-After, which do not count
+	// toward MaxAttempts (another attempt holds the key: nothing failed).
+	// Each such wait is at least the answer's Retry-After, the time left
+	// of the holder's lease. A call that would wait longer ends with the
+	// answer's error (Retryable). An answer without Retry-After counts as
+	// an attempt. Zero: InProgressWaitMaxDefault.
+	InProgressWaitMax time.Duration
 	// AttemptTimeout bounds one attempt, from connecting to the last byte
 	// of the response; an attempt that runs out is a network error and is
 	// retried. Zero: no bound beyond the context's.

@@ -486,3 +486,41 @@ func TestErrorMessage(t *testing.T) {
 		t.Fatalf("%q, want %q", got, want)
 	}
 }
+
+// REQUEST_IN_PROGRESS answers do not count toward MaxAttempts: a key held
+// by another attempt is waited for, up to InProgressWaitMax in all.
+func TestInProgressIsWaitedForBeyondMaxAttempts(t *testing.T) {
+	inProgress := answer(409, api.CodeInProgress, time.Second)
+	s := newScript(t, inProgress, inProgress, answer(503, api.CodeStorage, 0), created)
+	c, events := s.client(t, Options{MaxAttempts: 2})
+	if _, err := post(c, context.Background()); err != nil {
+		t.Fatalf("after %d requests: %v", len(s.requests()), err)
+	}
+	if n := len(s.requests()); n != 4 || len(*events) != 3 {
+		t.Fatalf("%d requests, %d retry events: want 4 and 3", n, len(*events))
+	}
+	// Without Retry-After an in-progress answer counts as an attempt.
+	bare := newScript(t, answer(409, api.CodeInProgress, 0), created)
+	c, _ = bare.client(t, Options{MaxAttempts: 1})
+	if _, err := post(c, context.Background()); ErrorCode(err) != api.CodeInProgress || len(bare.requests()) != 1 {
+		t.Fatalf("MaxAttempts 1: %v after %d requests", err, len(bare.requests()))
+	}
+}
+
+func TestInProgressWaitMaxEndsTheCall(t *testing.T) {
+	s := newScript(t, answer(409, api.CodeInProgress, time.Second))
+	c, events := s.client(t, Options{InProgressWaitMax: 1500 * time.Millisecond})
+	_, err := post(c, context.Background())
+	var e *Error
+	if !errors.As(err, &e) || e.Code != api.CodeInProgress || !e.Retryable {
+		t.Fatalf("err %v, want the REQUEST_IN_PROGRESS answer", err)
+	}
+	if len(s.requests()) != 2 || len(*events) != 1 {
+		t.Fatalf("%d requests, %d retry events: want 2 and 1 (a second wait of 1 s is over the 1.5 s)", len(s.requests()), len(*events))
+	}
+	one := newScript(t, answer(409, api.CodeInProgress, time.Second), created)
+	c, _ = one.client(t, Options{MaxAttempts: 1})
+	if _, err := post(c, context.Background()); ErrorCode(err) != api.CodeInProgress || len(one.requests()) != 1 {
+		t.Fatalf("MaxAttempts 1 retried: %v after %d requests", err, len(one.requests()))
+	}
+}

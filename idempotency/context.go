@@ -26,6 +26,7 @@ const (
 	OutcomeFailedTransient  Outcome = "failed_transient"  // handler failed, key released
 	OutcomePoisoned         Outcome = "poisoned"          // transient failure reached MaxRetries
 	OutcomeNotStored        Outcome = "not_stored"        // flushed, hijacked or too large: released
+	OutcomeUnavailable      Outcome = "unavailable"       // an outage (Options.IsOutage): released, not counted
 	OutcomeStoreUnavailable Outcome = "store_unavailable" // store failed; handler did not run
 	OutcomeStoreError       Outcome = "store_error"       // handler ran; its record could not be written
 	OutcomeBadRequest       Outcome = "bad_request"       // key missing or malformed, body unreadable
@@ -168,9 +169,10 @@ func (c *Context) Update(ctx context.Context, fn func(tx *chain.Tx) (Response, e
 		final.Status, final.Response, final.ExpiresAt, final.UpdatedAt = StatusSuccess, &a.resp, began.Add(g.opts.TTL), began
 		return putFinal(tx, final)
 	})
-	if err == nil {
-		ls.noteDurable(c.Scope) // before the lease that hides the record is dropped
-	}
+	// Before the lease that hides the record is dropped. A failed commit
+	// may have written it all the same (its outcome unknown): the scope
+	// is noted then too, so that a retry reads the record and replays it.
+	ls.noteDurable(c.Scope)
 	ls.end(c.Scope, c.token, err == nil)
 	if err != nil {
 		return Response{}, err

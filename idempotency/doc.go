@@ -28,11 +28,15 @@
 //   - the same key with another hash: 409 KEY_REUSED_WITH_DIFFERENT_REQUEST,
 //     checked before anything else;
 //   - a retry while the first attempt runs: 409 REQUEST_IN_PROGRESS with
-//     Retry-After;
+//     Retry-After, the seconds left of its lease (which a running attempt
+//     extends every HeartbeatInterval);
+//   - a retry after the first attempt's lease ended (its process died): the
+//     dead attempt is released as a transient failure and the retry runs;
 //   - after a permanent failure (Options.IsPermanentError): 409
-//     REQUEST_FAILED on every retry; after a transient one (a 5xx, 408 or 429,
-//     or Context.Fail) the key is released and the retry runs again, until
-//     MaxRetries transient failures poison it;
+//     REQUEST_FAILED on every retry; after an outage (Options.IsOutage) the
+//     key is freed without counting; after a transient failure (a 5xx, 408
+//     or 429, or Context.Fail) the key is released and the retry runs again,
+//     until MaxRetries transient failures poison it;
 //   - the store does not answer: 503 STORE_UNAVAILABLE; the handler does not
 //     run.
 //

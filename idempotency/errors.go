@@ -20,6 +20,7 @@ const (
 	CodeInProgress       Code = "REQUEST_IN_PROGRESS"
 	CodeRequestFailed    Code = "REQUEST_FAILED"
 	CodeStoreUnavailable Code = "STORE_UNAVAILABLE"
+	CodeStoreRefused     Code = "STORE_REFUSED"
 	CodeUnauthenticated  Code = "UNAUTHENTICATED"
 	CodeBodyTooLarge     Code = "REQUEST_BODY_TOO_LARGE"
 	CodeBodyUnreadable   Code = "REQUEST_BODY_UNREADABLE"
@@ -96,6 +97,7 @@ var DefaultStatusMap = StatusMap{
 	CodeInProgress:       http.StatusConflict,
 	CodeRequestFailed:    http.StatusConflict,
 	CodeStoreUnavailable: http.StatusServiceUnavailable,
+	CodeStoreRefused:     http.StatusInternalServerError,
 	CodeUnauthenticated:  http.StatusUnauthorized,
 	CodeBodyTooLarge:     http.StatusRequestEntityTooLarge,
 	CodeBodyUnreadable:   http.StatusBadRequest,
@@ -120,6 +122,7 @@ var titles = map[Code]string{
 	CodeInProgress:       "A request with this Idempotency-Key is in progress",
 	CodeRequestFailed:    "The request with this Idempotency-Key failed permanently",
 	CodeStoreUnavailable: "Idempotency store unavailable",
+	CodeStoreRefused:     "Idempotency store refused the server's credentials",
 	CodeUnauthenticated:  "Authentication required",
 	CodeBodyTooLarge:     "Request body too large",
 	CodeBodyUnreadable:   "Request body could not be read",

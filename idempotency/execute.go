@@ -36,7 +36,11 @@ func (g *Guard) execute(w http.ResponseWriter, r *http.Request, c *Context, body
 		g.beats.stop(c)
 		ctx, cancel := storeCtx(r)
 		defer cancel()
-		_, _ = g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, g.now().Add(g.opts.TTL), g.now())
+		now := g.now()
+		_ = endRetried(ctx, func() error {
+			_, err := g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, now.Add(g.opts.TTL), now)
+			return err
+		})
 		g.finish(r, c, OutcomeFailedTransient, http.StatusInternalServerError, slog.LevelError, slog.String("error", "handler panicked"))
 	}()
 	next.ServeHTTP(cw, r.WithContext(&a.ctx))
@@ -77,18 +81,30 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 	failed := handlerErr != nil || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 	notStored := cw.streamed || cw.hijacked || cw.oversize
 	switch {
+	case failed && g.opts.IsOutage != nil && g.opts.IsOutage(status, handlerErr):
+		// An outage (a store that did not answer), not a failure of the
+		// operation: the key is freed without counting toward MaxRetries.
+		start := g.storeStart()
+		err := endRetried(ctx, func() error { return g.store.Abandon(ctx, c.Scope, c.token, now) })
+		g.storeLatency("abandon", start)
+		g.ended(r, c, OutcomeUnavailable, status, err)
 	case failed && g.opts.IsPermanentError != nil && g.opts.IsPermanentError(status, handlerErr):
 		failure := "the handler failed with status " + http.StatusText(status)
 		if handlerErr != nil {
 			failure = handlerErr.Error()
 		}
 		start := g.storeStart()
-		err := g.store.Fail(ctx, c.Scope, c.token, failure, expiresAt, now)
+		err := endRetried(ctx, func() error { return g.store.Fail(ctx, c.Scope, c.token, failure, expiresAt, now) })
 		g.storeLatency("fail", start)
 		g.ended(r, c, OutcomeFailedPermanent, status, err)
 	case failed || notStored:
 		start := g.storeStart()
-		res, err := g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, expiresAt, now)
+		var res ReleaseResult
+		err := endRetried(ctx, func() error {
+			var err error
+			res, err = g.store.Release(ctx, c.Scope, c.token, g.opts.MaxRetries, expiresAt, now)
+			return err
+		})
 		g.storeLatency("release", start)
 		outcome := OutcomeFailedTransient
 		if notStored && !failed {
@@ -102,10 +118,40 @@ func (g *Guard) settle(r *http.Request, c *Context, cw *captureWriter) {
 		resp := cw.response()
 		resp.Header = g.replayHeaders(resp.Header)
 		start := g.storeStart()
-		err := g.store.Succeed(ctx, c.Scope, c.token, resp, expiresAt, now)
+		err := endRetried(ctx, func() error { return g.store.Succeed(ctx, c.Scope, c.token, resp, expiresAt, now) })
 		g.storeLatency("succeed", start)
 		g.ended(r, c, OutcomeExecuted, status, err)
 	}
+}
+
+// Tries of a store call that ends an attempt: a call that failed (a
+// terminated backend, a lost connection) is tried again, after a short
+// wait, before the record is left to the lease's end and the recovery.
+const (
+	endTriesMax    = 4
+	endBackoffBase = 25 * time.Millisecond // doubled each try: 175 ms of waits in all
+)
+
+// endRetried runs call, a store call fenced by the attempt's token, until
+// it succeeds, answers ErrLeaseLost (it took effect, or the record is no
+// longer the attempt's) or ErrInvalidScope, or endTriesMax tries failed.
+func endRetried(ctx context.Context, call func() error) error {
+	var err error
+	for i := range endTriesMax {
+		if err = call(); err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrInvalidScope) {
+			return err
+		}
+		if i+1 < endTriesMax {
+			t := time.NewTimer(endBackoffBase << i)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+		}
+	}
+	return err
 }
 
 // ended finishes an attempt whose store call returned err. The response is
@@ -193,13 +239,24 @@ func (hb *heartbeats) loop(g *Guard) {
 	}
 }
 
+// extendTriesMax bounds the tries of one heartbeat of an attempt: a store
+// whose connection was terminated answers the next try on another one, at
+// once, rather than an interval later (a lease survives two missed beats).
+const extendTriesMax = 3
+
 // extend extends c's lease, and logs a failure while the attempt runs.
 func (hb *heartbeats) extend(g *Guard, c *Context) {
 	ctx := context.WithoutCancel(c.run.ctx.Context)
 	now := g.now()
-	err := g.store.Extend(ctx, c.Scope, c.token, now.Add(g.opts.LeaseDuration), now)
-	if err == nil {
-		return
+	var err error
+	for range extendTriesMax {
+		err = g.store.Extend(ctx, c.Scope, c.token, now.Add(g.opts.LeaseDuration), now)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, ErrLeaseLost) {
+			break
+		}
 	}
 	lost := errors.Is(err, ErrLeaseLost)
 	hb.mu.Lock()

@@ -47,7 +47,7 @@ func New(opts Options) (*Guard, error) {
 	if opts.User == nil {
 		return nil, errors.New("idempotency: Options.User is required: there is no anonymous key space")
 	}
-	if opts.LeaseDuration < 0 || opts.HeartbeatInterval < 0 || opts.TTL < 0 || opts.MaxRetries < 0 ||
+	if opts.LeaseDuration < 0 || opts.HeartbeatInterval < 0 || opts.TTL < 0 || opts.MaxRetries < 0 || opts.DeadAttemptsMax < 0 ||
 		opts.RequestBodySizeMax < 0 || opts.ResponseSizeMax < 0 || opts.RetryAfter < 0 {
 		return nil, errors.New("idempotency: negative durations, sizes and counts are not allowed")
 	}
@@ -68,6 +68,12 @@ func New(opts Options) (*Guard, error) {
 	}
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = MaxRetriesDefault
+	}
+	if opts.DeadAttemptsMax == 0 {
+		opts.DeadAttemptsMax = max(DeadAttemptsMaxDefault, opts.MaxRetries)
+	}
+	if opts.DeadAttemptsMax < opts.MaxRetries {
+		return nil, fmt.Errorf("idempotency: DeadAttemptsMax %d is below MaxRetries %d", opts.DeadAttemptsMax, opts.MaxRetries)
 	}
 	if opts.RequestBodySizeMax == 0 {
 		opts.RequestBodySizeMax = RequestBodySizeMaxDefault
@@ -313,8 +319,15 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	res, err := g.store.Create(r.Context(), claim)
 	g.storeLatency("create", start)
 	if err != nil {
-		g.refuse(w, r, c, OutcomeStoreUnavailable, &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err})
+		g.refuse(w, r, c, OutcomeStoreUnavailable, g.storeError(err))
 		return
+	}
+	if !res.Created && g.leaseEnded(res.Record, c.RequestHash, now) {
+		res, err = g.takeOver(r.Context(), res.Record, claim)
+		if err != nil {
+			g.refuse(w, r, c, OutcomeStoreUnavailable, g.storeError(err))
+			return
+		}
 	}
 	if !res.Created {
 		g.existing(w, r, c, res.Record, true)
@@ -322,6 +335,18 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	c.Attempt = res.Record.Attempt
 	g.execute(w, r, c, body, next)
+}
+
+// storeError is the refusal of a request whose store call failed: 503
+// STORE_UNAVAILABLE with Retry-After, an outage worth a retry, unless the
+// store refused the server's credentials (a SQL error of class 28: a wrong
+// password, a role refused), which no retry cures: 500 STORE_REFUSED.
+func (g *Guard) storeError(err error) *Error {
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && strings.HasPrefix(coded.SQLState(), "28") {
+		return &Error{Code: CodeStoreRefused, Detail: "the idempotency store refused the server's credentials", Err: err}
+	}
+	return &Error{Code: CodeStoreUnavailable, Detail: "the idempotency store did not answer", RetryAfter: g.retryAfterSec, Err: err}
 }
 
 // storeStart is the start of a store call, for storeLatency; without
@@ -458,8 +483,51 @@ func (g *Guard) existing(w http.ResponseWriter, r *http.Request, c *Context, rec
 	case StatusFailed:
 		g.refuse(w, r, c, OutcomeRejected, &Error{Code: CodeRequestFailed, Detail: "this key's request failed permanently: " + rec.Failure})
 	default:
-		g.refuse(w, r, c, OutcomeInProgress, &Error{Code: CodeInProgress, Detail: "a request with this key is being processed", RetryAfter: g.retryAfterSec})
+		g.refuse(w, r, c, OutcomeInProgress, &Error{Code: CodeInProgress, Detail: "a request with this key is being processed",
+			RetryAfter: leaseLeftSec(rec.LeaseExpiresAt, g.now())})
 	}
+}
+
+// leaseLeftSec is the Retry-After of a request in progress: the seconds
+// left of its lease, rounded up, at least 1. A live attempt extends its
+// lease before then; a dead one's key is taken over by the first retry
+// after it (takeOver).
+func leaseLeftSec(leaseExpiresAt, now time.Time) int {
+	left := leaseExpiresAt.Sub(now)
+	if left <= time.Second {
+		return 1
+	}
+	return int((left + time.Second - 1) / time.Second)
+}
+
+// leaseEnded reports whether rec is an attempt of the same request whose
+// lease ended: its holder stopped extending it (it died, or lost its
+// store), so the retry need not wait for the jobs to recover it.
+func (g *Guard) leaseEnded(rec Record, hash [32]byte, now time.Time) bool {
+	return rec.Status == StatusProcessing && rec.RequestHash == hash && !now.Before(rec.LeaseExpiresAt)
+}
+
+// takeOver releases the dead attempt rec, as RecoverStuckRecords would
+// (a failure, poisoning the key at DeadAttemptsMax), and claims the scope
+// again. The release is fenced by rec's token, so a record that finished
+// or was taken over meanwhile is left alone; the second Create answers
+// whatever the scope holds then.
+func (g *Guard) takeOver(ctx context.Context, rec Record, claim Claim) (CreateResult, error) {
+	start := g.storeStart()
+	_, err := g.store.Release(ctx, rec.Scope, rec.Token, g.opts.DeadAttemptsMax, claim.ExpiresAt, claim.Now)
+	g.storeLatency("release", start)
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		return CreateResult{}, err
+	}
+	if err == nil {
+		g.metrics.Recovered(1)
+		g.log.LogAttrs(ctx, slog.LevelWarn, "idempotency took over an attempt whose lease ended",
+			slog.String("key", rec.Key), slog.String("user", rec.User), slog.String("operation", rec.Operation), slog.Int("attempt", rec.Attempt))
+	}
+	start = g.storeStart()
+	res, err := g.store.Create(ctx, claim)
+	g.storeLatency("create", start)
+	return res, err
 }
 
 // writeResponse writes a stored response. Its header's keys are canonical;

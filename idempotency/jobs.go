@@ -19,7 +19,8 @@ type JobsOptions struct {
 	// Store is the store to recover and clean.
 	Store Store
 	// MaxRetries is the count at which a recovered attempt poisons its key;
-	// MaxRetriesDefault when zero. Use the guards' value.
+	// MaxRetriesDefault when zero. Use the guards' DeadAttemptsMax
+	// (Guard.Jobs does).
 	MaxRetries int
 	// TTL is how long a poisoned record or a retry count is kept;
 	// TTLDefault when zero.
@@ -83,17 +84,17 @@ func NewJobs(opts JobsOptions) (*Jobs, error) {
 	return j, nil
 }
 
-// Jobs returns the jobs of the guard's store, with its retry limit, TTL,
-// clock, logger and metrics.
+// Jobs returns the jobs of the guard's store, with its limit of dead
+// attempts (DeadAttemptsMax), TTL, clock, logger and metrics.
 func (g *Guard) Jobs() *Jobs {
-	j, _ := NewJobs(JobsOptions{Store: g.store, MaxRetries: g.opts.MaxRetries, TTL: g.opts.TTL,
+	j, _ := NewJobs(JobsOptions{Store: g.store, MaxRetries: g.opts.DeadAttemptsMax, TTL: g.opts.TTL,
 		Logger: g.log, Metrics: g.opts.Metrics, Clock: g.opts.Clock})
 	return j
 }
 
 // RecoverStuckRecords releases up to limit PROCESSING records whose lease
-// ended at least timeout ago, each as a transient failure (so a key whose
-// attempts keep dying is poisoned after MaxRetries), and returns how many
+// ended at least timeout ago, each as a failure (so a key whose attempts
+// keep dying is poisoned at JobsOptions.MaxRetries), and returns how many
 // it released. A live attempt extends its lease (heartbeat), so it is never
 // recovered while it runs.
 func (j *Jobs) RecoverStuckRecords(ctx context.Context, timeout time.Duration, limit int) (int, error) {

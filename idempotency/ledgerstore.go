@@ -455,6 +455,26 @@ func (s *LedgerStore) rebuildFilter(ctx context.Context) error {
 	}
 }
 
+// Abandon implements Store: the lease, in memory, is dropped; nothing is
+// written, so it works on a full disk.
+func (s *LedgerStore) Abandon(ctx context.Context, scope Scope, token string, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sh := s.shard(scope)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	l, err := sh.held(scope, token, now)
+	if err != nil {
+		return err
+	}
+	if l.committing {
+		return ErrLeaseLost // its outcome is being written
+	}
+	delete(sh.m, scope)
+	return nil
+}
+
 // RecoverStuck implements Store. Only leases of this process exist to be
 // recovered: a dead process's leases died with it.
 func (s *LedgerStore) RecoverStuck(ctx context.Context, leaseEndedBy time.Time, limit, maxRetries int, expiresAt, now time.Time) (int, error) {

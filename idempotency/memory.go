@@ -148,6 +148,20 @@ func (s *MemoryStore) release(scope Scope, token string, maxRetries int, expires
 	return ReleaseResult{Retries: n}, nil
 }
 
+// Abandon implements Store.
+func (s *MemoryStore) Abandon(ctx context.Context, scope Scope, token string, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.held(scope, token, now); err != nil {
+		return err
+	}
+	delete(s.records, scope)
+	return nil
+}
+
 // poisonedFailure is the Failure of a record poisoned by its retries.
 const poisonedFailure = "transient failures reached the retry limit"
 

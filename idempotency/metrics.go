@@ -16,7 +16,8 @@ type Metrics interface {
 	CacheError()
 	// StoreLatency reports one store call ("create", "succeed", …).
 	StoreLatency(op string, d time.Duration)
-	// Recovered counts records released by RecoverStuckRecords.
+	// Recovered counts records released by RecoverStuckRecords, or taken
+	// over by a retry after their lease ended.
 	Recovered(n int)
 	// Cleaned counts records deleted by CleanupExpiredRecords.
 	Cleaned(n int)

@@ -14,6 +14,7 @@ const (
 	LeaseDurationDefault      = 5 * time.Minute
 	TTLDefault                = 24 * time.Hour
 	MaxRetriesDefault         = 3
+	DeadAttemptsMaxDefault    = 10
 	RequestBodySizeMaxDefault = 1 << 20
 	ResponseSizeMaxDefault    = 1 << 20
 	RetryAfterDefault         = time.Second
@@ -51,6 +52,13 @@ type Options struct {
 	// response, or Context.Fail) poisons the key. Nil: no failure is
 	// permanent; every failure releases the key for a retry.
 	IsPermanentError func(status int, err error) bool
+	// IsOutage decides whether a failed attempt failed because a store
+	// did not answer (an outage) rather than because of the operation: such
+	// an attempt frees the key without counting toward MaxRetries, so that
+	// an outage never poisons a key. It is asked before IsPermanentError.
+	// Nil: no failure is an outage; every failure counts. A server that
+	// answers store failures 503 sets it to status == 503.
+	IsOutage func(status int, err error) bool
 	// StatusMap overrides statuses of codes; DefaultStatusMap for codes it
 	// lacks.
 	StatusMap StatusMap
@@ -66,6 +74,15 @@ type Options struct {
 	// MaxRetries is how many transient failures poison a key;
 	// MaxRetriesDefault when zero.
 	MaxRetries int
+	// DeadAttemptsMax is the count of failures at which an attempt found
+	// dead (its lease ended unextended: its process died, or lost its
+	// store) poisons its key, when a retry takes the key over or the jobs
+	// recover it; DeadAttemptsMaxDefault when zero, at least MaxRetries. A
+	// dead attempt counts as a failure like any other, but it is most
+	// often an outage of its server, seldom a request that kills its
+	// server: a request that killed its servers this often is stopped,
+	// and a key whose servers were killed under it a few times is not.
+	DeadAttemptsMax int
 	// RequestBodySizeMax bounds the body read for hashing;
 	// RequestBodySizeMaxDefault when zero. Larger bodies get 413.
 	RequestBodySizeMax int64

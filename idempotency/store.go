@@ -17,7 +17,7 @@ import (
 //     in processes sharing the store, exactly one returns Created.
 //   - A record whose ExpiresAt has passed counts as absent: Create replaces
 //     it, Get and List do not return it.
-//   - Extend, Succeed, Fail and Release act only on a PROCESSING record
+//   - Extend, Succeed, Fail, Release and Abandon act only on a PROCESSING record
 //     held by the given token; otherwise they return ErrLeaseLost and change
 //     nothing. A stale attempt can never change a finished record.
 //   - The retry count of a scope survives the deletion of its record: it is
@@ -42,6 +42,11 @@ type Store interface {
 	// adds one to the scope's retry count and deletes the record, or, when
 	// the count reaches maxRetries, makes it FAILED until expiresAt.
 	Release(ctx context.Context, scope Scope, token string, maxRetries int, expiresAt, now time.Time) (ReleaseResult, error)
+	// Abandon ends the attempt held by token because a store could not
+	// answer it (an outage, not a failure of the operation): it deletes
+	// the record and leaves the scope's retry count as it is, so that an
+	// outage never poisons a key.
+	Abandon(ctx context.Context, scope Scope, token string, now time.Time) error
 	// RecoverStuck releases, as Release would, up to limit PROCESSING
 	// records whose lease ended at or before leaseEndedBy, and returns
 	// how many it released.

@@ -61,3 +61,15 @@ func TestLedgerStoreMachine(t *testing.T) {
 		Open: func(t *testing.T) idempotency.Store { return ledgerStore(t, openLedger(t)) },
 	})
 }
+
+func TestMemoryStoreLeaseMachine(t *testing.T) {
+	idempotencytest.LeaseMachine(t, idempotencytest.Harness{
+		Open: func(t *testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+	})
+}
+
+func TestLedgerStoreLeaseMachine(t *testing.T) {
+	idempotencytest.LeaseMachine(t, idempotencytest.Harness{
+		Open: func(t *testing.T) idempotency.Store { return ledgerStore(t, openLedger(t)) },
+	})
+}

@@ -43,7 +43,15 @@
 // server is the ledger's only writer, as on the embedded default; the
 // guard's PROCESSING leases of the embedded store live in memory and never
 // outlive a process. Instances sharing PostgreSQL keep both: their leases
-// expire, and the jobs recover them.
+// (IdempotencyLease, 10 s, extended by a heartbeat while a request runs)
+// end, a retry takes the key over at once, and the jobs recover the rest
+// every JobsInterval (2 s).
+//
+// A failure of a store (storage.ErrRetry, storage.ErrIO: a lock timeout, a
+// terminated session, a lost connection, a commit whose outcome is unknown,
+// a full disk) is answered 503 with Retry-After, and the guard frees the
+// key without counting it toward its retries (idempotency.Options.IsOutage).
+// Any other failure is a 500, which counts.
 //
 // POST /v1/apikeys is replayed, token included, for KeyReplayTTL only: the
 // guard's record of it holds the token until then.

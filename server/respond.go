@@ -20,6 +20,7 @@ import (
 	"github.com/ledgerworks/ledger/internal/errcode"
 	"github.com/ledgerworks/ledger/internal/problem"
 	"github.com/ledgerworks/ledger/outbox"
+	"github.com/ledgerworks/ledger/storage"
 )
 
 // httpError is a refusal of the server itself, with its status and code.
@@ -81,9 +82,29 @@ func classify(err error) (status int, code, detail string) {
 	code = errcode.Of(err, errcode.Local{})
 	status = statusOf[code]
 	if status >= 500 && code == errcode.Storage {
+		if storeOutage(err) {
+			return http.StatusServiceUnavailable, code, "the ledger's store did not answer; retry with the same key"
+		}
 		return status, code, "the ledger could not be read or written"
 	}
 	return status, code, err.Error()
+}
+
+// storeOutage reports a failure of the store rather than of the request:
+// a transaction the store rolled back (lock timeout, serialization
+// failure, deadlock, a backend terminated or a connection lost before
+// commit), an I/O failure (a full disk, a lost connection, a commit whose
+// outcome is unknown), a ledger closed under the request, or an attempt
+// that lost its key while it ran (its lease ended unextended, as when the
+// store did not answer its heartbeats, and another attempt or the
+// recovery took the key: its transaction wrote nothing). It is
+// answered 503 with Retry-After: the same request may succeed later, and
+// the replay guard frees the key without counting the attempt. A retry
+// after an unknown commit outcome is answered by the guard's record or
+// the ledger's key, whichever committed.
+func storeOutage(err error) bool {
+	return errors.Is(err, storage.ErrRetry) || errors.Is(err, storage.ErrIO) || errors.Is(err, chain.ErrClosed) ||
+		errors.Is(err, storage.ErrClosed) || errors.Is(err, idempotency.ErrLeaseLost)
 }
 
 // problem answers err as application/problem+json. A 5xx is logged with

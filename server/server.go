@@ -32,8 +32,17 @@ const (
 	// IdempotencyCacheSizeDefault is how many finished records the guard
 	// keeps in memory to answer replays without a store read.
 	IdempotencyCacheSizeDefault = 10_000
-	// JobsIntervalDefault is how often the idempotency jobs run.
-	JobsIntervalDefault = time.Minute
+	// IdempotencyLeaseDefault is how long an attempt holds its key without
+	// a heartbeat (a running attempt extends it every third of it): with
+	// JobsIntervalDefault, a dead server's keys are free within 12 s, and
+	// a retry takes a key over as soon as its lease ends.
+	IdempotencyLeaseDefault = 10 * time.Second
+	// JobsIntervalDefault is how often the idempotency jobs recover the
+	// attempts whose lease ended.
+	JobsIntervalDefault = 2 * time.Second
+	// CleanupIntervalMin is the least time between two purges of expired
+	// records (each a scan of the store), whatever the jobs interval.
+	CleanupIntervalMin = time.Minute
 )
 
 // Options configure a Server. DB is required; the zero value of every other
@@ -53,14 +62,19 @@ type Options struct {
 	// idempotency.TTLDefault when zero.
 	IdempotencyTTL time.Duration
 	// IdempotencyLease is how long an attempt holds its key without a
-	// heartbeat; idempotency.LeaseDurationDefault when zero.
+	// heartbeat (the guard extends it every third of it while the handler
+	// runs); IdempotencyLeaseDefault when zero. A dead server's keys are
+	// free once it ends: at once for a retry, which takes the key over,
+	// and within JobsInterval more for the jobs.
 	IdempotencyLease time.Duration
 	// IdempotencyCacheSize is the records kept in memory for replays;
 	// IdempotencyCacheSizeDefault when zero, none when negative.
 	IdempotencyCacheSize int
-	// JobsInterval is how often the idempotency jobs (recover stuck
-	// attempts, purge expired records) run; JobsIntervalDefault when zero,
-	// never when negative.
+	// JobsInterval is how often the idempotency jobs recover the attempts
+	// whose lease ended; JobsIntervalDefault when zero, never when
+	// negative. Expired records are purged every JobsInterval too, but
+	// not more often than every CleanupIntervalMin (or IdempotencyTTL
+	// when shorter).
 	JobsInterval time.Duration
 	// RateLimit configures the token buckets per API key and per client
 	// address in front of every /v1 route; none when both rates are zero.
@@ -145,6 +159,12 @@ func New(opts Options) (*Server, error) {
 	if opts.JobsInterval == 0 {
 		opts.JobsInterval = JobsIntervalDefault
 	}
+	if opts.IdempotencyLease < 0 {
+		return nil, fmt.Errorf("server: IdempotencyLease %v: want a positive duration", opts.IdempotencyLease)
+	}
+	if opts.IdempotencyLease == 0 {
+		opts.IdempotencyLease = IdempotencyLeaseDefault
+	}
 	if opts.IdempotencyCacheSize == 0 {
 		opts.IdempotencyCacheSize = IdempotencyCacheSizeDefault
 	}
@@ -208,6 +228,10 @@ func New(opts Options) (*Server, error) {
 		// stored like a success; a 5xx is a failure of the server, whose
 		// retry may succeed.
 		IsPermanentError: func(status int, err error) bool { return false },
+		// A 503 is a store that did not answer (storeOutage), the guard's
+		// or the ledger's: an outage frees the key without counting
+		// toward its retries, so that it never poisons a key.
+		IsOutage: func(status int, err error) bool { return status == http.StatusServiceUnavailable },
 	}
 	if opts.IdempotencyCacheSize > 0 {
 		guardOpts.Cache = idempotency.NewLRU(opts.IdempotencyCacheSize)
@@ -277,9 +301,6 @@ func (s *Server) Start(ctx context.Context) error {
 		// memory, so only this process's can exist; none should be left
 		// before it serves.
 		lease := s.opts.IdempotencyLease
-		if lease == 0 {
-			lease = idempotency.LeaseDurationDefault
-		}
 		if _, err := s.jobs.RecoverStuckRecords(ctx, -lease-time.Second, idempotency.JobBatchSizeDefault); err != nil {
 			return fmt.Errorf("server: releasing orphaned idempotency records: %w", err)
 		}
@@ -309,25 +330,34 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// runJobs runs the idempotency jobs every JobsInterval until ctx ends.
+// runJobs runs the idempotency jobs every JobsInterval until ctx ends:
+// the recovery of every attempt whose lease has ended (a live attempt
+// extends its lease, so an ended one is dead: there is no second wait),
+// and, at most every CleanupIntervalMin (or TTL when shorter), the purge of
+// expired records.
 func (s *Server) runJobs(ctx context.Context) {
 	t := time.NewTicker(s.opts.JobsInterval)
 	defer t.Stop()
+	ttl := s.opts.IdempotencyTTL
+	if ttl == 0 {
+		ttl = idempotency.TTLDefault
+	}
+	cleanupEvery := min(CleanupIntervalMin, ttl)
+	var cleaned time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		lease := s.opts.IdempotencyLease
-		if lease == 0 {
-			lease = idempotency.LeaseDurationDefault
-		}
-		if _, err := s.jobs.RecoverStuckRecords(ctx, lease, idempotency.JobBatchSizeDefault); err != nil && ctx.Err() == nil {
+		if _, err := s.jobs.RecoverStuckRecords(ctx, 0, idempotency.JobBatchSizeDefault); err != nil && ctx.Err() == nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "idempotency recovery failed", slog.Any("error", err))
 		}
-		if _, err := s.jobs.CleanupExpiredRecords(ctx, idempotency.JobBatchSizeDefault); err != nil && ctx.Err() == nil {
-			s.log.LogAttrs(ctx, slog.LevelError, "idempotency cleanup failed", slog.Any("error", err))
+		if now := time.Now(); now.Sub(cleaned) >= cleanupEvery {
+			cleaned = now
+			if _, err := s.jobs.CleanupExpiredRecords(ctx, idempotency.JobBatchSizeDefault); err != nil && ctx.Err() == nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "idempotency cleanup failed", slog.Any("error", err))
+			}
 		}
 	}
 }

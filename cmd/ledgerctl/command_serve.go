@@ -36,6 +36,7 @@ type serveOptions struct {
 	ratePerKey, ratePerAddr       float64
 	keyBurst, addrBurst           int
 	idempotencyTTL, jobsInterval  time.Duration
+	idempotencyLease              time.Duration
 	keepOrphans                   bool
 	outboxLease                   time.Duration
 	metricsAddr                   string
@@ -71,7 +72,8 @@ func newServeCommand(a *app) *cobra.Command {
 	f.Float64Var(&o.ratePerAddr, "rate-per-addr", 0, "requests a second per client address (0: no limit)")
 	f.IntVar(&o.addrBurst, "rate-addr-burst", 0, "burst per client address (default: the rate, at least 1)")
 	f.DurationVar(&o.idempotencyTTL, "idempotency-ttl", idempotency.TTLDefault, "how long a finished request is replayed")
-	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often stuck and expired idempotency records are handled")
+	f.DurationVar(&o.idempotencyLease, "idempotency-lease", server.IdempotencyLeaseDefault, "how long a request's key stays held without its heartbeat (extended every third of it while the request runs)")
+	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often idempotency records whose lease ended are recovered (expired ones are purged at most every minute)")
 	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a listener of its own for GET /metrics, unauthenticated (default: metrics not served)")
 	f.DurationVar(&o.outboxLease, "outbox-lease", 0, "lease of the delivering outbox workers (default: 1.5 x the longest delivery timeout, at least 30s)")
@@ -92,8 +94,12 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	if o.bodyLimit < 1 || o.bodyLimit > server.BodySizeMaxLimit {
 		return usageErrorf("--body-limit %d: want 1 to %d", o.bodyLimit, server.BodySizeMaxLimit)
 	}
-	if o.ratePerKey < 0 || o.ratePerAddr < 0 || o.shutdownTimeout <= 0 || o.idempotencyTTL <= 0 || o.jobsInterval <= 0 {
-		return usageErrorf("%s: rates must not be negative; timeouts, the TTL and the interval must be positive", cmd.CommandPath())
+	if o.ratePerKey < 0 || o.ratePerAddr < 0 || o.shutdownTimeout <= 0 || o.idempotencyTTL <= 0 || o.jobsInterval <= 0 ||
+		o.idempotencyLease <= 0 {
+		return usageErrorf("%s: rates must not be negative; timeouts, the TTL, the lease and the interval must be positive", cmd.CommandPath())
+	}
+	if o.idempotencyLease > o.idempotencyTTL {
+		return usageErrorf("--idempotency-lease %v: longer than --idempotency-ttl %v", o.idempotencyLease, o.idempotencyTTL)
 	}
 	if o.outboxLease != 0 && (o.outboxLease < outbox.LeaseDurationMin || o.outboxLease > outbox.LeaseDurationMax) {
 		return usageErrorf("--outbox-lease %v: want %v to %v", o.outboxLease, outbox.LeaseDurationMin, outbox.LeaseDurationMax)
@@ -124,7 +130,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	defer db.Close()
 	name := a.databaseName()
 	opts := server.Options{DB: db, Registry: registry, Logger: a.serveLogger(), BodySizeMax: o.bodyLimit,
-		IdempotencyTTL: o.idempotencyTTL, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
+		IdempotencyTTL: o.idempotencyTTL, IdempotencyLease: o.idempotencyLease, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
 		OutboxLease:    o.outboxLease,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),

@@ -75,6 +75,8 @@ func TestServe(t *testing.T) {
 	}
 	// A bad flag or configuration exits 2 before anything listens.
 	l.run("serve", "--tls-cert", "x").expect(t, exitUsage, "--tls-key")
+	l.run("serve", "--idempotency-lease", "0s").expect(t, exitUsage, "the lease")
+	l.run("serve", "--idempotency-lease", "2h", "--idempotency-ttl", "1h").expect(t, exitUsage, "--idempotency-lease 2h0m0s: longer than --idempotency-ttl")
 	os.WriteFile(cfg, []byte(`{"providers":[{"name":"gh","kind":"nope","tenant":"acme","secrets":["s"]}]}`), 0o600)
 	l.run("serve", "--config", cfg).expect(t, exitUsage, "kind")
 	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+

@@ -37,6 +37,10 @@ var guardTests = []struct {
 	{"CleanupFreesExpiredKey", testCleanupFrees},
 	{"CaptureNeverRecordsErrorAsSuccess", testCaptureNeverRecordsErrors},
 	{"HeartbeatKeepsALongHandlersLease", testHeartbeat},
+	{"InProgressRetryAfterIsTheLeaseLeft", testRetryAfterLeaseLeft},
+	{"RetryTakesOverAnEndedLease", testTakeOver},
+	{"OutagesNeverPoison", testOutagesNeverPoison},
+	{"FailedReleaseIsRetried", testReleaseRetried},
 }
 
 // server is a guarded test server on 127.0.0.1.

@@ -67,6 +67,7 @@ func (DownStore) Fail(context.Context, idempotency.Scope, string, string, time.T
 func (DownStore) Release(context.Context, idempotency.Scope, string, int, time.Time, time.Time) (idempotency.ReleaseResult, error) {
 	return idempotency.ReleaseResult{}, ErrDown
 }
+func (DownStore) Abandon(context.Context, idempotency.Scope, string, time.Time) error { return ErrDown }
 func (DownStore) RecoverStuck(context.Context, time.Time, int, int, time.Time, time.Time) (int, error) {
 	return 0, ErrDown
 }

@@ -159,6 +159,17 @@ func (m *machine) actions(ctx context.Context) map[string]func(*rapid.T) {
 				}
 			}
 		},
+		"Abandon": func(t *rapid.T) {
+			s := rapid.SampledFrom(machineScopes).Draw(t, "scope")
+			tok := m.token(t, s)
+			r := m.held(s, tok)
+			if e := leaseErr(r != nil, m.store.Abandon(ctx, s, tok, m.now)); e != nil {
+				t.Fatal(e)
+			}
+			if r != nil {
+				delete(m.records, s) // the retry count stays
+			}
+		},
 		"Extend": func(t *rapid.T) {
 			s := rapid.SampledFrom(machineScopes).Draw(t, "scope")
 			tok := m.token(t, s)

@@ -20,6 +20,7 @@ var storeTests = []struct {
 	{"FinishIsFenced", testFinishIsFenced},
 	{"RetryCountSurvivesDeletion", testRetryCountSurvivesDeletion},
 	{"ReleasePoisonsAtMaxRetries", testReleasePoisons},
+	{"AbandonKeepsTheRetryCount", testAbandon},
 	{"ExtendMovesTheLease", testExtend},
 	{"ExpiredRecordCountsAsAbsent", testExpiredAbsent},
 	{"RecoverStuckReleasesEndedLeasesOnly", testRecoverStuck},
@@ -176,6 +177,43 @@ func testReleasePoisons(t *testing.T, s idempotency.Store) {
 	res := mustCreate(t, s, claim(scopeA, "t4", now, 1))
 	if res.Created || res.Record.Status != idempotency.StatusFailed {
 		t.Fatalf("create after poisoning: %+v, want the FAILED record", res)
+	}
+}
+
+// An outage's attempts never count: many abandons leave the key free, with
+// the attempt number of the first retry that counted.
+func testAbandon(t *testing.T, s idempotency.Store) {
+	ctx := context.Background()
+	now := NewClock().Now()
+	mustCreate(t, s, claim(scopeA, "t0", now, 1))
+	if _, err := s.Release(ctx, scopeA, "t0", 3, now.Add(ttl), now); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		tok := fmt.Sprint("t", i)
+		res := mustCreate(t, s, claim(scopeA, tok, now, 1))
+		if !res.Created || res.Record.Attempt != 2 {
+			t.Fatalf("create %d after abandons: %+v, want a new attempt 2", i, res)
+		}
+		if err := s.Abandon(ctx, scopeA, "other", now); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Abandon with another token: %v", err)
+		}
+		if err := s.Abandon(ctx, scopeA, tok, now); err != nil {
+			t.Fatalf("abandon %d: %v", i, err)
+		}
+		if err := s.Abandon(ctx, scopeA, tok, now); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("a second Abandon: %v", err)
+		}
+	}
+	mustCreate(t, s, claim(scopeA, "t9", now, 1))
+	if err := s.Succeed(ctx, scopeA, "t9", idempotency.Response{Status: 201}, now.Add(ttl), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abandon(ctx, scopeA, "t9", now); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("Abandon of a finished record: %v", err)
+	}
+	if rec, err := s.Get(ctx, scopeA, now); err != nil || rec.Status != idempotency.StatusSuccess {
+		t.Fatalf("after an Abandon of a finished record: %+v, %v", rec, err)
 	}
 }
 

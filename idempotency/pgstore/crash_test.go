@@ -22,7 +22,10 @@ import (
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
-const crashLease = time.Second
+// crashLease outlasts the reopening after the kill, so that the first
+// retry meets the dead attempt's lease still running; a retry after it
+// ended would take the key over at once.
+const crashLease = 5 * time.Second
 
 // crashHandler appends one ledger entry keyed by the request's scope;
 // stop, when set, is called before the append or after its commit.

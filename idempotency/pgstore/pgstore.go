@@ -423,6 +423,19 @@ func (s *Store) Release(ctx context.Context, sc idempotency.Scope, token string,
 	return res, nil
 }
 
+// Abandon implements idempotency.Store: one conditional DELETE; the retry
+// count is not touched.
+func (s *Store) Abandon(ctx context.Context, sc idempotency.Scope, token string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.records+` WHERE `+held, sc.Operation, sc.User, sc.Key, token, now)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return idempotency.ErrLeaseLost
+	}
+	return nil
+}
+
 // RecoverStuck implements idempotency.Store. Every release is conditional
 // on the token it read, so a record that finished meanwhile is left alone.
 func (s *Store) RecoverStuck(ctx context.Context, leaseEndedBy time.Time, limit, maxRetries int, expiresAt, now time.Time) (int, error) {

@@ -70,6 +70,8 @@ func TestPostgresStore(t *testing.T) { idempotencytest.Run(t, harness()) }
 
 func TestPostgresStoreMachine(t *testing.T) { idempotencytest.StateMachine(t, harness()) }
 
+func TestPostgresStoreLeaseMachine(t *testing.T) { idempotencytest.LeaseMachine(t, harness()) }
+
 // TestPostgresCreateRaceAcrossProcesses starts several processes that
 // create one scope at the same moment: exactly one gets CREATED.
 func TestPostgresCreateRaceAcrossProcesses(t *testing.T) {

@@ -1124,6 +1124,9 @@ func classify(err error, commit bool) error {
 		switch {
 		case pgErr.Code == "23505":
 			return fmt.Errorf("%w (constraint %s): %w", storage.ErrDuplicate, pgErr.ConstraintName, err)
+		case strings.HasPrefix(pgErr.Code, "28"):
+			// A wrong password or a role refused: no retry cures it.
+			return fmt.Errorf("postgres: authentication refused: %w", err)
 		case pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" || strings.HasPrefix(pgErr.Code, "08") ||
 			strings.HasPrefix(pgErr.Code, "57P") || pgErr.Code == "53300":
 			// The session ended: admin shutdown, crash, terminated,
