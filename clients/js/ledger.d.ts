@@ -367,7 +367,6 @@ export class LedgerClient {
   verify(req?: VerifyRequest, opts?: CallOptions): Promise<VerifyReport>;
   health(opts?: CallOptions): Promise<Health>;
   ready(opts?: CallOptions): Promise<Health>;
-  metrics(opts?: CallOptions): Promise<string>;
   openapi(opts?: CallOptions): Promise<Record<string, unknown>>;
 }
 

@@ -571,12 +571,6 @@ export class LedgerClient {
   async health(opts) { return this._read("/healthz", opts); }
   /** GET /readyz: resolves with {status: "ok"}; a server not ready is a 503 LedgerError (retried). */
   async ready(opts) { return this._read("/readyz", opts); }
-  /** GET /metrics: Prometheus text. */
-  async metrics(opts = {}) {
-    const res = await this._send({ method: "GET", path: "/metrics", body: null, key: "", raw: true }, opts);
-    opts.onResponse?.(res);
-    return res.body;
-  }
   /** GET /openapi.json: the OpenAPI 3.1 document. */
   async openapi(opts) { return this._read("/openapi.json", opts); }
 }

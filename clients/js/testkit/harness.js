@@ -43,7 +43,7 @@ export async function startServer({ receiverURL }) {
   const config = path.join(dir, "serve.json");
   writeFileSync(config, JSON.stringify({
     providers: [{ name: "hooks", kind: "github", tenant: "acme", secrets: [webhookSecret] }],
-    deliveries: [{ tenant: "acme", topic: "deliveries", url: receiverURL, secret: deliverySecret, max_attempts: 1, timeout: "5s" }],
+    deliveries: [{ tenant: "acme", topic: "deliveries", url: receiverURL, secret: deliverySecret, max_attempts: 1, timeout: "5s", allow_private_addresses: true }],
   }));
   const child = spawn(bin, ["--db", db, "serve", "--addr", "127.0.0.1:0", "--config", config], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
