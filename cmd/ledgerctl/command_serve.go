@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -142,6 +143,12 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		scheme = "https"
 		serve = func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
 	}
+	operator, err := a.startOperatorSocket(db, opts.Logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer operator.stop(context.Background())
 	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "listening on %s://%s\n", scheme, ln.Addr()); err != nil {
 		ln.Close()
 		return err
@@ -149,6 +156,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	if err := srv.Serve(ctx, hs, ln, o.shutdownTimeout, serve); err != nil {
 		return err
 	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	operator.stop(stopCtx) // the commands in flight end before the ledger closes
+	cancel()
 	if err := db.Close(); err != nil {
 		return err
 	}

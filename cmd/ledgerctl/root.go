@@ -127,6 +127,16 @@ type app struct {
 	// reachedRun is set once flags and arguments parsed, so that errors
 	// before it are reported as usage errors.
 	reachedRun bool
+
+	// socket is --socket: the operator socket serve listens on and the
+	// operator commands go through (operator_server.go).
+	socket string
+	// host is set when the command runs inside a server, through its
+	// operator socket: the ledger is the server's.
+	host *operatorHost
+	// hostWritable lets a command run through the socket write through
+	// the server's handle (checkpoint).
+	hostWritable bool
 }
 
 // newApp returns an app reading the real environment and clock.
@@ -185,7 +195,10 @@ func newRootCommand(a *app) *cobra.Command {
 			if err := a.checkGlobalOptions(); err != nil {
 				return err
 			}
-			return checkStandardOutput(a.databaseName(), cmd.OutOrStdout())
+			if err := checkStandardOutput(a.databaseName(), cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			return a.routeOperatorCommand(cmd)
 		},
 	}
 	root.PersistentFlags().StringVar(&a.database, "db", "",
@@ -193,6 +206,8 @@ func newRootCommand(a *app) *cobra.Command {
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputText, "output format: text or json")
 	root.PersistentFlags().DurationVar(&a.lockTimeout, "lock-timeout", lockTimeoutDefault,
 		"how long to wait for a ledger file another process holds")
+	root.PersistentFlags().StringVar(&a.socket, "socket", "",
+		"operator socket of a running serve (default $"+socketEnvironment+", else the ledger file's path + "+operatorSocketSuffix+"; "+operatorSocketOff+": none)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", logLevelOff,
 		"engine logs on stderr: off, error, warn, info or debug (JSON lines with -o json)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -264,6 +279,9 @@ func (a *app) options(readOnly bool) chain.Options {
 // nothing is created. readOnly opens the file under a shared lock, so
 // several readers may run at once.
 func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
+	if a.host != nil {
+		return a.host.open(a, readOnly)
+	}
 	name := a.databaseName()
 	if isDatabaseURL(name) {
 		db, _, err := a.openURL(ctx, name, readOnly, false)
@@ -300,6 +318,9 @@ func (a *app) withDB(cmd *cobra.Command, readOnly bool, fn func(ctx context.Cont
 // createDB opens the ledger for writing, creating the file when it is
 // missing. created reports whether it did.
 func (a *app) createDB(ctx context.Context) (db *chain.DB, created bool, err error) {
+	if a.host != nil {
+		return nil, false, fmt.Errorf("ledger %s: %w: nothing is created through the operator socket", a.host.path, chain.ErrReadOnly)
+	}
 	name := a.databaseName()
 	if isDatabaseURL(name) {
 		return a.openURL(ctx, name, false, true)
@@ -355,6 +376,9 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitSuccess
+	}
+	if remote := (*remoteExit)(nil); errors.As(err, &remote) {
+		return remote.code // the server's run printed its output and error
 	}
 	asJSON := a.output == outputJSON
 	if !a.reachedRun {
