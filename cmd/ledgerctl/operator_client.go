@@ -26,8 +26,7 @@ const operatorDialTimeout = 2 * time.Second
 // operatorCommands are the commands that run through the operator socket
 // of a serving process (operator_server.go) when one holds the ledger
 // file: every command that only reads, and checkpoint, which records the
-// heads it signs through the server's own handle. backup has its own
-// route.
+// heads it signs (see operatorSharedCommands). backup has its own route.
 var operatorCommands = map[string]bool{
 	"verify": true, "chains": true, "head": true, "get": true, "log": true, "stats": true, "export": true,
 	"checkpoint": true, "prove entry": true, "prove consistency": true,
@@ -39,8 +38,11 @@ var operatorCommands = map[string]bool{
 	"val item list": true, "val show": true, "val layers": true,
 }
 
-// operatorWritableCommands write through the server's handle.
-var operatorWritableCommands = map[string]bool{"checkpoint": true}
+// operatorSharedCommands run on the server's own handle rather than a
+// read-only one over its storage: checkpoint records the heads it signs,
+// and the idempotency commands read the server's replay guard, whose
+// leases live in its memory.
+var operatorSharedCommands = map[string]bool{"checkpoint": true, "idempotency list": true, "idempotency show": true}
 
 // operatorLocalFlags are the global flags that concern the client only:
 // they are not sent.
@@ -76,7 +78,7 @@ func (a *app) routeOperatorCommand(cmd *cobra.Command) error {
 		if !operatorCommands[name] || !forwardable(cmd, name) {
 			return usageErrorf("`ledgerctl %s` does not run through the operator socket: it needs the server stopped", name)
 		}
-		a.hostWritable = operatorWritableCommands[name]
+		a.hostShared = operatorSharedCommands[name]
 		return nil
 	}
 	if !operatorCommands[name] || !forwardable(cmd, name) {

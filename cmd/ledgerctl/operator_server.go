@@ -71,17 +71,16 @@ type borrowedBackend struct{ storage.Backend }
 func (borrowedBackend) Close() error { return nil }
 
 // open returns the ledger a command opened through the socket reads: a
-// read-only DB over the server's backend, or, for the commands that record
-// something (checkpoint), the server's own DB, which closeDB leaves open.
+// read-only DB over the server's backend, or, for operatorSharedCommands,
+// the server's own DB, which closeDB leaves open.
 func (h *operatorHost) open(a *app, readOnly bool) (*chain.DB, error) {
-	if !readOnly {
-		if !a.hostWritable {
-			return nil, fmt.Errorf("ledger %s: %w: this command does not write through the operator socket", h.path, chain.ErrReadOnly)
-		}
+	if a.hostShared {
 		return h.db, nil
 	}
-	opts := a.options(true)
-	return chain.OpenBackend(borrowedBackend{h.db.Backend()}, opts)
+	if !readOnly {
+		return nil, fmt.Errorf("ledger %s: %w: this command does not write through the operator socket", h.path, chain.ErrReadOnly)
+	}
+	return chain.OpenBackend(borrowedBackend{h.db.Backend()}, a.options(true))
 }
 
 // closeDB closes a ledger a command opened, except the server's own.

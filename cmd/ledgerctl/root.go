@@ -134,9 +134,9 @@ type app struct {
 	// host is set when the command runs inside a server, through its
 	// operator socket: the ledger is the server's.
 	host *operatorHost
-	// hostWritable lets a command run through the socket write through
-	// the server's handle (checkpoint).
-	hostWritable bool
+	// hostShared gives a command run through the socket the server's own
+	// handle (operatorSharedCommands).
+	hostShared bool
 }
 
 // newApp returns an app reading the real environment and clock.
@@ -308,11 +308,11 @@ func (a *app) withDB(cmd *cobra.Command, readOnly bool, fn func(ctx context.Cont
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer a.closeDB(db)
 	if err := fn(cmd.Context(), db); err != nil {
 		return err
 	}
-	return db.Close()
+	return a.closeDB(db)
 }
 
 // createDB opens the ledger for writing, creating the file when it is
