@@ -63,6 +63,21 @@ func startServe(t *testing.T, db string, extra ...string) *serveChild {
 		cmd.Process.Kill()
 		t.Fatalf("serve did not start: %s", s.stderr)
 	}
+	// Ready once its workers have started: a SIGTERM before that ends the
+	// start, not the serving.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get(s.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("serve not ready: %v; stderr %s", err, s.stderr)
+		}
+	}
 	t.Cleanup(func() {
 		if s.cmd.ProcessState == nil {
 			s.cmd.Process.Kill()
