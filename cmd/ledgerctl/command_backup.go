@@ -101,16 +101,7 @@ func runBackup(cmd *cobra.Command, a *app, opts backupOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("backup %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("backup %s: %w", tmp.Name(), err)
-	}
-	if err := bolt.SealBackup(tmp.Name()); err != nil {
-		return err
-	}
-	if err := checkBackup(cmd.Context(), tmp.Name(), summary.Heads); err != nil {
+	if err := sealBackup(cmd.Context(), tmp, summary); err != nil {
 		return err
 	}
 	summaryOut := cmd.OutOrStdout()
@@ -121,11 +112,8 @@ func runBackup(cmd *cobra.Command, a *app, opts backupOptions) error {
 		os.Remove(tmp.Name())
 		summaryOut = cmd.ErrOrStderr()
 	} else {
-		if err := os.Rename(tmp.Name(), opts.out); err != nil {
-			return fmt.Errorf("backup %s: %w", opts.out, err)
-		}
-		if err := syncFolder(filepath.Dir(opts.out)); err != nil {
-			return fmt.Errorf("backup %s: %w", opts.out, err)
+		if err := placeBackup(tmp.Name(), opts.out); err != nil {
+			return err
 		}
 		summary.Out = opts.out
 	}
@@ -134,6 +122,32 @@ func runBackup(cmd *cobra.Command, a *app, opts backupOptions) error {
 		return writeJSON(summaryOut, summary)
 	}
 	return writeBackupText(summaryOut, summary)
+}
+
+// sealBackup syncs and closes the copy written to tmp, makes it a ledger
+// of its own and checks that it opens with the heads captured.
+func sealBackup(ctx context.Context, tmp *os.File, summary backupSummary) error {
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("backup %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("backup %s: %w", tmp.Name(), err)
+	}
+	if err := bolt.SealBackup(tmp.Name()); err != nil {
+		return err
+	}
+	return checkBackup(ctx, tmp.Name(), summary.Heads)
+}
+
+// placeBackup renames a sealed copy over out and syncs the folder.
+func placeBackup(tmp, out string) error {
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("backup %s: %w", out, err)
+	}
+	if err := syncFolder(filepath.Dir(out)); err != nil {
+		return fmt.Errorf("backup %s: %w", out, err)
+	}
+	return nil
 }
 
 // backupTemp creates the file a backup is written to before it is renamed
