@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/ledgerworks/ledger/storage"
 )
 
 // socketEnvironment names the variable that gives --socket.
@@ -78,10 +80,15 @@ func (a *app) routeOperatorCommand(cmd *cobra.Command) error {
 		if !operatorCommands[name] || !forwardable(cmd, name) {
 			return usageErrorf("`ledgerctl %s` does not run through the operator socket: it needs the server stopped", name)
 		}
+		for flag := range operatorLocalFlags {
+			if cmd.Flags().Changed(flag) {
+				return usageErrorf("--%s is the client's: the operator socket runs commands on its own ledger", flag)
+			}
+		}
 		a.hostShared = operatorSharedCommands[name]
 		return nil
 	}
-	if !operatorCommands[name] || !forwardable(cmd, name) {
+	if !operatorCommands[name] || !forwardable(cmd, name) || isDatabaseURL(a.databaseName()) {
 		return nil
 	}
 	socket, err := a.findServer(cmd.Context())
@@ -268,4 +275,18 @@ func relayFrames(r io.Reader, stdout, stderr, data io.Writer, info func([]byte) 
 			return 0, err
 		}
 	}
+}
+
+// lockedHint adds to an error that says the ledger file is locked the
+// hint that a server holds it, when one answers on its operator socket.
+func (a *app) lockedHint(ctx context.Context, err error) error {
+	if !errors.Is(err, storage.ErrLocked) || a.host != nil {
+		return err
+	}
+	socket, findErr := a.findServer(ctx)
+	if findErr != nil || socket == "" {
+		return err
+	}
+	return fmt.Errorf("%w; `ledgerctl serve` holds it (operator socket %s): this command needs the server stopped, "+
+		"or use the HTTP API (docs/OPERATIONS.md)", err, socket)
 }

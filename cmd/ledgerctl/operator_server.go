@@ -127,8 +127,8 @@ func (a *app) operatorSocketPath() (path string, explicit bool) {
 // logged and skipped; a path named with --socket must work.
 func (a *app) startOperatorSocket(db *chain.DB, logger *slog.Logger) (*operatorServer, error) {
 	path, explicit := a.operatorSocketPath()
-	if path == "" {
-		return nil, nil
+	if path == "" || isDatabaseURL(a.databaseName()) {
+		return nil, nil // commands reach a PostgreSQL ledger beside its servers
 	}
 	ln, err := listenOperatorSocket(path)
 	if err != nil {

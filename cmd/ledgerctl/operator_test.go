@@ -189,6 +189,7 @@ func TestOperatorSocketRefuses(t *testing.T) {
 		{Args: []string{"serve"}},
 		{Args: []string{"checkpoint", "--key", "k", "--every", "1m", "--out", "x"}},
 		{Args: []string{"chains"}, DB: filepath.Join(t.TempDir(), "other.db")},
+		{Args: []string{"--db=" + filepath.Join(t.TempDir(), "other.db"), "export", "--all", "--out=" + db}},
 	}
 	for _, req := range refused {
 		body, err := operatorPost(context.Background(), socket, "/v1/run", req)
@@ -217,6 +218,22 @@ func TestOperatorSocketRefuses(t *testing.T) {
 	}
 	missing := filepath.Join(t.TempDir(), "none.sock")
 	runCLI("--db", db, "--socket", missing, "chains").expect(t, exitStorage, "operator socket")
+	runCLI("--db", db, "--lock-timeout", "100ms", "append", "x", "--type", "t", "--data", "d").
+		expect(t, exitStorage, "`ledgerctl serve` holds it (operator socket "+socket+")")
+	// A server killed outright leaves its socket: nothing answers there, so
+	// the commands open the file, and the next server replaces it.
+	server.cmd.Process.Kill()
+	<-server.done
+	if _, err := os.Stat(socket); err != nil {
+		t.Fatalf("the killed server's socket: %v", err)
+	}
+	if r := runCLI("--db", db, "chains"); r.code != exitSuccess || r.stdout != before {
+		t.Fatalf("chains beside a stale socket: %+v", r)
+	}
+	server = startServe(t, db)
+	if r := runCLI("--db", db, "chains"); r.code != exitSuccess || r.stdout != before {
+		t.Fatalf("chains through the restarted server: %+v", r)
+	}
 	server.stop()
 }
 

@@ -297,7 +297,11 @@ func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
 	if info.IsDir() {
 		return nil, fmt.Errorf("ledger %s: %w: is a directory", name, errLedgerMissing)
 	}
-	return chain.Open(name, a.options(readOnly))
+	db, err := chain.Open(name, a.options(readOnly))
+	if err != nil {
+		return nil, a.lockedHint(ctx, err)
+	}
+	return db, nil
 }
 
 // withDB opens the existing ledger, runs fn and closes the ledger; a failed
@@ -329,7 +333,7 @@ func (a *app) createDB(ctx context.Context) (db *chain.DB, created bool, err err
 	created = errors.Is(statErr, fs.ErrNotExist)
 	db, err = chain.Open(name, a.options(false))
 	if err != nil {
-		return nil, false, err
+		return nil, false, a.lockedHint(ctx, err)
 	}
 	return db, created, nil
 }
