@@ -289,3 +289,26 @@ func jsonField(t *testing.T, text string, v any) {
 		t.Fatalf("%v: %q", err, text)
 	}
 }
+
+// TestOperatorSocketNamed: `serve --socket PATH` listens there and not
+// beside the file; a command given only --socket PATH works on that
+// server's ledger; --socket off opens none.
+func TestOperatorSocketNamed(t *testing.T) {
+	db := operatorDemoLedger(t)
+	socket := filepath.Join(t.TempDir(), "op.sock")
+	server := startServe(t, db, "--socket", socket)
+	if _, err := os.Stat(db + operatorSocketSuffix); !os.IsNotExist(err) {
+		t.Fatalf("default socket beside a server given --socket: %v", err)
+	}
+	live := runCLI("--socket", socket, "-o", "json", "chains")
+	server.stop()
+	if direct := runCLI("--db", db, "-o", "json", "chains"); live != direct || live.code != exitSuccess {
+		t.Fatalf("chains through --socket: %+v; on the file: %+v", live, direct)
+	}
+	server = startServe(t, db, "--socket", operatorSocketOff)
+	if _, err := os.Stat(db + operatorSocketSuffix); !os.IsNotExist(err) {
+		t.Fatalf("socket of a server given --socket off: %v", err)
+	}
+	runCLI("--db", db, "--lock-timeout", "100ms", "chains").expect(t, exitStorage, "locked")
+	server.stop()
+}
