@@ -19,7 +19,7 @@
 //		return cmd
 //	}
 //
-// The app holds the global flags (--db, -o, --lock-timeout, --log-level). Commands open the
+// The app holds the global flags (--db, -o, --lock-timeout, --socket, --log-level). Commands open the
 // ledger with a.openDB (a missing file is an error that exits 5 and creates
 // nothing) or a.createDB (for the few commands that may create it), print
 // through a.print (JSON with -o json, else the text function), and return
@@ -29,6 +29,13 @@
 // parsed are reported with usageErrorf (exit 2), other bad input with
 // invalidInputf (exit 2). Commands must not set PersistentPreRunE: the
 // root's marks where usage checking ends.
+//
+// While `serve` holds a ledger file, the commands listed in operatorCommands
+// (operator_client.go) run inside it through its operator socket
+// (operator_server.go): there a.openDB returns a read-only ledger over the
+// server's storage, or the server's own for operatorSharedCommands, which
+// such a command closes with a.closeDB (withDB does). A new read-only
+// command joins by its name in operatorCommands.
 //
 // Tests run a command line in-process with a fixed clock through the helpers
 // of cli_test.go (newFileLedger, testLedgers for every backend, l.run,
