@@ -47,7 +47,9 @@ func newServeCommand(a *app) *cobra.Command {
 			"\"listening on http://ADDR\" (https with TLS), ADDR the bound address (--addr 127.0.0.1:0 picks a port).\n" +
 			"Every request needs an API key (ledgerctl apikey create, before serve on an embedded ledger); every\n" +
 			"state-changing route needs an Idempotency-Key. The access log goes to stderr (JSON lines with -o json).\n" +
-			"--config names a JSON file of webhook providers and delivered outbox topics.",
+			"--config names a JSON file of webhook providers and delivered outbox topics.\n" +
+			"On a ledger file it also listens on the operator socket FILE.sock (--socket), through which\n" +
+			"verify, chains, apikey list, backup and the other read-only commands run beside it (docs/OPERATIONS.md).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, o) },
 	}
