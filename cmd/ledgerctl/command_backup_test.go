@@ -190,6 +190,23 @@ func TestBackupWithoutServer(t *testing.T) {
 	if a, b := l.run("--db", streamed, "chains").stdout, l.run("chains").stdout; a != b {
 		t.Fatalf("the streamed copy's chains\n%s\nthe ledger's\n%s", a, b)
 	}
+	// --replace keeps the ledger it replaces, moved aside, never deleted.
+	l.must("append", "acme/audit/events", "--type", "audit.event/v1", "--data", "after the backup")
+	replaced := l.snapshot()
+	r = l.run("restore", "--from", file, "--replace")
+	if r.code != exitSuccess || !strings.Contains(r.stdout, "the previous ledger was moved to "+l.name+".replaced-") {
+		t.Fatalf("restore --replace: %+v", r)
+	}
+	aside, _ := filepath.Glob(l.name + ".replaced-*")
+	if len(aside) != 1 {
+		t.Fatalf("moved aside: %v", aside)
+	}
+	if got := l.run("--db", aside[0], "head", "acme/audit/events").stdout; !strings.HasPrefix(got, "acme/audit/events:6:") {
+		t.Fatalf("the ledger moved aside ends at %q, want seq 6", got)
+	}
+	if l.snapshot() == replaced || !strings.HasPrefix(l.must("head", "acme/audit/events"), "acme/audit/events:5:") {
+		t.Fatal("restore --replace did not put the backup in place")
+	}
 	l.run("backup").expect(t, exitUsage, "--out")
 	l.run("backup", "--out", l.name).expect(t, exitUsage, "overwrite the ledger")
 	junk := filepath.Join(l.dir, "junk")
