@@ -231,32 +231,7 @@ func TestBackupKilledMidWrite(t *testing.T) {
 	db := filepath.Join(dir, "big.db")
 	fillLedger(t, db, 96, 512<<10) // about 48 MiB: the copy and its sync take a while
 	target := filepath.Join(dir, "target.db")
-	killMidWrite := func() bool {
-		t.Helper()
-		cmd := exec.Command(testbin.Ledgerctl(t), "--db", db, "backup", "--out", target)
-		cmd.Env = newProcess(t).env
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		for {
-			select {
-			case <-exited:
-				return false
-			default:
-			}
-			temps, _ := filepath.Glob(filepath.Join(dir, ".target.db.backup-*"))
-			for _, tmp := range temps {
-				if info, err := os.Stat(tmp); err == nil && info.Size() > 0 {
-					cmd.Process.Signal(syscall.SIGKILL)
-					<-exited
-					return true
-				}
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
-	}
+	killMidWrite := func() bool { return killBackupMidWrite(t, db, target) }
 	kills := 0
 	for attempt := 0; attempt < 5 && kills == 0; attempt++ {
 		if killMidWrite() {
@@ -285,6 +260,73 @@ func TestBackupKilledMidWrite(t *testing.T) {
 	}
 	if r := runCLI("--db", target, "verify"); r.code != exitSuccess {
 		t.Fatalf("the complete backup: %+v", r)
+	}
+}
+
+// killBackupMidWrite runs `ledgerctl backup --out target` as a child and
+// kills it (SIGKILL) once its temporary file holds bytes; it reports
+// whether it did before the backup finished.
+func killBackupMidWrite(t *testing.T, db, target string) bool {
+	t.Helper()
+	cmd := exec.Command(testbin.Ledgerctl(t), "--db", db, "backup", "--out", target)
+	cmd.Env = newProcess(t).env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	pattern := filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".backup-*")
+	for {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		temps, _ := filepath.Glob(pattern)
+		for _, tmp := range temps {
+			if info, err := os.Stat(tmp); err == nil && info.Size() > 0 {
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-exited
+				return true
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// TestBackupClientKilledThroughServer kills a backup that streams from a
+// `serve` child: the target holds nothing, and the server, which ends the
+// copy when its client goes away, keeps serving and backs up again.
+func TestBackupClientKilledThroughServer(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "big.db")
+	fillLedger(t, db, 96, 512<<10)
+	server := startServe(t, db)
+	target := filepath.Join(dir, "target.db")
+	killed := false
+	for attempt := 0; attempt < 5 && !killed; attempt++ {
+		if killed = killBackupMidWrite(t, db, target); !killed {
+			os.Remove(target)
+		}
+	}
+	if !killed {
+		t.Fatal("the backup always finished before it could be killed mid-write")
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("after a backup killed mid-write, %s: %v; want nothing", target, err)
+	}
+	r := runCLI("--db", db, "-o", "json", "backup", "--out", target)
+	var summary backupSummary
+	if r.code != exitSuccess {
+		t.Fatalf("backup after the kill: %+v", r)
+	}
+	jsonField(t, r.stdout, &summary)
+	if !summary.ThroughServer || summary.Entries != 96 {
+		t.Fatalf("backup after the kill: %+v", summary)
+	}
+	server.stop()
+	if r := runCLI("--db", target, "verify"); r.code != exitSuccess {
+		t.Fatalf("the backup: %+v", r)
 	}
 }
 
