@@ -38,10 +38,12 @@ const (
 	operatorSocketMode fs.FileMode = 0o600
 	// operatorSocketPathMax is the longest path a Unix socket can have.
 	operatorSocketPathMax = 107
-	// operatorRequestBytesMax bounds a request's body.
-	operatorRequestBytesMax = 64 << 10
-	// operatorArgsMax bounds the arguments of one command.
-	operatorArgsMax = 1024
+	// operatorRequestBytesMax bounds a request's body: room for verify's
+	// expectHeadsMax heads of the longest chain names.
+	operatorRequestBytesMax = 8 << 20
+	// operatorArgsMax bounds the arguments of one command: verify's
+	// expectHeadsMax heads, flag and value apart, and more.
+	operatorArgsMax = 2*expectHeadsMax + 1024
 	// operatorContentType is the type of the framed answers.
 	operatorContentType = "application/vnd.ledger.operator-frames"
 )
