@@ -413,6 +413,9 @@ func TestPostgresDumpRestore(t *testing.T) {
 		t.Fatalf("restored head %s, dumped %s", got, head)
 	}
 	l.must("append", "acme/audit/events", "--type", "audit.event/v1", "--data", "after the restore")
+	// backup and restore copy files: on PostgreSQL they name pg_dump.
+	l.run("backup", "--out", filepath.Join(l.dir, "x.db")).expect(t, exitUsage, "pg_dump")
+	l.run("restore", "--from", dump).expect(t, exitUsage, "pg_restore")
 }
 
 // TestDemoBacksUp: the demo's backup step leaves a copy beside the ledger
