@@ -46,7 +46,7 @@ func newCheckpointCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer a.closeDB(db) // through the operator socket, the server's own ledger stays open
 			signed, cp, err := audit.CreateCheckpoint(cmd.Context(), db, key)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -52,7 +53,9 @@ func newServeCommand(a *app) *cobra.Command {
 			"\"listening on http://ADDR\" (https with TLS), ADDR the bound address (--addr 127.0.0.1:0 picks a port).\n" +
 			"Every request needs an API key (ledgerctl apikey create, before serve on an embedded ledger); every\n" +
 			"state-changing route needs an Idempotency-Key. The access log goes to stderr (JSON lines with -o json).\n" +
-			"--config names a JSON file of webhook providers and delivered outbox topics.",
+			"--config names a JSON file of webhook providers and delivered outbox topics.\n" +
+			"On a ledger file it also listens on the operator socket FILE.sock (--socket), through which\n" +
+			"verify, chains, apikey list, backup and the other read-only commands run beside it (docs/OPERATIONS.md).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, o) },
 	}
@@ -163,6 +166,12 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		scheme = "https"
 		serve = func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
 	}
+	operator, err := a.startOperatorSocket(db, opts.Logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer operator.stop(context.Background())
 	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "listening on %s://%s\n", scheme, ln.Addr()); err != nil {
 		ln.Close()
 		return err
@@ -178,6 +187,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	if err := srv.Serve(ctx, hs, ln, o.shutdownTimeout, serve); err != nil {
 		return err
 	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	operator.stop(stopCtx) // the commands in flight end before the ledger closes
+	cancel()
 	if err := db.Close(); err != nil {
 		return err
 	}

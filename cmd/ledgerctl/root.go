@@ -19,7 +19,7 @@
 //		return cmd
 //	}
 //
-// The app holds the global flags (--db, -o, --lock-timeout, --log-level). Commands open the
+// The app holds the global flags (--db, -o, --lock-timeout, --socket, --log-level). Commands open the
 // ledger with a.openDB (a missing file is an error that exits 5 and creates
 // nothing) or a.createDB (for the few commands that may create it), print
 // through a.print (JSON with -o json, else the text function), and return
@@ -29,6 +29,13 @@
 // parsed are reported with usageErrorf (exit 2), other bad input with
 // invalidInputf (exit 2). Commands must not set PersistentPreRunE: the
 // root's marks where usage checking ends.
+//
+// While `serve` holds a ledger file, the commands listed in operatorCommands
+// (operator_client.go) run inside it through its operator socket
+// (operator_server.go): there a.openDB returns a read-only ledger over the
+// server's storage, or the server's own for operatorSharedCommands, which
+// such a command closes with a.closeDB (withDB does). A new read-only
+// command joins by its name in operatorCommands.
 //
 // Tests run a command line in-process with a fixed clock through the helpers
 // of cli_test.go (newFileLedger, testLedgers for every backend, l.run,
@@ -127,6 +134,16 @@ type app struct {
 	// reachedRun is set once flags and arguments parsed, so that errors
 	// before it are reported as usage errors.
 	reachedRun bool
+
+	// socket is --socket: the operator socket serve listens on and the
+	// operator commands go through (operator_server.go).
+	socket string
+	// host is set when the command runs inside a server, through its
+	// operator socket: the ledger is the server's.
+	host *operatorHost
+	// hostShared gives a command run through the socket the server's own
+	// handle (operatorSharedCommands).
+	hostShared bool
 }
 
 // newApp returns an app reading the real environment and clock.
@@ -185,7 +202,10 @@ func newRootCommand(a *app) *cobra.Command {
 			if err := a.checkGlobalOptions(); err != nil {
 				return err
 			}
-			return checkStandardOutput(a.databaseName(), cmd.OutOrStdout())
+			if err := checkStandardOutput(a.databaseName(), cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			return a.routeOperatorCommand(cmd)
 		},
 	}
 	root.PersistentFlags().StringVar(&a.database, "db", "",
@@ -193,6 +213,8 @@ func newRootCommand(a *app) *cobra.Command {
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputText, "output format: text or json")
 	root.PersistentFlags().DurationVar(&a.lockTimeout, "lock-timeout", lockTimeoutDefault,
 		"how long to wait for a ledger file another process holds")
+	root.PersistentFlags().StringVar(&a.socket, "socket", "",
+		"operator socket of a running serve (default $"+socketEnvironment+", else the ledger file's path + "+operatorSocketSuffix+"; "+operatorSocketOff+": none)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", logLevelOff,
 		"engine logs on stderr: off, error, warn, info or debug (JSON lines with -o json)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -264,6 +286,9 @@ func (a *app) options(readOnly bool) chain.Options {
 // nothing is created. readOnly opens the file under a shared lock, so
 // several readers may run at once.
 func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
+	if a.host != nil {
+		return a.host.open(a, readOnly)
+	}
 	name := a.databaseName()
 	if isDatabaseURL(name) {
 		db, _, err := a.openURL(ctx, name, readOnly, false)
@@ -279,7 +304,11 @@ func (a *app) openDB(ctx context.Context, readOnly bool) (*chain.DB, error) {
 	if info.IsDir() {
 		return nil, fmt.Errorf("ledger %s: %w: is a directory", name, errLedgerMissing)
 	}
-	return chain.Open(name, a.options(readOnly))
+	db, err := chain.Open(name, a.options(readOnly))
+	if err != nil {
+		return nil, a.lockedHint(ctx, err)
+	}
+	return db, nil
 }
 
 // withDB opens the existing ledger, runs fn and closes the ledger; a failed
@@ -290,16 +319,19 @@ func (a *app) withDB(cmd *cobra.Command, readOnly bool, fn func(ctx context.Cont
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer a.closeDB(db)
 	if err := fn(cmd.Context(), db); err != nil {
 		return err
 	}
-	return db.Close()
+	return a.closeDB(db)
 }
 
 // createDB opens the ledger for writing, creating the file when it is
 // missing. created reports whether it did.
 func (a *app) createDB(ctx context.Context) (db *chain.DB, created bool, err error) {
+	if a.host != nil {
+		return nil, false, fmt.Errorf("ledger %s: %w: nothing is created through the operator socket", a.host.path, chain.ErrReadOnly)
+	}
 	name := a.databaseName()
 	if isDatabaseURL(name) {
 		return a.openURL(ctx, name, false, true)
@@ -308,7 +340,7 @@ func (a *app) createDB(ctx context.Context) (db *chain.DB, created bool, err err
 	created = errors.Is(statErr, fs.ErrNotExist)
 	db, err = chain.Open(name, a.options(false))
 	if err != nil {
-		return nil, false, err
+		return nil, false, a.lockedHint(ctx, err)
 	}
 	return db, created, nil
 }
@@ -355,6 +387,9 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitSuccess
+	}
+	if remote := (*remoteExit)(nil); errors.As(err, &remote) {
+		return remote.code // the server's run printed its output and error
 	}
 	asJSON := a.output == outputJSON
 	if !a.reachedRun {

@@ -148,7 +148,7 @@
 // preparation over its recent keys and runs (keyindex.go, keyfilter.go,
 // keyscan.go, keybatch.go, keyprepare.go, probe.go, replay.go,
 // replaybatch.go), the log's transactions, commit and checkpoint
-// (log.go, logtx.go, fork.go), its identity and loss (logidentity.go,
+// (log.go, logtx.go, fork.go), backups (backup.go), its identity and loss (logidentity.go,
 // logloss.go), the recovery of bbolt's panics (recover.go), the upgrade
 // of older formats (upgrade.go) and the hooks of tests that damage a file
 // (rawentry.go, inspect.go).
@@ -319,7 +319,8 @@
 //
 // With the log on, the ledger is the file plus, while it is open or after a
 // crash, the directory <path>-wal (mode 0700). Copy a ledger only while it
-// is closed, or with ledgerctl export; a copy of the file alone taken while
+// is closed, with Backup (backup.go: ledgerctl backup, which folds the log
+// in), or with ledgerctl export; a copy of the file alone taken while
 // it is open lacks what the log holds, and its open fails (the file says
 // its log is open) until AcceptLogLoss accepts that. The log's segments are written with
 // zeros before their first record; they grow from 1 MiB, each twice the

@@ -874,19 +874,7 @@ func (b *Backend) forceCheckpoint(ctx context.Context) error {
 		return err
 	}
 	defer b.releaseWriter()
-	if !b.active.Empty() {
-		saved := b.memtableBytesMax
-		b.memtableBytesMax = 0
-		err := b.freezeWhenFull(ctx)
-		b.memtableBytesMax = saved
-		if err != nil {
-			return err
-		}
-	}
-	if err := b.waitCheckpoint(ctx); err != nil {
-		return err
-	}
-	return b.failed()
+	return b.checkpointAll(ctx)
 }
 
 // abandon closes the handle as a crash would leave it: the log is closed
