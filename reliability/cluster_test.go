@@ -146,7 +146,7 @@ func TestClusterSurvivesKillsAndTerminatedSessions(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "serve.json")
 	secret := make([]byte, 32)
 	_, _ = crand.Read(secret)
-	cfg := fmt.Sprintf(`{"deliveries":[{"tenant":"acme","topic":%q,"url":%q,"secret":"whsec_%s","concurrency":4,"timeout":"5s"}]}`,
+	cfg := fmt.Sprintf(`{"deliveries":[{"tenant":"acme","topic":%q,"url":%q,"secret":"whsec_%s","concurrency":4,"timeout":"5s","allow_private_addresses":true}]}`,
 		api.TopicDefault, receiver.URL, base64.StdEncoding.EncodeToString(secret))
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -51,8 +51,12 @@ func appendLoad(ctx context.Context, base, token string, acked *[]ackedEntry, mu
 		if err != nil {
 			return err
 		}
-		var e ackedEntry
-		err = json.NewDecoder(resp.Body).Decode(&e)
+		var answer struct { // the HTTP API writes 64-bit integers as strings
+			Seq  uint64 `json:"seq,string"`
+			Hash string `json:"hash"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		e := ackedEntry{Seq: answer.Seq, Hash: answer.Hash}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated || err != nil {
 			return fmt.Errorf("append %d: %d, %v", i, resp.StatusCode, err)
