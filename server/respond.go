@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -210,13 +211,15 @@ func (c *call) decode(v any) error {
 	if len(bytes.TrimSpace(c.body)) == 0 {
 		return invalidf("the route needs a JSON %s body", typeName(v))
 	}
+	// The members first: what the replay guard hashed must be what the
+	// handler acts on (checkMembers).
+	if err := checkMembers(c.body, reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return invalidf("the body is not a valid %s: %v", typeName(v), err)
-	}
-	if dec.More() {
-		return invalidf("the body holds more than one JSON value")
+		return decodeError(err)
 	}
 	return nil
 }

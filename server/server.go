@@ -34,6 +34,11 @@ const (
 	IdempotencyCacheSizeDefault = 10_000
 	// JobsIntervalDefault is how often the idempotency jobs run.
 	JobsIntervalDefault = time.Minute
+	// ResponseSizeMax bounds the JSON of one page of a list route: a page
+	// ends before the item that would take it past the bound, with the
+	// cursor of the next page, and always holds its first item, so that a
+	// response is at most ResponseSizeMax and one item.
+	ResponseSizeMax = 4 << 20
 )
 
 // Options configure a Server. DB is required; the zero value of every other
