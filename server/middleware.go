@@ -213,7 +213,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 			detail: fmt.Sprintf("the body exceeds %d bytes", s.opts.BodySizeMax)}
 	}
 	if r.ContentLength > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge())
+		s.refuseBody(w, r, tooLarge())
 		return false
 	}
 	if r.ContentLength >= 0 {
@@ -221,15 +221,48 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.BodySizeMax+1))
-	r.Body.Close()
 	if err != nil {
+		r.Body.Close()
 		s.problem(w, r, invalidf("reading the body: %v", err))
 		return false
 	}
 	if int64(len(body)) > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge())
+		s.refuseBody(w, r, tooLarge())
 		return false
 	}
+	r.Body.Close()
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	return true
+}
+
+// Bounds of the lingering close after a 413.
+const (
+	// LingerSizeMax is the most of a refused body the server reads and
+	// discards after its 413.
+	LingerSizeMax = 16 << 20
+	// LingerTimeout bounds the time it spends doing so.
+	LingerTimeout = 5 * time.Second
+)
+
+// refuseBody answers a body too large with 413 and Connection: close, then
+// reads and discards what the client still sends, at most LingerSizeMax
+// bytes within LingerTimeout. Most clients write the whole body before
+// they read: a connection closed with their body unread is reset, and the
+// reset can destroy the 413 before they read it. A body declared larger
+// than LingerSizeMax, or sent only after 100 Continue, is not read.
+func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Connection", "close")
+	rc := http.NewResponseController(w)
+	// Reading the body after the answer is written needs full duplex on
+	// HTTP/1.x; HTTP/2 streams have it, and answer ErrNotSupported.
+	duplex := rc.EnableFullDuplex() == nil
+	s.problem(w, r, err)
+	if !duplex || r.Header.Get("Expect") != "" || r.ContentLength > LingerSizeMax {
+		return
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(LingerTimeout))
+	_, _ = io.CopyN(io.Discard, r.Body, LingerSizeMax)
 }
