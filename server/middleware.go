@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ledgerworks/ledger/api"
@@ -166,6 +167,9 @@ func (s *Server) buildHandler() http.Handler {
 		if !s.limitBody(sw, r) {
 			return
 		}
+		if !s.servedPath(sw, r) {
+			return
+		}
 		mux.ServeHTTP(sw, r)
 	})
 }
@@ -265,4 +269,54 @@ func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(LingerTimeout))
 	_, _ = io.CopyN(io.Discard, r.Body, LingerSizeMax)
+}
+
+// errPathNotClean refuses a path ServeMux would redirect to its cleaned
+// form (with a text/html body, before any API key is checked).
+var errPathNotClean = &httpError{status: http.StatusNotFound, code: api.CodeNotFound,
+	detail: "no such route: the path has an empty, . or .. segment"}
+
+// servedPath answers 404 NOT_FOUND, as a problem, for what ServeMux
+// would answer with a redirect: a path that is not clean (//, /./, /../,
+// or not starting with /, such as OPTIONS *), and a route's prefix
+// without its slash (/v1/chains). It returns false when it answered.
+func (s *Server) servedPath(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.Path
+	if cleanPath(p) && !muxRedirects[p] {
+		return true
+	}
+	if cleanPath(p) {
+		s.problem(w, r, errNoRoute)
+	} else {
+		s.problem(w, r, errPathNotClean)
+	}
+	return false
+}
+
+// muxRedirects are the paths ServeMux redirects to the same path with a
+// slash, because a pattern serves that path's subtree.
+var muxRedirects = map[string]bool{strings.TrimSuffix(chainPrefix, "/"): true}
+
+// cleanPath reports whether p is what path.Clean makes of it, as
+// ServeMux checks (a trailing slash kept): rooted, without an empty, . or
+// .. segment.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for i := 1; i < len(p); {
+		j := strings.IndexByte(p[i:], '/')
+		seg := p[i:]
+		if j >= 0 {
+			seg = p[i : i+j]
+		}
+		if seg == "." || seg == ".." || seg == "" && j >= 0 {
+			return false
+		}
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return true
 }

@@ -393,7 +393,9 @@ func (s *Server) HTTPServer(t Timeouts) *http.Server {
 		WriteTimeout:      def(t.Write, WriteTimeoutDefault),
 		IdleTimeout:       def(t.Idle, IdleTimeoutDefault),
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// OPTIONS * reaches the handler, which refuses it as a problem.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -409,6 +411,7 @@ func (s *Server) Serve(ctx context.Context, hs *http.Server, ln net.Listener, sh
 	if serve == nil {
 		serve = hs.Serve
 	}
+	ln = Listener(ln)
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()
 	var serveErr error
