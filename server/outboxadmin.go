@@ -116,13 +116,18 @@ func outboxRequeue(c *call) (func(tx txn) (any, error), error) {
 	if len(req.IDs) == 0 || len(req.IDs) > outbox.OutcomeBatchMax {
 		return nil, invalidf("ids: want 1 to %d message ids", outbox.OutcomeBatchMax)
 	}
-	ids := make([]outbox.ID, len(req.IDs))
-	for i, s := range req.IDs {
+	// An id listed twice is requeued, and reported, once.
+	ids := make([]outbox.ID, 0, len(req.IDs))
+	seen := make(map[outbox.ID]bool, len(req.IDs))
+	for _, s := range req.IDs {
 		id, err := outbox.ParseID(s)
 		if err != nil {
 			return nil, invalidf("%q is not a message id (32 hex digits, or outbox:<id>)", s)
 		}
-		ids[i] = id
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
 	}
 	operator := "apikey:" + c.key.ID
 	return func(tx txn) (any, error) {

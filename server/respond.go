@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -92,6 +91,11 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("request_id", RequestIDFromContext(r.Context())),
 			slog.String("code", code), slog.Any("error", err))
+	}
+	if k, ok := apikey.FromContext(r.Context()); ok {
+		// The ledger's errors name chains in full; a tenant names its
+		// chains without its own prefix.
+		detail = strings.ReplaceAll(detail, `"`+k.Tenant+chain.NameSeparator, `"`)
 	}
 	p := problem.Problem{Status: status, Code: code, Detail: detail}
 	if seq := errcode.ExistingSeq(err); seq != 0 {
@@ -187,11 +191,11 @@ type txn = *chain.Tx
 // decode reads the body as exactly one JSON object of v's type: unknown
 // fields, trailing data and other media types are refused.
 func (c *call) decode(v any) error {
-	if ct := c.r.Header.Get("Content-Type"); ct != "" && ct != api.MediaJSON { // the common case parses nothing
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != api.MediaJSON {
-			return &httpError{status: http.StatusUnsupportedMediaType, code: api.CodeUnsupportedMedia,
-				detail: fmt.Sprintf("Content-Type %q: want %s", ct, api.MediaJSON)}
+	// A body without Content-Type never gets here (checkRequest); an
+	// empty one is refused below.
+	if ct := c.r.Header.Get("Content-Type"); ct != "" {
+		if err := checkMediaType(ct); err != nil {
+			return err
 		}
 	}
 	if !c.read {
