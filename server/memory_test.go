@@ -21,6 +21,7 @@ import (
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/internal/testbin"
+	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/servertest"
 )
@@ -223,4 +224,55 @@ func TestEntryPagesEndAtTheByteBound(t *testing.T) {
 	if len(seqs) != 14 || pages < 5 {
 		t.Fatalf("%d entries in %d pages, want 14 in at least 5 (3 of 1 MB a page)", len(seqs), pages)
 	}
+}
+
+// The dead letters come a page at a time: a page ends before the letter
+// that would take it past server.ResponseSizeMax, with next_from, and
+// paging through returns every dead letter exactly once.
+func TestDeadLetterPagesEndAtTheByteBound(t *testing.T) {
+	db := openBolt(t)
+	const letters = 40
+	payload := bytes.Repeat([]byte("p"), outbox.PayloadSizeMax)
+	for i := range letters {
+		if _, err := outbox.Enqueue(context.Background(), db, outbox.EnqueueRequest{Tenant: "acme", Topic: api.TopicDefault,
+			IdempotencyKey: "dead-" + strconv.Itoa(i), Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, url := newReceiver(t, func(n int) int { return http.StatusBadRequest }) // permanent: dead at once
+	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+	token := ts.key("acme", allScopes...)
+	var stats api.OutboxStats
+	for deadline := time.Now().Add(30 * time.Second); len(stats.Topics) == 0 || stats.Topics[0].Dead < letters; {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every message is dead: %+v", stats)
+		}
+		time.Sleep(50 * time.Millisecond)
+		ts.do(http.MethodGet, "/v1/outbox/stats", token, "", nil).decode(t, http.StatusOK, &stats)
+	}
+	seen := map[string]bool{}
+	pages := 0
+	for from, more := "", true; more; pages++ {
+		path := "/v1/outbox/dead"
+		if from != "" {
+			path += "?from=" + from
+		}
+		r := ts.do(http.MethodGet, path, token, "", nil)
+		var page api.OutboxMessageList
+		r.decode(t, http.StatusOK, &page)
+		if len(page.Messages) == 0 || len(page.Messages) > 1 && len(r.body) > server.ResponseSizeMax {
+			t.Fatalf("page %d: %d letters in %d bytes", pages, len(page.Messages), len(r.body))
+		}
+		for _, m := range page.Messages {
+			if seen[m.ID] || m.Status != "dead" || m.Payload == "" {
+				t.Fatalf("page %d: %s (%s) again or without its payload", pages, m.ID, m.Status)
+			}
+			seen[m.ID] = true
+		}
+		from, more = page.NextFrom, page.NextFrom != ""
+	}
+	if len(seen) != letters || pages < 3 {
+		t.Fatalf("%d dead letters in %d pages, want %d in at least 3", len(seen), pages, letters)
+	}
+	ts.do(http.MethodGet, "/v1/outbox/dead?from=nothex", token, "", nil).wantProblem(t, http.StatusBadRequest, api.CodeInvalidInput)
 }
