@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
@@ -27,22 +26,49 @@ const membersDepthMax = 64
 // case, so "Quantity" would set quantity), and a member given twice
 // (compared as the decoder compares them; it keeps the last). With both
 // refused, two bodies of one canonical form decode to one request. Its
-// errors are 400 INVALID_INPUT naming the member by its JSON path.
+// errors are 400 INVALID_INPUT naming the member by its JSON path, or
+// errNotJSON for a body that is not valid JSON, which the decoder then
+// refuses with the position of the fault.
 func checkMembers(data []byte, t reflect.Type) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	w := memberWalker{dec: dec}
-	if err := w.value(t, "", 0); err != nil {
-		return err
+	w := memberWalker{in: data}
+	w.ws()
+	err := w.value(t, 0)
+	if err == nil {
+		return nil
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalidf("the body holds more than one JSON value")
+	var me *memberError
+	if !errors.As(err, &me) {
+		return errNotJSON
 	}
-	return nil
+	path := ""
+	for i := len(me.path) - 1; i >= 0; i-- {
+		seg := me.path[i]
+		if path != "" && seg[0] != '[' {
+			path += "."
+		}
+		path += seg
+	}
+	return invalidf("member %q: %s", path, me.reason)
 }
 
+// memberError is a refused member; path holds its path's segments from the
+// member up (names, and [i] for array elements).
+type memberError struct {
+	reason string
+	path   []string
+}
+
+func (e *memberError) Error() string { return e.reason }
+
+// errNotJSON ends the walk of a body that is not valid JSON.
+var errNotJSON = errors.New("not valid JSON")
+
+// memberWalker reads a JSON document for checkMembers: it finds the
+// members' names and skips every other value, and allocates nothing while
+// the body is as the handlers want it.
 type memberWalker struct {
-	dec *json.Decoder
+	in  []byte
+	pos int
 }
 
 var (
@@ -50,16 +76,23 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
+func (w *memberWalker) ws() {
+	for w.pos < len(w.in) {
+		switch w.in[w.pos] {
+		case ' ', '\t', '\n', '\r':
+			w.pos++
+		default:
+			return
+		}
+	}
+}
+
 // value reads one value; t is the Go type it decodes into, nil when the
 // value is not decoded into a struct (any, or a type that decodes itself):
-// its objects are then only checked for duplicate names.
-func (w *memberWalker) value(t reflect.Type, path string, depth int) error {
+// its objects are then only checked for names given twice.
+func (w *memberWalker) value(t reflect.Type, depth int) error {
 	if depth > membersDepthMax {
-		return invalidf("the body nests deeper than %d", membersDepthMax)
-	}
-	tok, err := w.dec.Token()
-	if err != nil {
-		return syntaxError(err)
+		return &memberError{reason: fmt.Sprintf("the body nests deeper than %d", membersDepthMax)}
 	}
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -67,32 +100,68 @@ func (w *memberWalker) value(t reflect.Type, path string, depth int) error {
 	if t != nil && (reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType)) {
 		t = nil
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil // a scalar; its type is the decoder's to check
+	if w.pos >= len(w.in) {
+		return errNotJSON
 	}
-	switch d {
+	switch w.in[w.pos] {
 	case '{':
-		return w.object(t, path, depth)
+		return w.object(t, depth)
 	case '[':
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for i := 0; w.dec.More(); i++ {
-			if err := w.value(elem, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
-				return err
-			}
-		}
-		_, err := w.dec.Token() // ']'
-		return syntaxError(err)
+		return w.array(elem, depth)
+	case '"':
+		_, _, err := w.str()
+		return err
 	}
-	return invalidf("the body is not valid JSON")
+	// A number or a literal: the decoder checks it.
+	for w.pos < len(w.in) {
+		switch w.in[w.pos] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			return nil
+		}
+		w.pos++
+	}
+	return nil
 }
 
-// object reads an object's members after its '{'.
-func (w *memberWalker) object(t reflect.Type, path string, depth int) error {
-	var fields map[string]reflect.Type
+func (w *memberWalker) array(elem reflect.Type, depth int) error {
+	w.pos++ // [
+	w.ws()
+	if w.pos < len(w.in) && w.in[w.pos] == ']' {
+		w.pos++
+		return nil
+	}
+	for i := 0; ; i++ {
+		w.ws()
+		if err := w.value(elem, depth+1); err != nil {
+			var me *memberError
+			if errors.As(err, &me) {
+				me.path = append(me.path, "["+strconv.Itoa(i)+"]")
+			}
+			return err
+		}
+		w.ws()
+		if w.pos >= len(w.in) {
+			return errNotJSON
+		}
+		switch w.in[w.pos] {
+		case ',':
+			w.pos++
+		case ']':
+			w.pos++
+			return nil
+		default:
+			return errNotJSON
+		}
+	}
+}
+
+// object reads an object's members.
+func (w *memberWalker) object(t reflect.Type, depth int) error {
+	var fields map[string]field
 	var elem reflect.Type
 	switch {
 	case t == nil:
@@ -101,54 +170,128 @@ func (w *memberWalker) object(t reflect.Type, path string, depth int) error {
 	case t.Kind() == reflect.Map:
 		elem = t.Elem()
 	}
-	seen := map[string]bool{}
-	for w.dec.More() {
-		tok, err := w.dec.Token()
-		if err != nil {
-			return syntaxError(err)
-		}
-		name, _ := tok.(string)
-		at := memberPath(path, name)
-		vt := elem
-		seenAs := name
-		if fields != nil {
-			ft, ok := fields[name]
-			if !ok {
-				for known := range fields {
-					if strings.EqualFold(known, name) {
-						return invalidf("member %q: member names are case-sensitive; did you mean %q?", at, memberPath(path, known))
-					}
-				}
-				return invalidf("member %q: no such member", at)
-			}
-			vt, seenAs = ft, string(foldName(name))
-		}
-		if seen[seenAs] {
-			return invalidf("member %q: given more than once", at)
-		}
-		seen[seenAs] = true
-		if err := w.value(vt, at, depth+1); err != nil {
-			return err
-		}
-	}
-	_, err := w.dec.Token() // '}'
-	return syntaxError(err)
-}
-
-// memberPath names a member as the decoder's errors do: its path from the
-// body, dot-separated.
-func memberPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-// syntaxError turns a token error into a 400 INVALID_INPUT.
-func syntaxError(err error) error {
-	if err == nil {
+	var seenFields uint64    // a struct's fields by index, up to 64
+	var seen map[string]bool // other names (a map's keys), made on the second
+	var first []byte
+	w.pos++ // {
+	w.ws()
+	if w.pos < len(w.in) && w.in[w.pos] == '}' {
+		w.pos++
 		return nil
 	}
+	for n := 0; ; n++ {
+		w.ws()
+		if w.pos >= len(w.in) || w.in[w.pos] != '"' {
+			return errNotJSON
+		}
+		name, escaped, err := w.str()
+		if err != nil {
+			return err
+		}
+		if escaped {
+			var s string
+			if json.Unmarshal(name, &s) != nil {
+				return errNotJSON
+			}
+			name = []byte(s)
+		} else {
+			name = name[1 : len(name)-1]
+		}
+		vt := elem
+		twice := false
+		if fields != nil {
+			f, ok := fields[string(name)]
+			if !ok {
+				return unknownMember(fields, string(name))
+			}
+			vt = f.typ
+			if f.index < 64 {
+				twice = seenFields&(1<<f.index) != 0
+				seenFields |= 1 << f.index
+			} else {
+				twice = seen[string(foldName(string(name)))]
+				if seen == nil {
+					seen = map[string]bool{}
+				}
+				seen[string(foldName(string(name)))] = true
+			}
+		} else {
+			// A map keeps the last of two equal keys; so does the
+			// decoder's any.
+			switch {
+			case n == 0:
+				first = name
+			case seen == nil:
+				seen = map[string]bool{string(first): true}
+				fallthrough
+			default:
+				twice = seen[string(name)]
+				seen[string(name)] = true
+			}
+		}
+		if twice {
+			return &memberError{reason: "given more than once", path: []string{string(name)}}
+		}
+		w.ws()
+		if w.pos >= len(w.in) || w.in[w.pos] != ':' {
+			return errNotJSON
+		}
+		w.pos++
+		w.ws()
+		if err := w.value(vt, depth+1); err != nil {
+			var me *memberError
+			if errors.As(err, &me) {
+				me.path = append(me.path, string(name))
+			}
+			return err
+		}
+		w.ws()
+		if w.pos >= len(w.in) {
+			return errNotJSON
+		}
+		switch w.in[w.pos] {
+		case ',':
+			w.pos++
+		case '}':
+			w.pos++
+			return nil
+		default:
+			return errNotJSON
+		}
+	}
+}
+
+// unknownMember refuses a name that is no field's.
+func unknownMember(fields map[string]field, name string) error {
+	for known := range fields {
+		if strings.EqualFold(known, name) {
+			return &memberError{reason: fmt.Sprintf("member names are case-sensitive: the member is %q", known),
+				path: []string{name}}
+		}
+	}
+	return &memberError{reason: "no such member", path: []string{name}}
+}
+
+// str reads a string token, quotes included, and whether it holds an
+// escape.
+func (w *memberWalker) str() ([]byte, bool, error) {
+	start := w.pos
+	escaped := false
+	for w.pos++; w.pos < len(w.in); w.pos++ {
+		switch w.in[w.pos] {
+		case '\\':
+			escaped = true
+			w.pos++
+		case '"':
+			w.pos++
+			return w.in[start:w.pos], escaped, nil
+		}
+	}
+	return nil, false, errNotJSON
+}
+
+// syntaxError turns a decoder's syntax error into a 400 INVALID_INPUT.
+func syntaxError(err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return invalidf("the body is not valid JSON at byte %d: %s", se.Offset, se.Error())
@@ -159,23 +302,29 @@ func syntaxError(err error) error {
 	return invalidf("the body is not valid JSON: %v", err)
 }
 
-// fieldCache maps a struct type to its JSON member names and their types.
-var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
+// field is a struct field as encoding/json sees it.
+type field struct {
+	index int
+	typ   reflect.Type
+}
+
+// fieldCache maps a struct type to its JSON member names.
+var fieldCache sync.Map // reflect.Type → map[string]field
 
 // fieldsOf returns the JSON member names of the struct type t as
 // encoding/json names them (the json tag's name, else the field's name;
 // "-" and unexported fields omitted; embedded structs' fields promoted).
-func fieldsOf(t reflect.Type) map[string]reflect.Type {
+func fieldsOf(t reflect.Type) map[string]field {
 	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string]reflect.Type)
+		return m.(map[string]field)
 	}
-	m := map[string]reflect.Type{}
+	m := map[string]field{}
 	addFields(m, t, 0)
 	fieldCache.Store(t, m)
 	return m
 }
 
-func addFields(m map[string]reflect.Type, t reflect.Type, depth int) {
+func addFields(m map[string]field, t reflect.Type, depth int) {
 	if depth > 8 {
 		panic("server: a request type embeds structs deeper than 8") // the api types embed none
 	}
@@ -203,7 +352,7 @@ func addFields(m map[string]reflect.Type, t reflect.Type, depth int) {
 			name = f.Name
 		}
 		if _, dup := m[name]; !dup {
-			m[name] = ft
+			m[name] = field{index: len(m), typ: ft}
 		}
 	}
 }

@@ -217,13 +217,20 @@ func (c *call) decode(v any) error {
 	}
 	// The members first: what the replay guard hashed must be what the
 	// handler acts on (checkMembers).
-	if err := checkMembers(c.body, reflect.TypeOf(v)); err != nil {
-		return err
+	membersErr := checkMembers(c.body, reflect.TypeOf(v))
+	if membersErr != nil && membersErr != errNotJSON {
+		return membersErr
 	}
 	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
+	}
+	if membersErr != nil { // the decoder took what checkMembers could not read: refused all the same
+		return invalidf("the body is not valid JSON")
+	}
+	if len(bytes.TrimSpace(c.body[dec.InputOffset():])) != 0 {
+		return invalidf("the body holds more than one JSON value")
 	}
 	return nil
 }
