@@ -255,10 +255,13 @@ const (
 // reset can destroy the 413 before they read it. A body declared larger
 // than LingerSizeMax, or sent only after 100 Continue, is not read.
 func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
+	if r.ProtoMajor != 1 {
+		s.problem(w, r, err) // an HTTP/2 stream ends alone; its connection stays
+		return
+	}
 	w.Header().Set("Connection", "close")
 	rc := http.NewResponseController(w)
-	// Reading the body after the answer is written needs full duplex on
-	// HTTP/1.x; HTTP/2 streams have it, and answer ErrNotSupported.
+	// Reading the body after the answer is written needs full duplex.
 	duplex := rc.EnableFullDuplex() == nil
 	s.problem(w, r, err)
 	if !duplex || r.Header.Get("Expect") != "" || r.ContentLength > LingerSizeMax {
