@@ -277,7 +277,7 @@ func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
 // errPathNotClean refuses a path ServeMux would redirect to its cleaned
 // form (with a text/html body, before any API key is checked).
 var errPathNotClean = &httpError{status: http.StatusNotFound, code: api.CodeNotFound,
-	detail: "no such route: the path has an empty, . or .. segment"}
+	detail: "no such route: a path starts with / and has no empty, . or .. segment"}
 
 // servedPath answers 404 NOT_FOUND, as a problem, for what ServeMux
 // would answer with a redirect: a path that is not clean (//, /./, /../,
