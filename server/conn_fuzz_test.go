@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"path"
 	"testing"
@@ -79,6 +80,30 @@ func FuzzRewriteRefusal(f *testing.F) {
 		if resp.Header.Get("Content-Type") != api.MediaProblem || p.Code == "" || p.Status != resp.StatusCode ||
 			!resp.Close || rd.Buffered() != 0 || resp.StatusCode < 400 {
 			t.Fatalf("%q → %q", b, out)
+		}
+	})
+}
+
+// The request checks before the replay guard: a Content-Type is accepted
+// exactly when its media type is application/json (any case, any
+// parameters that parse), and an Idempotency-Key exactly when every byte
+// is printable ASCII.
+func FuzzRequestHeaderChecks(f *testing.F) {
+	for _, seed := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON", "",
+		"text/plain", "application/json;", "application/jsonx", "application/json; a=\"b", "clé", "key-1 ", "\x7f"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		mt, _, err := mime.ParseMediaType(v)
+		if want := err == nil && mt == api.MediaJSON; (checkMediaType(v) == nil) != want {
+			t.Fatalf("Content-Type %q: accepted %v, media type %q (%v)", v, !want, mt, err)
+		}
+		want := true
+		for _, c := range []byte(v) {
+			want = want && c >= 0x20 && c <= 0x7e
+		}
+		if printableKey(v) != want {
+			t.Fatalf("key %q: printable %v", v, !want)
 		}
 	})
 }
