@@ -20,10 +20,12 @@ import (
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/internal/testbin"
 	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/servertest"
+	"github.com/ledgerworks/ledger/stockmovement"
 )
 
 // serveChild runs `ledgerctl --db path serve` on a free port of 127.0.0.1
@@ -275,4 +277,52 @@ func TestDeadLetterPagesEndAtTheByteBound(t *testing.T) {
 		t.Fatalf("%d dead letters in %d pages, want %d in at least 3", len(seen), pages, letters)
 	}
 	ts.do(http.MethodGet, "/v1/outbox/dead?from=nothex", token, "", nil).wantProblem(t, http.StatusBadRequest, api.CodeInvalidInput)
+}
+
+// A page of the stock history ends before the movement that would take it
+// past server.ResponseSizeMax, with next_seq; paging through returns every
+// movement exactly once, in order.
+func TestStockHistoryPagesEndAtTheByteBound(t *testing.T) {
+	db := openBolt(t)
+	ts := startServer(t, db, server.Options{})
+	token := ts.key("acme", allScopes...)
+	fixture(t, ts, token) // SKU-1 at WH-1, and a purchase receipt there
+	note := strings.Repeat("n", stockmovement.NoteLengthMax)
+	const movements = 3500 // about 1.3 KB each: more than a page's bound
+	for batch := 0; batch < movements; batch += 500 {
+		err := db.Update(context.Background(), func(tx *chain.Tx) error {
+			for i := batch; i < batch+500; i++ {
+				if _, err := stockmovement.ReceiveTx(tx, stockmovement.ReceiveRequest{Tenant: "acme", Item: "SKU-1", Location: "WH-1",
+					Quantity: decimal.MustNew(1, 0), Note: note, IdempotencyKey: "history-" + strconv.Itoa(i)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []uint64
+	pages := 0
+	for from := uint64(1); from != 0; pages++ {
+		r := ts.do(http.MethodGet, "/v1/stock/history/SKU-1/WH-1?limit=10000&from="+strconv.FormatUint(from, 10), token, "", nil)
+		var page api.StockHistory
+		r.decode(t, http.StatusOK, &page)
+		if len(page.Entries) == 0 || len(r.body) > server.ResponseSizeMax {
+			t.Fatalf("from=%d: %d movements in %d bytes", from, len(page.Entries), len(r.body))
+		}
+		for _, e := range page.Entries {
+			seqs = append(seqs, e.Seq)
+		}
+		from = page.NextSeq
+	}
+	for i, seq := range seqs {
+		if seq != uint64(i+1) {
+			t.Fatalf("movement %d has seq %d: every movement once, in order, wanted", i, seq)
+		}
+	}
+	if len(seqs) != movements+1 || pages < 2 {
+		t.Fatalf("%d movements in %d pages, want %d in at least 2", len(seqs), pages, movements+1)
+	}
 }
