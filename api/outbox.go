@@ -24,6 +24,9 @@ type OutboxMessage struct {
 // GET /v1/outbox/dead?topic=.
 type OutboxMessageList struct {
 	Messages []OutboxMessage `json:"messages"`
+	// NextFrom is the from of the next page of dead letters (GET
+	// /v1/outbox/dead), "" when there is no more.
+	NextFrom string `json:"next_from,omitempty"`
 }
 
 // OutboxRequeueRequest is POST /v1/outbox/requeue: return dead messages to

@@ -37,6 +37,8 @@ const (
 	CodeNoEventID           = "NO_EVENT_ID"            // 400: a verified webhook that names no event id
 	CodeEventIDReused       = "EVENT_ID_REUSED"        // 409: a webhook event id received before with another body
 	CodeNotDead             = "NOT_DEAD"               // 409: a requeue of a message that is not dead
+	CodeHeadersTooLarge     = "HEADERS_TOO_LARGE"      // 431: the request's headers exceed the server's limit
+	CodeUnsupportedProtocol = "UNSUPPORTED_PROTOCOL"   // 417, 501, 505: an Expect, transfer coding or HTTP version the server does not implement
 
 	// The replay guard's codes.
 	CodeKeyRequired      = "KEY_REQUIRED"                      // 400: no Idempotency-Key on a state-changing route

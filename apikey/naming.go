@@ -34,6 +34,26 @@ const (
 // call instead of after RevocationDelay.
 const NotifyChannel = "apikey"
 
+// ValidateNewTenant checks the tenant of a key being created:
+// ValidateTenant's rules, and lowercase ASCII letters, digits, '-', '_'
+// and '.', beginning with a letter or a digit, so that no two tenants look
+// alike ("ACME" and "acme", a trailing space, a Cyrillic "а"). Keys stored
+// before this rule keep their tenants, which ValidateTenant still reads.
+func ValidateNewTenant(tenant string) error {
+	if err := ValidateTenant(tenant); err != nil {
+		return err
+	}
+	for i := 0; i < len(tenant); i++ {
+		c := tenant[i]
+		lowerOrDigit := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !lowerOrDigit && (i == 0 || c != '-' && c != '_' && c != '.') {
+			return invalid("tenant", ErrInvalidTenant,
+				"tenant %q: want lowercase ASCII letters, digits, '-', '_' and '.', beginning with a letter or a digit", tenant)
+		}
+	}
+	return nil
+}
+
 // Idempotency keys of the system chain's entries: one creation and one
 // revocation per key id.
 func createKey(id string) string { return "create:" + id }

@@ -57,7 +57,7 @@ func CreateTx(tx *chain.Tx, r CreateRequest) (Key, string, error) {
 	if err != nil {
 		return Key{}, "", err
 	}
-	if err := ValidateTenant(r.Tenant); err != nil {
+	if err := ValidateNewTenant(r.Tenant); err != nil {
 		return Key{}, "", err
 	}
 	if err := validateName(r.Name); err != nil {

@@ -48,11 +48,18 @@ func (c *Client) OutboxMessage(ctx context.Context, id string, opts ...CallOptio
 	return out, err
 }
 
-// DeadMessages lists the dead letters of a topic, or of every topic when
-// topic is empty (admin).
+// DeadMessages returns the first page of the dead letters of a topic, or
+// of every topic when topic is empty (admin); OutboxMessageList.NextFrom
+// continues with DeadMessagesFrom.
 func (c *Client) DeadMessages(ctx context.Context, topic string, opts ...CallOption) (api.OutboxMessageList, error) {
+	return c.DeadMessagesFrom(ctx, topic, "", opts...)
+}
+
+// DeadMessagesFrom returns the page of dead letters that begins with the
+// message from (a previous page's NextFrom; the first page when empty).
+func (c *Client) DeadMessagesFrom(ctx context.Context, topic, from string, opts ...CallOption) (api.OutboxMessageList, error) {
 	var out api.OutboxMessageList
-	err := c.get(ctx, newRoute("/v1/outbox/dead"), query{}.str("topic", topic).values(), &out, opts)
+	err := c.get(ctx, newRoute("/v1/outbox/dead"), query{}.str("topic", topic).str("from", from).values(), &out, opts)
 	return out, err
 }
 

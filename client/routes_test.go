@@ -81,6 +81,7 @@ func methodCalls(ctx context.Context, c *Client) []methodCall {
 		}, "GET", "/v1/outbox/messages", "limit=2&status=dead&topic=t"},
 		{func() error { _, err := c.OutboxMessage(ctx, "m1"); return err }, "GET", "/v1/outbox/messages/m1", ""},
 		{func() error { _, err := c.DeadMessages(ctx, ""); return err }, "GET", "/v1/outbox/dead", ""},
+		{func() error { _, err := c.DeadMessagesFrom(ctx, "t", "6f1c"); return err }, "GET", "/v1/outbox/dead", "from=6f1c&topic=t"},
 		{func() error { _, err := c.OutboxStats(ctx, "t"); return err }, "GET", "/v1/outbox/stats", "topic=t"},
 		{func() error { _, err := c.Requeue(ctx, api.OutboxRequeueRequest{}); return err }, "POST", "/v1/outbox/requeue", ""},
 		{func() error { _, err := c.CreateAPIKey(ctx, api.APIKeyRequest{}); return err }, "POST", "/v1/apikeys", ""},

@@ -112,16 +112,54 @@ func List(ctx context.Context, db *chain.DB, tenant string, o ListOptions) ([]In
 
 // ListDead lists the dead messages of a tenant (of one topic, when named).
 func ListDead(ctx context.Context, db *chain.DB, tenant, topic string) ([]Info, error) {
-	var out []Info
-	err := db.View(ctx, func(tx *chain.Tx) error {
-		out = out[:0]
-		topics, err := topicsTx(tx, tenant, topic)
+	infos, _, err := ListDeadPage(ctx, db, tenant, DeadOptions{Topic: topic})
+	return infos, err
+}
+
+// DeadOptions select a page of dead letters. The zero value lists every
+// dead letter of the tenant.
+type DeadOptions struct {
+	// Topic limits the page to one topic; every topic when empty.
+	Topic string
+	// From is the first dead letter of the page (a previous page's next);
+	// the zero ID starts at the first.
+	From ID
+	// Fits is asked about each dead letter, in order, before it joins the
+	// page; the first one it refuses is the next page's From, except the
+	// page's first, which joins it whatever Fits says. Nil takes every one.
+	Fits func(Info) bool
+}
+
+// ListDeadPage lists the dead messages of a tenant in topic and
+// dead-letter order, a page at a time: from o.From until o.Fits refuses
+// one, whose id it returns as next (the zero ID when the list ended). A
+// From that is no longer dead (requeued since) still marks the place.
+func ListDeadPage(ctx context.Context, db *chain.DB, tenant string, o DeadOptions) (page []Info, next ID, err error) {
+	err = db.View(ctx, func(tx *chain.Tx) error {
+		page, next = page[:0], ID{}
+		topics, err := topicsTx(tx, tenant, o.Topic)
 		if err != nil {
 			return err
 		}
+		var fromTopic string
+		var fromSeq uint64
+		if o.From != (ID{}) {
+			r, err := getRecord(newTxState(tx), tenant, o.From)
+			if err != nil {
+				return err
+			}
+			fromTopic, fromSeq = r.Topic, r.Seq
+		}
 		for _, t := range topics {
+			if t < fromTopic {
+				continue
+			}
 			start := topicPrefix(tenant, stateDead, t)
-			for kv, err := range tx.StateScan(start, prefixEnd(start), false) {
+			end := prefixEnd(start)
+			if t == fromTopic {
+				start = deadKey(tenant, t, fromSeq)
+			}
+			for kv, err := range tx.StateScan(start, end, false) {
 				if err != nil {
 					return err
 				}
@@ -131,12 +169,16 @@ func ListDead(ctx context.Context, db *chain.DB, tenant, topic string) ([]Info, 
 				if err != nil {
 					return err
 				}
-				out = append(out, info)
+				if o.Fits != nil && !o.Fits(info) && len(page) > 0 {
+					next = id
+					return nil
+				}
+				page = append(page, info)
 			}
 		}
 		return nil
 	})
-	return out, err
+	return page, next, err
 }
 
 // topicsTx returns the tenant's topics in name order (only the named one,

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -140,21 +139,43 @@ func listEntries(c *call) (any, error) {
 	if from > head.Seq {
 		return page, nil
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	for e, err := range c.s.db.Entries(ctx, full, from) {
-		if err != nil {
-			return nil, err
+	// One read transaction, entry by entry: the page, not the chain, is
+	// what the server holds, and it ends before the entry that would take
+	// its encoding past ResponseSizeMax.
+	size := 0
+	err = c.s.db.View(c.ctx, func(tx *chain.Tx) error {
+		page.Entries = page.Entries[:0]
+		size = 0
+		for e, err := range tx.Entries(full, from) {
+			if err != nil {
+				return err
+			}
+			n := entryEncodedSizeMax(e)
+			if len(page.Entries) > 0 && size+n > ResponseSizeMax {
+				break
+			}
+			size += n
+			page.Entries = append(page.Entries, c.entry(e))
+			if uint64(len(page.Entries)) == limit {
+				break
+			}
 		}
-		page.Entries = append(page.Entries, c.entry(e))
-		if uint64(len(page.Entries)) == limit {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if n := len(page.Entries); n > 0 && page.Entries[n-1].Seq < head.Seq {
 		page.NextFrom = page.Entries[n-1].Seq + 1
 	}
 	return page, nil
+}
+
+// entryEncodedSizeMax is at least the bytes e takes in a page's JSON: its
+// payload in base64, its strings at six bytes a byte (\u00XX), and 512 for
+// its hashes, numbers, time and member names.
+func entryEncodedSizeMax(e chain.Entry) int {
+	return (len(e.Payload)+2)/3*4 + 6*(len(e.Chain)+len(e.IdempotencyKey)+len(e.Type)) + 512
 }
 
 func chainHead(c *call) (any, error) {

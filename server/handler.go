@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -49,6 +50,7 @@ func (s *Server) routeHandler(rt *Route) http.Handler {
 		h = g.Middleware(h)
 	}
 	if rt.Scope != "" {
+		h = s.checkRequest(rt, h)
 		h = s.requireScope(rt.Scope, h)
 		h = apikey.MiddlewareFunc(s.authenticate)(h)
 	}
@@ -87,6 +89,59 @@ func (s *Server) requireScope(scope apikey.Scope, next http.Handler) http.Handle
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// checkRequest refuses, before the replay guard stores an answer for the
+// key, what no retry with the same key could fix: an Idempotency-Key
+// outside printable ASCII (400 KEY_INVALID; the guard's own parsing takes
+// UTF-8), and a body without Content-Type application/json on a route
+// that reads one (415 UNSUPPORTED_MEDIA_TYPE).
+func (s *Server) checkRequest(rt *Route, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.Guarded {
+			for _, v := range r.Header.Values(api.HeaderIdempotencyKey) {
+				if !printableKey(v) {
+					s.problem(w, r, &idempotency.Error{Code: idempotency.CodeKeyInvalid,
+						Detail: "key holds a byte outside printable ASCII"})
+					return
+				}
+			}
+		}
+		if rt.Request != nil && r.ContentLength != 0 {
+			if err := checkMediaType(r.Header.Get("Content-Type")); err != nil {
+				s.problem(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// printableKey reports whether an Idempotency-Key is printable ASCII
+// (spaces allowed; net/http trims them around the value).
+func printableKey(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// checkMediaType accepts application/json, with parameters (charset).
+func checkMediaType(ct string) error {
+	if ct == api.MediaJSON { // the common case parses nothing
+		return nil
+	}
+	if ct == "" {
+		return &httpError{status: http.StatusUnsupportedMediaType, code: api.CodeUnsupportedMedia,
+			detail: "a body needs Content-Type: " + api.MediaJSON}
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != api.MediaJSON {
+		return &httpError{status: http.StatusUnsupportedMediaType, code: api.CodeUnsupportedMedia,
+			detail: fmt.Sprintf("Content-Type %q: want %s", ct, api.MediaJSON)}
+	}
+	return nil
 }
 
 // serveRoute runs the route's handler.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ledgerworks/ledger/api"
@@ -166,6 +167,9 @@ func (s *Server) buildHandler() http.Handler {
 		if !s.limitBody(sw, r) {
 			return
 		}
+		if !s.servedPath(sw, r) {
+			return
+		}
 		mux.ServeHTTP(sw, r)
 	})
 }
@@ -213,7 +217,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 			detail: fmt.Sprintf("the body exceeds %d bytes", s.opts.BodySizeMax)}
 	}
 	if r.ContentLength > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge())
+		s.refuseBody(w, r, tooLarge())
 		return false
 	}
 	if r.ContentLength >= 0 {
@@ -221,15 +225,101 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.BodySizeMax+1))
-	r.Body.Close()
 	if err != nil {
+		r.Body.Close()
 		s.problem(w, r, invalidf("reading the body: %v", err))
 		return false
 	}
 	if int64(len(body)) > s.opts.BodySizeMax {
-		s.problem(w, r, tooLarge())
+		s.refuseBody(w, r, tooLarge())
 		return false
 	}
+	r.Body.Close()
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return true
+}
+
+// Bounds of the lingering close after a 413.
+const (
+	// LingerSizeMax is the most of a refused body the server reads and
+	// discards after its 413.
+	LingerSizeMax = 16 << 20
+	// LingerTimeout bounds the time it spends doing so.
+	LingerTimeout = 5 * time.Second
+)
+
+// refuseBody answers a body too large with 413 and Connection: close, then
+// reads and discards what the client still sends, at most LingerSizeMax
+// bytes within LingerTimeout. Most clients write the whole body before
+// they read: a connection closed with their body unread is reset, and the
+// reset can destroy the 413 before they read it. A body declared larger
+// than LingerSizeMax, or sent only after 100 Continue, is not read.
+func (s *Server) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
+	if r.ProtoMajor != 1 {
+		s.problem(w, r, err) // an HTTP/2 stream ends alone; its connection stays
+		return
+	}
+	w.Header().Set("Connection", "close")
+	rc := http.NewResponseController(w)
+	// Reading the body after the answer is written needs full duplex.
+	duplex := rc.EnableFullDuplex() == nil
+	s.problem(w, r, err)
+	if !duplex || r.Header.Get("Expect") != "" || r.ContentLength > LingerSizeMax {
+		return
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(LingerTimeout))
+	_, _ = io.CopyN(io.Discard, r.Body, LingerSizeMax)
+}
+
+// errPathNotClean refuses a path ServeMux would redirect to its cleaned
+// form (with a text/html body, before any API key is checked).
+var errPathNotClean = &httpError{status: http.StatusNotFound, code: api.CodeNotFound,
+	detail: "no such route: a path starts with / and has no empty, . or .. segment"}
+
+// servedPath answers 404 NOT_FOUND, as a problem, for what ServeMux
+// would answer with a redirect: a path that is not clean (//, /./, /../,
+// or not starting with /, such as OPTIONS *), and a route's prefix
+// without its slash (/v1/chains). It returns false when it answered.
+func (s *Server) servedPath(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.Path
+	if cleanPath(p) && !muxRedirects[p] {
+		return true
+	}
+	if cleanPath(p) {
+		s.problem(w, r, errNoRoute)
+	} else {
+		s.problem(w, r, errPathNotClean)
+	}
+	return false
+}
+
+// muxRedirects are the paths ServeMux redirects to the same path with a
+// slash, because a pattern serves that path's subtree.
+var muxRedirects = map[string]bool{strings.TrimSuffix(chainPrefix, "/"): true}
+
+// cleanPath reports whether p is what path.Clean makes of it, as
+// ServeMux checks (a trailing slash kept): rooted, without an empty, . or
+// .. segment.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for i := 1; i < len(p); {
+		j := strings.IndexByte(p[i:], '/')
+		seg := p[i:]
+		if j >= 0 {
+			seg = p[i : i+j]
+		}
+		if seg == "." || seg == ".." || seg == "" && j >= 0 {
+			return false
+		}
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
 	return true
 }

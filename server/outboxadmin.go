@@ -20,8 +20,9 @@ func (s *Server) outboxRoutes() []*Route {
 			Summary:  "A message with its headers, payload and whole delivery history (leases, outcomes, dead letters, requeues)",
 			Response: api.OutboxMessageHistory{}, Status: http.StatusOK, read: outboxMessage},
 		{Method: http.MethodGet, Path: "/v1/outbox/dead", ID: "outbox.dead.list", Tag: tag, Scope: scopeAdmin,
-			Summary: "The dead letters, with their headers and payloads", Response: api.OutboxMessageList{},
-			Status: http.StatusOK, read: outboxDead, Query: []Param{{"topic", "string", "only this topic"}}},
+			Summary: "The dead letters, with their headers and payloads, a page at a time", Response: api.OutboxMessageList{},
+			Status: http.StatusOK, read: outboxDead, Query: []Param{{"topic", "string", "only this topic"},
+				{"from", "string", "the first dead letter of the page: a previous page's next_from"}}},
 		{Method: http.MethodGet, Path: "/v1/outbox/stats", ID: "outbox.stats", Tag: tag, Scope: scopeAdmin,
 			Summary:  "Messages by status per topic, with the ordering keys a failing message blocks",
 			Response: api.OutboxStats{}, Status: http.StatusOK, read: outboxStats,
@@ -88,12 +89,32 @@ func messageList(infos []outbox.Info, withBody bool) api.OutboxMessageList {
 	return out
 }
 
+// outboxDead answers a page of dead letters, which ends before the one
+// that would take it past ResponseSizeMax, with next_from.
 func outboxDead(c *call) (any, error) {
-	infos, err := outbox.ListDead(c.ctx, c.s.db, c.tenant, c.r.URL.Query().Get("topic"))
+	q := c.r.URL.Query()
+	o := outbox.DeadOptions{Topic: q.Get("topic")}
+	if from := q.Get("from"); from != "" {
+		id, err := outbox.ParseID(from)
+		if err != nil {
+			return nil, invalidf("from=%q is not a message id (32 hex digits, or outbox:<id>)", from)
+		}
+		o.From = id
+	}
+	size := 0
+	o.Fits = func(i outbox.Info) bool {
+		size += len(marshal(wire.OutboxMessage(i, true))) + 1 // and its comma
+		return size <= ResponseSizeMax
+	}
+	infos, next, err := outbox.ListDeadPage(c.ctx, c.s.db, c.tenant, o)
 	if err != nil {
 		return nil, err
 	}
-	return messageList(infos, true), nil
+	out := messageList(infos, true)
+	if next != (outbox.ID{}) {
+		out.NextFrom = next.String()
+	}
+	return out, nil
 }
 
 func outboxStats(c *call) (any, error) {
@@ -116,13 +137,18 @@ func outboxRequeue(c *call) (func(tx txn) (any, error), error) {
 	if len(req.IDs) == 0 || len(req.IDs) > outbox.OutcomeBatchMax {
 		return nil, invalidf("ids: want 1 to %d message ids", outbox.OutcomeBatchMax)
 	}
-	ids := make([]outbox.ID, len(req.IDs))
-	for i, s := range req.IDs {
+	// An id listed twice is requeued, and reported, once.
+	ids := make([]outbox.ID, 0, len(req.IDs))
+	seen := make(map[outbox.ID]bool, len(req.IDs))
+	for _, s := range req.IDs {
 		id, err := outbox.ParseID(s)
 		if err != nil {
 			return nil, invalidf("%q is not a message id (32 hex digits, or outbox:<id>)", s)
 		}
-		ids[i] = id
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
 	}
 	operator := "apikey:" + c.key.ID
 	return func(tx txn) (any, error) {

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -115,6 +115,11 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("request_id", RequestIDFromContext(r.Context())),
 			slog.String("code", code), slog.Any("error", err))
 	}
+	if k, ok := apikey.FromContext(r.Context()); ok {
+		// The ledger's errors name chains in full; a tenant names its
+		// chains without its own prefix.
+		detail = strings.ReplaceAll(detail, `"`+k.Tenant+chain.NameSeparator, `"`)
+	}
 	p := problem.Problem{Status: status, Code: code, Detail: detail}
 	if seq := errcode.ExistingSeq(err); seq != 0 {
 		p.Extra = map[string]any{"existing_seq": strconv.FormatUint(seq, 10)} // a 64-bit integer: a string
@@ -209,11 +214,11 @@ type txn = *chain.Tx
 // decode reads the body as exactly one JSON object of v's type: unknown
 // fields, trailing data and other media types are refused.
 func (c *call) decode(v any) error {
-	if ct := c.r.Header.Get("Content-Type"); ct != "" && ct != api.MediaJSON { // the common case parses nothing
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != api.MediaJSON {
-			return &httpError{status: http.StatusUnsupportedMediaType, code: api.CodeUnsupportedMedia,
-				detail: fmt.Sprintf("Content-Type %q: want %s", ct, api.MediaJSON)}
+	// A body without Content-Type never gets here (checkRequest); an
+	// empty one is refused below.
+	if ct := c.r.Header.Get("Content-Type"); ct != "" {
+		if err := checkMediaType(ct); err != nil {
+			return err
 		}
 	}
 	if !c.read {
@@ -233,17 +238,21 @@ func (c *call) decode(v any) error {
 	if len(bytes.TrimSpace(c.body)) == 0 {
 		return invalidf("the route needs a JSON %s body", typeName(v))
 	}
+	// The members first: what the replay guard hashed must be what the
+	// handler acts on (checkMembers).
+	membersErr := checkMembers(c.body, reflect.TypeOf(v))
+	if membersErr != nil && membersErr != errNotJSON {
+		return membersErr
+	}
 	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		if strings.Contains(err.Error(), "invalid use of ,string struct tag") {
-			// encoding/json's words for a number where a ,string field
-			// wants a string name no field: say what the API wants.
-			return invalidf("the body is not a valid %s: a 64-bit integer (seq, *_unix_nano) is a JSON string of decimal digits such as \"12\"", typeName(v))
-		}
-		return invalidf("the body is not a valid %s: %v", typeName(v), err)
+		return decodeError(err)
 	}
-	if dec.More() {
+	if membersErr != nil { // the decoder took what checkMembers could not read: refused all the same
+		return invalidf("the body is not valid JSON")
+	}
+	if len(bytes.TrimSpace(c.body[dec.InputOffset():])) != 0 {
 		return invalidf("the body holds more than one JSON value")
 	}
 	return nil

@@ -43,6 +43,11 @@ const (
 	// CleanupIntervalMin is the least time between two purges of expired
 	// records (each a scan of the store), whatever the jobs interval.
 	CleanupIntervalMin = time.Minute
+	// ResponseSizeMax bounds the JSON of one page of a list route: a page
+	// ends before the item that would take it past the bound, with the
+	// cursor of the next page, and always holds its first item, so that a
+	// response is at most ResponseSizeMax and one item.
+	ResponseSizeMax = 4 << 20
 )
 
 // Options configure a Server. DB is required; the zero value of every other
@@ -427,7 +432,9 @@ func (s *Server) HTTPServer(t Timeouts) *http.Server {
 		WriteTimeout:      def(t.Write, WriteTimeoutDefault),
 		IdleTimeout:       def(t.Idle, IdleTimeoutDefault),
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// OPTIONS * reaches the handler, which refuses it as a problem.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -443,6 +450,7 @@ func (s *Server) Serve(ctx context.Context, hs *http.Server, ln net.Listener, sh
 	if serve == nil {
 		serve = hs.Serve
 	}
+	ln = Listener(ln)
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()
 	var serveErr error

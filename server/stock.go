@@ -300,12 +300,18 @@ func stockHistory(c *call) (any, error) {
 	out := api.StockHistory{Chain: c.rel(name), Entries: []api.StockEntry{}}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
+	size := 0
 	for e, err := range stockmovement.History(ctx, c.s.db, c.tenant, item, location, from) {
 		if err != nil {
 			return nil, err
 		}
 		se := wire.StockEntry(e)
 		c.relStockEntry(&se)
+		n := len(marshal(se)) + 1 // and its comma
+		if len(out.Entries) > 0 && size+n > ResponseSizeMax {
+			break // the page ends early, with next_seq
+		}
+		size += n
 		out.Entries = append(out.Entries, se)
 		if uint64(len(out.Entries)) == limit {
 			break

@@ -50,6 +50,7 @@ func TestServe(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chains/c/entries", strings.NewReader(`{"type":"t","payload":"cA=="}`))
 	req.Header.Set("Authorization", "Bearer "+key.Token)
 	req.Header.Set("Idempotency-Key", "k")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

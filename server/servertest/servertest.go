@@ -62,7 +62,7 @@ func Start(tb testing.TB, opts server.Options) *Running {
 		tb.Fatal(err)
 	}
 	r := &Running{Server: srv, URL: "http://" + ln.Addr().String(), http: srv.HTTPServer(server.Timeouts{})}
-	go func() { _ = r.http.Serve(ln) }()
+	go func() { _ = r.http.Serve(server.Listener(ln)) }()
 	tb.Cleanup(r.Close)
 	return r
 }
