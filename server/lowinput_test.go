@@ -69,7 +69,7 @@ func TestBodyWithoutContentTypeRefused(t *testing.T) {
 func TestRequeueListsAMessageOnce(t *testing.T) {
 	db := openBolt(t)
 	_, url := newReceiver(t, func(n int) int { return http.StatusBadRequest }) // permanent: dead at once
-	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	token := ts.key("acme", allScopes...)
 	fixture(t, ts, token)
 	var dead api.OutboxMessageList

@@ -242,7 +242,7 @@ func TestDeadLetterPagesEndAtTheByteBound(t *testing.T) {
 		}
 	}
 	_, url := newReceiver(t, func(n int) int { return http.StatusBadRequest }) // permanent: dead at once
-	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	token := ts.key("acme", allScopes...)
 	var stats api.OutboxStats
 	for deadline := time.Now().Add(30 * time.Second); len(stats.Topics) == 0 || stats.Topics[0].Dead < letters; {
