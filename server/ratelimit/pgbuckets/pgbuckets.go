@@ -83,6 +83,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	// A bucket's update need not wait for the WAL's flush: a crash of
+	// the database forgets at most the last moments' spending, which
+	// lets a few requests more through once, never fewer.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	schema := schemaOf(cfg, opts.Schema)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -110,6 +114,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 
 // New returns the store of the table in schema (DefaultSchema when
 // empty) on pool, which stays the caller's; the clock is the database's.
+// Open's pool commits without waiting for the WAL's flush
+// (synchronous_commit off), which a bucket does not need; give New a
+// pool that does the same, or each request waits for a flush.
 func New(pool *pgxpool.Pool, schema string) *Store {
 	if schema == "" {
 		schema = DefaultSchema
@@ -194,16 +201,19 @@ func (s *Store) Take(ctx context.Context, bucket []byte, limit rate.Limit, burst
 	at := s.instant()
 	var ok bool
 	var waitUs int64
-	b := &pgx.Batch{}
-	b.Queue(s.take, bucket, t, tau, at).QueryRow(func(row pgx.Row) error { return row.Scan(&ok, &waitUs) })
-	if next := s.nextSweep.Load(); time.Now().UnixNano() >= next &&
-		s.nextSweep.CompareAndSwap(next, time.Now().Add(SweepInterval).UnixNano()) {
+	if next := s.nextSweep.Load(); time.Now().UnixNano() < next ||
+		!s.nextSweep.CompareAndSwap(next, time.Now().Add(SweepInterval).UnixNano()) {
+		err = s.pool.QueryRow(ctx, s.take, bucket, t, tau, at).Scan(&ok, &waitUs)
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(s.take, bucket, t, tau, at).QueryRow(func(row pgx.Row) error { return row.Scan(&ok, &waitUs) })
 		b.Queue(s.sweep, at).Exec(func(ct pgconn.CommandTag) error {
 			s.swept.Add(ct.RowsAffected())
 			return nil
 		})
+		err = s.pool.SendBatch(ctx, b).Close()
 	}
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err != nil {
 		return false, 0, fmt.Errorf("pgbuckets: take: %w", err)
 	}
 	if ok {
