@@ -12,8 +12,9 @@ import (
 // the transaction ends. On a backend that reads many keys together
 // (storage.StateBatchGetter: PostgreSQL) it costs one round trip per
 // storage.StateGetBatchMax keys rather than one per key; elsewhere it is
-// StateGet in a loop. In a writable transaction it locks what it finds,
-// as StateGet does.
+// StateGet in a loop. It locks nothing on PostgreSQL: a caller that
+// rewrites what it reads holds a lock every writer of those keys takes,
+// such as a chain's head (Head), before the call.
 func (tx *Tx) StateGetBatch(keys [][]byte, found func(i int, value []byte)) error {
 	bg, ok := tx.stx.(storage.StateBatchGetter)
 	if !ok {

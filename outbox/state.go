@@ -226,7 +226,10 @@ func putRecord(s stateStore, tenant string, id ID, r *record) error {
 // prefetchRecords reads the records of the messages ids that s does not
 // hold yet into its cache, together (one round trip on PostgreSQL rather
 // than one a message), for an operation about to read them one by one. A
-// message with no record is left out, for getRecord to report.
+// message with no record is left out, for getRecord to report. The caller
+// has locked the topic's deliveries chain head first, which every writer
+// of an existing record locks too (claims, outcomes, heartbeats,
+// requeues), so the batch, which locks no row, reads the newest records.
 func prefetchRecords(s txState, tenant string, ids []ID) error {
 	if s.records == nil {
 		return nil

@@ -343,9 +343,14 @@ type Execer interface {
 type StateBatchGetter interface {
 	// StateGetBatch calls found(i, value) for each keys[i] that holds a
 	// value, in no particular order; a key that holds none is skipped.
-	// value is valid until the transaction ends. In a writable
-	// transaction it locks the rows it finds, as StateGet does. It takes
-	// at most StateGetBatchMax keys; a key given twice is reported once.
+	// value is valid until the transaction ends. It takes at most
+	// StateGetBatchMax keys; a key given twice is reported once.
+	//
+	// Unlike StateGet in a writable transaction, it locks nothing (on
+	// PostgreSQL a row lock is a write of its own): a caller that reads
+	// values to rewrite them holds, before the call, a lock that every
+	// writer of those keys takes too (the outbox: its topic's deliveries
+	// chain head), so that what it reads is the newest committed value.
 	StateGetBatch(ctx context.Context, keys [][]byte, found func(i int, value []byte)) error
 }
 

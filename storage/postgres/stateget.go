@@ -9,15 +9,9 @@ import (
 	"github.com/ledgerworks/ledger/storage"
 )
 
-const (
-	// sqlStateGetBatch reads many keys in one statement. In a writable
-	// transaction sqlStateGetBatchLock locks the rows it finds in key
-	// order (the sort runs below the lock), the order every writer's
-	// flush uses too, so two batches cannot lock each other's rows in
-	// opposite orders.
-	sqlStateGetBatch     = "SELECT key, value FROM state WHERE key = ANY($1::bytea[])"
-	sqlStateGetBatchLock = "SELECT key, value FROM state WHERE key = ANY($1::bytea[]) ORDER BY key FOR UPDATE"
-)
+// sqlStateGetBatch reads many keys in one statement, locking none of
+// them (see storage.StateBatchGetter).
+const sqlStateGetBatch = "SELECT key, value FROM state WHERE key = ANY($1::bytea[])"
 
 var _ storage.StateBatchGetter = (*tx)(nil)
 
@@ -51,12 +45,8 @@ func (t *tx) StateGetBatch(ctx context.Context, keys [][]byte, found func(i int,
 	type pair struct{ key, value []byte }
 	var rows []pair
 	err := t.run(ctx, "state get batch", false, func(b *pgx.Batch) {
-		query := sqlStateGetBatch
-		if t.writable {
-			query = sqlStateGetBatchLock
-		}
 		rows = rows[:0]
-		b.Queue(query, ask).Query(func(r pgx.Rows) error {
+		b.Queue(sqlStateGetBatch, ask).Query(func(r pgx.Rows) error {
 			for r.Next() {
 				var p pair
 				if err := r.Scan(&p.key, &p.value); err != nil {
