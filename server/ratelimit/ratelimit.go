@@ -157,35 +157,35 @@ func (l *Limiter) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := l.opts.Now()
 		ctx := r.Context()
-		var addr, key decision
-		var addrName, keyName string
+		var buf [2]limit
+		limits := buf[:0]
 		if l.opts.PerAddr > 0 {
-			addrName = l.opts.Addr(r)
-			addr = l.take(ctx, now, l.addrs, bucketAddr, addrName, l.opts.PerAddr, l.opts.AddrBurst)
+			limits = append(limits, limit{lru: l.addrs, name: l.opts.Addr(r), rate: l.opts.PerAddr, burst: l.opts.AddrBurst, kind: bucketAddr})
 		}
-		keyed := false
 		if l.opts.PerKey > 0 {
-			if keyName, keyed = l.opts.KeyID(r); keyed {
-				key = l.take(ctx, now, l.keys, bucketKey, keyName, l.opts.PerKey, l.opts.KeyBurst)
+			if id, ok := l.opts.KeyID(r); ok {
+				limits = append(limits, limit{lru: l.keys, name: id, rate: l.opts.PerKey, burst: l.opts.KeyBurst, kind: bucketKey})
 			}
 		}
-		wait, what := time.Duration(0), ""
-		if l.opts.PerAddr > 0 && !addr.ok {
-			wait, what = max(addr.wait, time.Nanosecond), "client address"
+		if len(limits) == 0 {
+			next.ServeHTTP(w, r)
+			return
 		}
-		if keyed && !key.ok && max(key.wait, time.Nanosecond) > wait {
-			wait, what = max(key.wait, time.Nanosecond), "API key"
+		l.take(ctx, now, limits)
+		wait, what := time.Duration(0), ""
+		for _, m := range limits {
+			if !m.ok && max(m.wait, time.Nanosecond) > wait {
+				wait, what = max(m.wait, time.Nanosecond), "client address"
+				if m.kind == bucketKey {
+					what = "API key"
+				}
+			}
 		}
 		if wait == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if l.opts.PerAddr > 0 {
-			l.undo(ctx, now, addr, bucketAddr, addrName, l.opts.PerAddr, l.opts.AddrBurst)
-		}
-		if keyed {
-			l.undo(ctx, now, key, bucketKey, keyName, l.opts.PerKey, l.opts.KeyBurst)
-		}
+		l.undo(ctx, now, limits)
 		l.refused.Add(1)
 		problem.Write(w, problem.Problem{Status: http.StatusTooManyRequests, Code: Code, RetryAfter: wait,
 			Detail: "the rate limit of the " + what + " is exceeded"})

@@ -12,13 +12,27 @@ import (
 // (pgbuckets: PostgreSQL). A bucket is named; its rate and burst are the
 // caller's (every instance must be given the same).
 type Store interface {
-	// Take spends one token of the bucket and returns ok when it holds
-	// one; otherwise it spends nothing and returns the wait until a token
-	// is due.
-	Take(ctx context.Context, bucket []byte, limit rate.Limit, burst int) (ok bool, wait time.Duration, err error)
-	// Give puts back the token a Take of the same request spent, when the
-	// request is refused by its other bucket.
-	Give(ctx context.Context, bucket []byte, limit rate.Limit, burst int) error
+	// Take spends one token of each bucket that holds one, together (one
+	// round trip), and answers in the buckets' order: OK, or the wait
+	// until a token is due for a bucket that held none, which spends
+	// nothing of it.
+	Take(ctx context.Context, buckets []Bucket) ([]Taken, error)
+	// Give puts back the tokens a Take of the same request spent, when
+	// another of its buckets refused it.
+	Give(ctx context.Context, buckets []Bucket) error
+}
+
+// Bucket names a bucket of a Store and gives its rate and size.
+type Bucket struct {
+	Name  []byte
+	Limit rate.Limit
+	Burst int
+}
+
+// Taken is a Store's answer for one bucket.
+type Taken struct {
+	OK   bool
+	Wait time.Duration // when not OK
 }
 
 // StoreTimeoutDefault is Options.StoreTimeout when zero.
@@ -30,48 +44,78 @@ const (
 	bucketAddr = "a/"
 )
 
-// decision is one bucket's answer for a request.
-type decision struct {
-	ok     bool
-	wait   time.Duration
-	shared bool // taken from the Store (to be given back there)
-	res    *rate.Reservation
+// limit is one bucket a request spends from: its name in this process
+// and in the Store, and its answer.
+type limit struct {
+	lru   *lru
+	name  string
+	rate  rate.Limit
+	burst int
+	kind  string
+
+	ok   bool
+	wait time.Duration
+	res  *rate.Reservation // when this process's bucket answered
 }
 
-// take spends a token of the named bucket: from the Store when there is
-// one, and from this process's bucket when there is none or it failed.
-// A failure of the Store is counted, and the request is then limited by
-// this process's bucket alone: at worst N instances allow N times the
+// take spends a token of each limit: from the Store when there is one,
+// and from this process's buckets when there is none or it failed. A
+// failure of the Store is counted, and the request is then limited by
+// this process's buckets alone: at worst N instances allow N times the
 // rate while their database fails, and never answer 500 or 503 for it.
-func (l *Limiter) take(ctx context.Context, now time.Time, c *lru, kind, name string, limit rate.Limit, burst int) decision {
+func (l *Limiter) take(ctx context.Context, now time.Time, limits []limit) {
 	if l.opts.Store != nil {
 		sctx, cancel := context.WithTimeout(ctx, l.opts.StoreTimeout)
-		ok, wait, err := l.opts.Store.Take(sctx, []byte(kind+name), limit, burst)
+		taken, err := l.opts.Store.Take(sctx, storeBuckets(limits))
 		cancel()
+		if err == nil && len(taken) == len(limits) {
+			for i := range limits {
+				limits[i].ok, limits[i].wait = taken[i].OK, taken[i].Wait
+			}
+			return
+		}
 		if err == nil {
-			return decision{ok: ok, wait: wait, shared: true}
+			err = errStoreAnswers
 		}
 		l.storeErrors.Add(1)
 		l.logStoreError(err)
 	}
-	res := c.get(name).ReserveN(now, 1)
-	wait := res.DelayFrom(now)
-	return decision{ok: wait == 0, wait: wait, res: res}
+	for i := range limits {
+		m := &limits[i]
+		m.res = m.lru.get(m.name).ReserveN(now, 1)
+		m.wait = m.res.DelayFrom(now)
+		m.ok = m.wait == 0
+	}
 }
 
-// undo gives back the token d spent.
-func (l *Limiter) undo(ctx context.Context, now time.Time, d decision, kind, name string, limit rate.Limit, burst int) {
-	switch {
-	case d.res != nil:
-		d.res.CancelAt(now)
-	case d.shared && d.ok:
-		sctx, cancel := context.WithTimeout(ctx, l.opts.StoreTimeout)
-		defer cancel()
-		if err := l.opts.Store.Give(sctx, []byte(kind+name), limit, burst); err != nil {
-			l.storeErrors.Add(1)
-			l.logStoreError(err)
+// undo gives back the tokens the limits spent.
+func (l *Limiter) undo(ctx context.Context, now time.Time, limits []limit) {
+	var give []limit
+	for _, m := range limits {
+		switch {
+		case m.res != nil:
+			m.res.CancelAt(now)
+		case m.ok:
+			give = append(give, m)
 		}
 	}
+	if len(give) == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, l.opts.StoreTimeout)
+	defer cancel()
+	if err := l.opts.Store.Give(sctx, storeBuckets(give)); err != nil {
+		l.storeErrors.Add(1)
+		l.logStoreError(err)
+	}
+}
+
+func storeBuckets(limits []limit) []Bucket {
+	b := make([]Bucket, len(limits))
+	for i, m := range limits {
+		b[i] = Bucket{Name: []byte(m.kind + m.name), Limit: m.rate, Burst: m.burst}
+	}
+	return b
 }
 
 // logStoreError logs a failure of the Store, at most once a second.

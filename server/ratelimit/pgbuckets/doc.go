@@ -32,8 +32,9 @@
 // # Caveats
 //
 // Each request costs one statement per limit configured (a key's and an
-// address's), on a connection of the store's pool; a refused request
-// whose other bucket had a token gives it back with a second statement.
+// address's), sent together in one round trip on a connection of the
+// store's pool; a refused request whose other bucket had a token gives it
+// back in a second round trip.
 // All the requests of one key update one row: they serialize on its lock
 // for the statement's duration, which bounds one key to some tens of
 // thousands of requests a second, far above any rate a per-key limit is

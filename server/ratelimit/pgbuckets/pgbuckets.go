@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/time/rate"
 
 	"github.com/ledgerworks/ledger/server/ratelimit"
 )
@@ -33,6 +32,9 @@ const (
 	SweepInterval = time.Minute
 	// SweepBatchMax bounds the rows one sweep deletes.
 	SweepBatchMax = 1000
+	// TakeBucketsMax bounds the buckets of one Take or Give (a request
+	// spends from its address's and its key's).
+	TakeBucketsMax = 8
 )
 
 var (
@@ -170,7 +172,8 @@ var sqlSweep = strings.ReplaceAll(`DELETE FROM ratelimit_buckets WHERE tat < `+s
 
 // params checks a bucket and returns its emission interval and tolerance
 // in microseconds.
-func params(bucket []byte, limit rate.Limit, burst int) (t, tau int64, err error) {
+func params(b ratelimit.Bucket) (t, tau int64, err error) {
+	bucket, limit, burst := b.Name, b.Limit, b.Burst
 	switch {
 	case len(bucket) == 0 || len(bucket) > BucketSizeMax:
 		return 0, 0, fmt.Errorf("%w: name of %d bytes, want 1 to %d", ErrInvalidBucket, len(bucket), BucketSizeMax)
@@ -191,44 +194,59 @@ func (s *Store) instant() any {
 	return s.now().UnixMicro()
 }
 
-// Take implements ratelimit.Store in one statement (and, once every
-// SweepInterval, the sweep in the same round trip).
-func (s *Store) Take(ctx context.Context, bucket []byte, limit rate.Limit, burst int) (bool, time.Duration, error) {
-	t, tau, err := params(bucket, limit, burst)
-	if err != nil {
-		return false, 0, err
+// Take implements ratelimit.Store: one statement a bucket, all in one
+// round trip (with, once every SweepInterval, the sweep). It takes at
+// most TakeBucketsMax buckets.
+func (s *Store) Take(ctx context.Context, buckets []ratelimit.Bucket) ([]ratelimit.Taken, error) {
+	if len(buckets) == 0 || len(buckets) > TakeBucketsMax {
+		return nil, fmt.Errorf("%w: %d buckets, want 1 to %d", ErrInvalidBucket, len(buckets), TakeBucketsMax)
 	}
 	at := s.instant()
-	var ok bool
-	var waitUs int64
-	if next := s.nextSweep.Load(); time.Now().UnixNano() < next ||
-		!s.nextSweep.CompareAndSwap(next, time.Now().Add(SweepInterval).UnixNano()) {
-		err = s.pool.QueryRow(ctx, s.take, bucket, t, tau, at).Scan(&ok, &waitUs)
-	} else {
-		b := &pgx.Batch{}
-		b.Queue(s.take, bucket, t, tau, at).QueryRow(func(row pgx.Row) error { return row.Scan(&ok, &waitUs) })
+	taken := make([]ratelimit.Taken, len(buckets))
+	b := &pgx.Batch{}
+	for i, bk := range buckets {
+		t, tau, err := params(bk)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(s.take, bk.Name, t, tau, at).QueryRow(func(row pgx.Row) error {
+			var waitUs int64
+			if err := row.Scan(&taken[i].OK, &waitUs); err != nil {
+				return err
+			}
+			if !taken[i].OK {
+				taken[i].Wait = time.Duration(waitUs) * time.Microsecond
+			}
+			return nil
+		})
+	}
+	if next := s.nextSweep.Load(); time.Now().UnixNano() >= next &&
+		s.nextSweep.CompareAndSwap(next, time.Now().Add(SweepInterval).UnixNano()) {
 		b.Queue(s.sweep, at).Exec(func(ct pgconn.CommandTag) error {
 			s.swept.Add(ct.RowsAffected())
 			return nil
 		})
-		err = s.pool.SendBatch(ctx, b).Close()
 	}
-	if err != nil {
-		return false, 0, fmt.Errorf("pgbuckets: take: %w", err)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("pgbuckets: take: %w", err)
 	}
-	if ok {
-		return true, 0, nil
-	}
-	return false, time.Duration(waitUs) * time.Microsecond, nil
+	return taken, nil
 }
 
-// Give implements ratelimit.Store.
-func (s *Store) Give(ctx context.Context, bucket []byte, limit rate.Limit, burst int) error {
-	t, _, err := params(bucket, limit, burst)
-	if err != nil {
-		return err
+// Give implements ratelimit.Store, in one round trip.
+func (s *Store) Give(ctx context.Context, buckets []ratelimit.Bucket) error {
+	if len(buckets) == 0 || len(buckets) > TakeBucketsMax {
+		return fmt.Errorf("%w: %d buckets, want 1 to %d", ErrInvalidBucket, len(buckets), TakeBucketsMax)
 	}
-	if _, err := s.pool.Exec(ctx, s.give, bucket, t); err != nil {
+	b := &pgx.Batch{}
+	for _, bk := range buckets {
+		t, _, err := params(bk)
+		if err != nil {
+			return err
+		}
+		b.Queue(s.give, bk.Name, t)
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("pgbuckets: give: %w", err)
 	}
 	return nil

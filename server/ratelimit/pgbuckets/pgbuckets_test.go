@@ -56,6 +56,10 @@ type bucketSpec struct {
 	burst int
 }
 
+func (s bucketSpec) bucket() ratelimit.Bucket {
+	return ratelimit.Bucket{Name: []byte(s.name), Limit: s.limit, Burst: s.burst}
+}
+
 func (b *modelBucket) refill(spec bucketSpec, now int64) {
 	capacity := int64(spec.burst) * 1e6
 	if !b.fresh {
@@ -103,10 +107,11 @@ func TestTakeMatchesTokenBucket(t *testing.T) {
 					perUs := int64(specs[i].limit)
 					wantWait = time.Duration((1e6-model[i].micro+perUs-1)/perUs) * time.Microsecond
 				}
-				ok, wait, err := s.Take(ctx, []byte(specs[i].name), specs[i].limit, specs[i].burst)
+				taken, err := s.Take(ctx, []ratelimit.Bucket{specs[i].bucket()})
 				if err != nil {
 					rt.Fatal(err)
 				}
+				ok, wait := taken[0].OK, taken[0].Wait
 				if ok != wantOK || wait != wantWait {
 					rt.Fatalf("bucket %s at %d: ok %v wait %v, model ok %v wait %v (%d millionths)",
 						specs[i].name, now, ok, wait, wantOK, wantWait, model[i].micro)
@@ -120,7 +125,7 @@ func TestTakeMatchesTokenBucket(t *testing.T) {
 				spent[i]--
 				model[i].refill(specs[i], clock.Load())
 				model[i].micro = min(int64(specs[i].burst)*1e6, model[i].micro+1e6)
-				if err := s.Give(ctx, []byte(specs[i].name), specs[i].limit, specs[i].burst); err != nil {
+				if err := s.Give(ctx, []ratelimit.Bucket{specs[i].bucket()}); err != nil {
 					rt.Fatal(err)
 				}
 			},
@@ -136,26 +141,40 @@ func TestTakeMatchesTokenBucket(t *testing.T) {
 	}
 }
 
-// TestInvalidBuckets: names, rates and bursts out of bounds are refused
-// with ErrInvalidBucket before any statement.
+// TestInvalidBuckets: names, rates and bursts out of bounds, and calls
+// with no bucket or too many, are refused with ErrInvalidBucket before any
+// statement, and nothing is spent.
 func TestInvalidBuckets(t *testing.T) {
 	s := open(t, nil)
 	ctx := context.Background()
-	for _, c := range []struct {
-		name  string
-		limit rate.Limit
-		burst int
-	}{
-		{"", 1, 1}, {string(make([]byte, pgbuckets.BucketSizeMax+1)), 1, 1},
-		{"k", 0, 1}, {"k", -1, 1}, {"k", pgbuckets.RateMax * 2, 1}, {"k", rate.Inf, 1},
-		{"k", 1, 0}, {"k", 1, ratelimit.BurstMax + 1},
+	good := ratelimit.Bucket{Name: []byte("good"), Limit: 1, Burst: 1}
+	for _, b := range []ratelimit.Bucket{
+		{Name: nil, Limit: 1, Burst: 1}, {Name: make([]byte, pgbuckets.BucketSizeMax+1), Limit: 1, Burst: 1},
+		{Name: []byte("k"), Limit: 0, Burst: 1}, {Name: []byte("k"), Limit: -1, Burst: 1},
+		{Name: []byte("k"), Limit: pgbuckets.RateMax * 2, Burst: 1}, {Name: []byte("k"), Limit: rate.Inf, Burst: 1},
+		{Name: []byte("k"), Limit: 1, Burst: 0}, {Name: []byte("k"), Limit: 1, Burst: ratelimit.BurstMax + 1},
 	} {
-		if _, _, err := s.Take(ctx, []byte(c.name), c.limit, c.burst); !errors.Is(err, pgbuckets.ErrInvalidBucket) {
-			t.Errorf("Take(%d bytes, %v, %d) = %v, want ErrInvalidBucket", len(c.name), c.limit, c.burst, err)
+		if _, err := s.Take(ctx, []ratelimit.Bucket{good, b}); !errors.Is(err, pgbuckets.ErrInvalidBucket) {
+			t.Errorf("Take(%d bytes, %v, %d) = %v, want ErrInvalidBucket", len(b.Name), b.Limit, b.Burst, err)
 		}
-		if err := s.Give(ctx, []byte(c.name), c.limit, c.burst); !errors.Is(err, pgbuckets.ErrInvalidBucket) {
-			t.Errorf("Give(%d bytes, %v, %d) = %v, want ErrInvalidBucket", len(c.name), c.limit, c.burst, err)
+		if err := s.Give(ctx, []ratelimit.Bucket{b}); !errors.Is(err, pgbuckets.ErrInvalidBucket) {
+			t.Errorf("Give(%d bytes, %v, %d) = %v, want ErrInvalidBucket", len(b.Name), b.Limit, b.Burst, err)
 		}
+	}
+	if _, err := s.Take(ctx, nil); !errors.Is(err, pgbuckets.ErrInvalidBucket) {
+		t.Errorf("Take of no bucket: %v", err)
+	}
+	many := make([]ratelimit.Bucket, pgbuckets.TakeBucketsMax+1)
+	for i := range many {
+		many[i] = good
+	}
+	if _, err := s.Take(ctx, many); !errors.Is(err, pgbuckets.ErrInvalidBucket) {
+		t.Errorf("Take of %d buckets: %v", len(many), err)
+	}
+	// The good bucket of the refused calls was never spent: its one token
+	// is there.
+	if taken, err := s.Take(ctx, []ratelimit.Bucket{good}); err != nil || !taken[0].OK {
+		t.Fatalf("after the refusals: %+v %v", taken, err)
 	}
 }
 
