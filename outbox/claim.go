@@ -618,6 +618,13 @@ func RecordTx(tx *chain.Tx, tenant, topic string, o RecordOptions, outcomes []Ou
 		return Recorded{}, err
 	}
 	st := newTxStateSized(tx, len(outcomes))
+	ids := make([]ID, len(outcomes))
+	for i, out := range outcomes {
+		ids[i] = out.ID
+	}
+	if err := prefetchRecords(st, tenant, ids); err != nil {
+		return Recorded{}, err
+	}
 	errs := make([]error, len(outcomes))
 	ev := outcomeEvent{Worker: o.Worker, Items: make([]outcomeItem, 0, len(outcomes))}
 	var dead deadEvent
@@ -736,6 +743,13 @@ func HeartbeatTx(tx *chain.Tx, tenant, topic string, o RecordOptions, lease time
 		return nil, err
 	}
 	st := newTxStateSized(tx, len(leases))
+	ids := make([]ID, len(leases))
+	for i, l := range leases {
+		ids[i] = l.Message.ID
+	}
+	if err := prefetchRecords(st, tenant, ids); err != nil {
+		return nil, err
+	}
 	errs := make([]error, len(leases))
 	ev := heartbeatEvent{Worker: o.Worker, Deadline: now.Add(lease).UnixNano()}
 	seen := map[ID]bool{}

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -220,6 +221,40 @@ func putRecord(s stateStore, tenant string, id ID, r *record) error {
 		return ts.tx.StatePut(recordKey(tenant, id), r.encode())
 	}
 	return s.put(recordKey(tenant, id), r.encode())
+}
+
+// prefetchRecords reads the records of the messages ids that s does not
+// hold yet into its cache, together (one round trip on PostgreSQL rather
+// than one a message), for an operation about to read them one by one. A
+// message with no record is left out, for getRecord to report. The caller
+// has locked the topic's deliveries chain head first, which every writer
+// of an existing record locks too (claims, outcomes, heartbeats,
+// requeues), so the batch, which locks no row, reads the newest records.
+func prefetchRecords(s txState, tenant string, ids []ID) error {
+	if s.records == nil {
+		return nil
+	}
+	keys := make([][]byte, 0, len(ids))
+	want := make([]ID, 0, len(ids))
+	asked := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		if _, ok := s.records[id]; ok || asked[id] {
+			continue
+		}
+		asked[id] = true
+		want = append(want, id)
+		keys = append(keys, recordKey(tenant, id))
+	}
+	var bad error
+	err := s.tx.StateGetBatch(keys, func(i int, v []byte) {
+		r, err := decodeRecord(v)
+		if err != nil {
+			bad = cmp.Or(bad, fmt.Errorf("outbox: record of %s: %w", want[i], err))
+			return
+		}
+		s.records[want[i]] = r
+	})
+	return cmp.Or(err, bad)
 }
 
 // rememberRecord puts a record read with an index (a ready key's copy)

@@ -83,7 +83,9 @@ type Options struct {
 	JobsInterval time.Duration
 	// RateLimit configures the token buckets per API key and per client
 	// address in front of every /v1 route; none when both rates are zero.
-	// A nil KeyID buckets by the authenticated key (Authenticator.KeyIDOf).
+	// A nil KeyID buckets by the authenticated key (Authenticator.KeyIDOf),
+	// a nil Logger logs to Logger. With a Store (pgbuckets) the buckets
+	// are shared by every instance on it; without, they are per process.
 	RateLimit ratelimit.Options
 	// BodySizeMax bounds a request body (413 PAYLOAD_TOO_LARGE);
 	// BodySizeMaxDefault when zero.
@@ -201,6 +203,9 @@ func New(opts Options) (*Server, error) {
 		// Bucket by authenticated keys only: a key id is not a secret, so
 		// a forged token naming another key's id must not drain its bucket.
 		rl.KeyID = s.keyID // Authenticator.KeyIDOf, its answer kept for the API key check
+	}
+	if rl.Logger == nil {
+		rl.Logger = s.log
 	}
 	if s.limiter, err = ratelimit.New(rl); err != nil {
 		return nil, err

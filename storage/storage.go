@@ -335,3 +335,24 @@ type Execer interface {
 	// call, Commit included, returns the error.
 	Exec(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
 }
+
+// StateBatchGetter is implemented by a Tx that reads many state keys
+// for less together than one at a time (PostgreSQL: one statement, one
+// round trip, instead of a round trip per key), for a caller that is about
+// to read and rewrite many records in one transaction.
+type StateBatchGetter interface {
+	// StateGetBatch calls found(i, value) for each keys[i] that holds a
+	// value, in no particular order; a key that holds none is skipped.
+	// value is valid until the transaction ends. It takes at most
+	// StateGetBatchMax keys; a key given twice is reported once.
+	//
+	// Unlike StateGet in a writable transaction, it locks nothing (on
+	// PostgreSQL a row lock is a write of its own): a caller that reads
+	// values to rewrite them holds, before the call, a lock that every
+	// writer of those keys takes too (the outbox: its topic's deliveries
+	// chain head), so that what it reads is the newest committed value.
+	StateGetBatch(ctx context.Context, keys [][]byte, found func(i int, value []byte)) error
+}
+
+// StateGetBatchMax bounds the keys one StateGetBatch call takes.
+const StateGetBatchMax = 1 << 12

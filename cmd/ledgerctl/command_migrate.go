@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
+	"github.com/ledgerworks/ledger/server/ratelimit/pgbuckets"
 	"github.com/ledgerworks/ledger/storage/postgres"
 )
 
@@ -31,7 +32,7 @@ func newMigrateCommand(a *app) *cobra.Command {
 			"change the schema: they exit 5 on a database whose schema is missing or out of date.\n" +
 			"Files need no migration.\n" +
 			"It also creates the HTTP replay guard's tables (idempotency_records, idempotency_retry_counts)\n" +
-			"in the ledger's schema when they are missing.",
+			"and the shared rate limit buckets' (ratelimit_buckets) in the ledger's schema when they are missing.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := a.databaseName()
@@ -43,6 +44,9 @@ func newMigrateCommand(a *app) *cobra.Command {
 				return err
 			}
 			if err := pgstore.Migrate(cmd.Context(), name, ""); err != nil {
+				return err
+			}
+			if err := pgbuckets.Migrate(cmd.Context(), name, ""); err != nil {
 				return err
 			}
 			out := migrateJSON{Database: redactURL(name), Applied: append([]int{}, applied...), SchemaVersion: postgres.SchemaVersion()}

@@ -20,6 +20,7 @@ import (
 	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/ratelimit"
+	"github.com/ledgerworks/ledger/server/ratelimit/pgbuckets"
 )
 
 func init() { registerCommand(newServeCommand) }
@@ -146,6 +147,18 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		}
 		defer store.Close()
 		opts.IdempotencyStore = store
+		if o.ratePerKey > pgbuckets.RateMax || o.ratePerAddr > pgbuckets.RateMax {
+			return usageErrorf("%s: rates above %d a second cannot be shared on PostgreSQL", cmd.CommandPath(), pgbuckets.RateMax)
+		}
+		if o.ratePerKey > 0 || o.ratePerAddr > 0 {
+			// The buckets are shared by every instance on the database.
+			buckets, err := pgbuckets.Open(ctx, name, pgbuckets.Options{Migrate: true})
+			if err != nil {
+				return err
+			}
+			defer buckets.Close()
+			opts.RateLimit.Store = buckets
+		}
 	}
 	srv, err := server.New(opts)
 	var de *server.DeliveryError

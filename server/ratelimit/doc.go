@@ -19,8 +19,11 @@
 //
 // # Caveats
 //
-// Buckets are in memory, per process: N servers behind a balancer allow N
-// times the rate. A Limiter keeps at most MaxTracked limiters of each kind
+// Buckets are in memory, per process, unless Options.Store holds them:
+// without one, N servers behind a balancer allow N times the rate; with
+// pgbuckets, the instances on one PostgreSQL share each bucket (one
+// statement a request and limit). A Store that fails leaves the request
+// to this process's bucket: a limit never answers 500 or 503. A Limiter keeps at most MaxTracked limiters of each kind
 // and drops the least recently used first; a dropped one comes back with a
 // full bucket, so a client with more than MaxTracked addresses in use at
 // once is not held to the address rate. IPv6 clients are bucketed by /64.

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -40,17 +41,31 @@ type Options struct {
 	KeyID func(*http.Request) (string, bool)
 	// Addr names a request's client; default ClientAddr.
 	Addr func(*http.Request) string
-	// Now is the clock; time.Now when nil.
+	// Now is the clock of this process's buckets; time.Now when nil. A
+	// Store keeps its own (pgbuckets: the database's).
 	Now func() time.Time
+	// Store, when set, holds the buckets instead of this process's
+	// memory, shared by every instance that uses it (pgbuckets: one
+	// PostgreSQL); nil keeps them in memory (the embedded default). A
+	// request whose Store call fails is limited by this process's bucket
+	// instead (Stats.StoreErrors counts them): never refused for it.
+	Store Store
+	// StoreTimeout bounds one Store call; StoreTimeoutDefault when zero.
+	StoreTimeout time.Duration
+	// Logger receives the Store's failures, at most one line a second;
+	// slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Limiter is token buckets per API key id and per client address. It is
 // safe for concurrent use.
 type Limiter struct {
-	opts    Options
-	keys    *lru
-	addrs   *lru
-	refused atomic.Uint64
+	opts        Options
+	keys        *lru
+	addrs       *lru
+	refused     atomic.Uint64
+	storeErrors atomic.Uint64
+	lastLog     atomic.Int64 // when a Store failure was last logged, Unix ns
 }
 
 // New checks the options and returns a Limiter.
@@ -75,6 +90,15 @@ func New(opts Options) (*Limiter, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.StoreTimeout == 0 {
+		opts.StoreTimeout = StoreTimeoutDefault
+	}
+	if opts.StoreTimeout < 0 {
+		return nil, fmt.Errorf("%w: StoreTimeout %v is negative", ErrInvalidOptions, opts.StoreTimeout)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	return &Limiter{opts: opts,
 		keys:  newLRU(opts.MaxTracked, opts.PerKey, opts.KeyBurst),
@@ -132,31 +156,36 @@ func ClientAddr(r *http.Request) string {
 func (l *Limiter) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := l.opts.Now()
-		var addr, key *rate.Reservation
+		ctx := r.Context()
+		var buf [2]limit
+		limits := buf[:0]
 		if l.opts.PerAddr > 0 {
-			addr = l.addrs.get(l.opts.Addr(r)).ReserveN(now, 1)
+			limits = append(limits, limit{lru: l.addrs, name: l.opts.Addr(r), rate: l.opts.PerAddr, burst: l.opts.AddrBurst, kind: bucketAddr})
 		}
 		if l.opts.PerKey > 0 {
 			if id, ok := l.opts.KeyID(r); ok {
-				key = l.keys.get(id).ReserveN(now, 1)
+				limits = append(limits, limit{lru: l.keys, name: id, rate: l.opts.PerKey, burst: l.opts.KeyBurst, kind: bucketKey})
 			}
 		}
-		wait, what := time.Duration(0), ""
-		if addr != nil && addr.DelayFrom(now) > wait {
-			wait, what = addr.DelayFrom(now), "client address"
+		if len(limits) == 0 {
+			next.ServeHTTP(w, r)
+			return
 		}
-		if key != nil && key.DelayFrom(now) > wait {
-			wait, what = key.DelayFrom(now), "API key"
+		l.take(ctx, now, limits)
+		wait, what := time.Duration(0), ""
+		for _, m := range limits {
+			if !m.ok && max(m.wait, time.Nanosecond) > wait {
+				wait, what = max(m.wait, time.Nanosecond), "client address"
+				if m.kind == bucketKey {
+					what = "API key"
+				}
+			}
 		}
 		if wait == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
-		for _, res := range []*rate.Reservation{addr, key} {
-			if res != nil {
-				res.CancelAt(now)
-			}
-		}
+		l.undo(ctx, now, limits)
 		l.refused.Add(1)
 		problem.Write(w, problem.Problem{Status: http.StatusTooManyRequests, Code: Code, RetryAfter: wait,
 			Detail: "the rate limit of the " + what + " is exceeded"})
@@ -168,9 +197,11 @@ type Stats struct {
 	TrackedKeys  int    // key limiters held
 	TrackedAddrs int    // address limiters held
 	Refused      uint64 // requests refused since New
+	StoreErrors  uint64 // Store calls that failed since New
 }
 
 // Stats returns the counts of the limiter.
 func (l *Limiter) Stats() Stats {
-	return Stats{TrackedKeys: l.keys.len(), TrackedAddrs: l.addrs.len(), Refused: l.refused.Load()}
+	return Stats{TrackedKeys: l.keys.len(), TrackedAddrs: l.addrs.len(), Refused: l.refused.Load(),
+		StoreErrors: l.storeErrors.Load()}
 }
