@@ -127,6 +127,9 @@ type app struct {
 	// reachedRun is set once flags and arguments parsed, so that errors
 	// before it are reported as usage errors.
 	reachedRun bool
+	// fromEnvironment maps the flags serve took from the environment to
+	// their variables, for its error messages.
+	fromEnvironment map[string]string
 }
 
 // newApp returns an app reading the real environment and clock.
@@ -188,8 +191,17 @@ func newRootCommand(a *app) *cobra.Command {
 			return checkStandardOutput(a.databaseName(), cmd.OutOrStdout())
 		},
 	}
+	var version bool
+	root.Flags().BoolVar(&version, "version", false, "print this build's version (as ledgerctl version)")
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if version {
+			return a.printVersion(cmd)
+		}
+		return cmd.Help()
+	}
 	root.PersistentFlags().StringVar(&a.database, "db", "",
 		"ledger file, or postgres:// URL (default $"+databaseEnvironment+", else "+databaseDefault+")")
+	markSecret(root.PersistentFlags().Lookup("db"))
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputText, "output format: text or json")
 	root.PersistentFlags().DurationVar(&a.lockTimeout, "lock-timeout", lockTimeoutDefault,
 		"how long to wait for a ledger file another process holds")
