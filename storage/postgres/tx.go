@@ -1124,6 +1124,10 @@ func classify(err error, commit bool) error {
 		switch {
 		case pgErr.Code == "23505":
 			return fmt.Errorf("%w (constraint %s): %w", storage.ErrDuplicate, pgErr.ConstraintName, err)
+		case strings.HasPrefix(pgErr.Code, "28"):
+			// Invalid authorization (a wrong password, 28P01): not
+			// transient, whatever the severity.
+			return fmt.Errorf("%w: %w", ErrAuthentication, err)
 		case pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" || strings.HasPrefix(pgErr.Code, "08") ||
 			strings.HasPrefix(pgErr.Code, "57P") || pgErr.Code == "53300":
 			// The session ended: admin shutdown, crash, terminated,
