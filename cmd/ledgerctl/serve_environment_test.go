@@ -243,3 +243,53 @@ func TestServeFirstStartHint(t *testing.T) {
 		t.Fatalf("hint with a key:\n%s", s.stderr)
 	}
 }
+
+// Any value of any serve variable either sets its flag or is refused as a
+// usage error (exit 2) that names the variable; it never panics.
+func FuzzServeEnvironment(f *testing.F) {
+	f.Add(uint8(0), "127.0.0.1:0")
+	f.Add(uint8(3), "-1")
+	f.Add(uint8(7), "1e309")
+	f.Add(uint8(11), "true")
+	f.Add(uint8(200), "1h\x00")
+	f.Fuzz(func(t *testing.T, which uint8, value string) {
+		probe := newRootCommand(&app{})
+		serve, _, err := probe.Find([]string{"serve"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		serve.Flags().VisitAll(func(fl *pflag.Flag) {
+			if !environmentSkipped[fl.Name] {
+				names = append(names, fl.Name)
+			}
+		})
+		serve.InheritedFlags().VisitAll(func(fl *pflag.Flag) {
+			if !environmentSkipped[fl.Name] {
+				names = append(names, fl.Name)
+			}
+		})
+		flag := names[int(which)%len(names)]
+		variable := environmentName(flag)
+		a := &app{environment: func(name string) string {
+			if name == variable {
+				return value
+			}
+			return ""
+		}}
+		root := newRootCommand(a)
+		serve, _, _ = root.Find([]string{"serve"})
+		if err := serve.ParseFlags(nil); err != nil {
+			t.Fatal(err)
+		}
+		err = a.applyEnvironment(serve)
+		switch {
+		case err != nil:
+			if code, _ := classify(err); code != exitUsage || !strings.Contains(err.Error(), "$"+variable) {
+				t.Fatalf("%s=%q: %v (exit %d)", variable, value, err, code)
+			}
+		case value != "" && !serve.Flags().Lookup(flag).Changed:
+			t.Fatalf("%s=%q accepted but --%s not set", variable, value, flag)
+		}
+	})
+}
