@@ -170,7 +170,7 @@ func runDocBlocks(t *testing.T, page, binDir string, blocks []docBlock) {
 		stderr, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf(".err-%d", i)))
 		where := fmt.Sprintf("docs/%s, the block at line %d", page, b.line)
 		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf(".status-%d", i))); err != nil {
-			t.Fatalf("%s failed (%v):\n%s\nstdout:\n%s\nstderr:\n%s", where, runErr, b.script, out, stderr)
+			t.Fatalf("%s failed (%v):\n%s\nstdout:\n%s\nstderr:\n%s%s", where, runErr, b.script, out, stderr, docLogs(dir))
 		}
 		if b.shown && !outputPattern(b.expected).MatchString(normalizeOutput(string(out))) {
 			t.Fatalf("%s printed what the page does not show:\n--- printed\n%s\n--- shown (… is any text)\n%s\nstderr:\n%s",
@@ -180,6 +180,23 @@ func runDocBlocks(t *testing.T, page, binDir string, blocks []docBlock) {
 	if runErr != nil {
 		t.Fatalf("docs/%s: %v", page, runErr)
 	}
+}
+
+// docLogs returns the end of every *.log file the page's commands left (a
+// server's log), to show why a block failed.
+func docLogs(dir string) string {
+	names, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	var b strings.Builder
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		lines = lines[max(0, len(lines)-20):]
+		fmt.Fprintf(&b, "\n%s (its last lines):\n%s\n", filepath.Base(name), strings.Join(lines, "\n"))
+	}
+	return b.String()
 }
 
 // docsEnvironment is the test's environment without LEDGER_ variables, with
