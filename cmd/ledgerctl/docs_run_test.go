@@ -30,11 +30,17 @@ type docBlock struct {
 	script   string // the commands
 	expected string // the output the page shows, "" when it shows none
 	shown    bool   // the page shows an output
+	requires string // a tool the block needs beside bash and curl, "" for none
 }
 
 // notRunMarker, on the line before a ```sh block, keeps the block out of the
 // run (it installs the tool, or names a deployment's hosts).
 const notRunMarker = "<!-- not run"
+
+// requiresMarker, on the line before a ```sh block, names a tool the block
+// needs (`<!-- requires openssl -->`): where the tool is missing the block
+// is left out, and the blocks after it must not depend on it.
+const requiresMarker = "<!-- requires "
 
 // parseDocBlocks returns the runnable ```sh blocks of a page, each with the
 // ```text block that follows it (blank lines between them allowed).
@@ -56,7 +62,13 @@ func parseDocBlocks(page string) ([]docBlock, error) {
 		body := strings.Join(lines[i+1:end], "\n") + "\n"
 		switch {
 		case info == "sh" && !(i > 0 && strings.HasPrefix(lines[i-1], notRunMarker)):
-			blocks = append(blocks, docBlock{line: i + 1, script: body})
+			b := docBlock{line: i + 1, script: body}
+			if i > 0 {
+				if tool, ok := strings.CutPrefix(lines[i-1], requiresMarker); ok {
+					b.requires = strings.TrimSpace(strings.TrimSuffix(tool, "-->"))
+				}
+			}
+			blocks = append(blocks, b)
 		case info == "text" && len(blocks) > 0 && !blocks[len(blocks)-1].shown && onlyBlankBetween(lines, blocks[len(blocks)-1].line, i):
 			blocks[len(blocks)-1].expected, blocks[len(blocks)-1].shown = body, true
 		}
@@ -144,6 +156,14 @@ func runDocBlocks(t *testing.T, page, binDir string, blocks []docBlock) {
 	var driver strings.Builder
 	driver.WriteString("set -eo pipefail\n")
 	for i, b := range blocks {
+		if b.requires != "" {
+			if _, err := exec.LookPath(b.requires); err != nil {
+				t.Logf("docs/%s: the block at line %d is left out: it needs %s", page, b.line, b.requires)
+				blocks[i].shown = false
+				fmt.Fprintf(&driver, "echo left out > .status-%d\n", i)
+				continue
+			}
+		}
 		script := filepath.Join(dir, fmt.Sprintf(".block-%d.sh", i))
 		if err := os.WriteFile(script, []byte(b.script), 0o600); err != nil {
 			t.Fatal(err)
@@ -222,13 +242,13 @@ func docsEnvironment(t *testing.T, binDir string) []string {
 // block before it, and the pattern's … matches any text.
 func TestDocBlocksParse(t *testing.T) {
 	page := "intro\n\n```sh\necho a\n```\n\n```text\na…\n```\n\n" + notRunMarker + ": installs -->\n```sh\ngo install x\n```\n" +
-		"```json\n{}\n```\n```sh\necho b\n```\n"
+		"```json\n{}\n```\n" + requiresMarker + "openssl -->\n```sh\necho b\n```\n"
 	blocks, err := parseDocBlocks(page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(blocks) != 2 || blocks[0].script != "echo a\n" || !blocks[0].shown || blocks[0].expected != "a…\n" ||
-		blocks[1].script != "echo b\n" || blocks[1].shown {
+		blocks[1].script != "echo b\n" || blocks[1].shown || blocks[1].requires != "openssl" || blocks[0].requires != "" {
 		t.Fatalf("blocks %+v", blocks)
 	}
 	if !outputPattern("a…\n…z").MatchString(normalizeOutput("abc\r\n\nxyz\n")) || outputPattern("a…").MatchString("ba") {
