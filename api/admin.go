@@ -75,4 +75,32 @@ type Health struct {
 	Status string `json:"status"` // ok, or not_ready
 	// Detail says why a server is not ready.
 	Detail string `json:"detail,omitempty"`
+	// Version is the server's build (GET /healthz only).
+	Version *Version `json:"version,omitempty"`
+}
+
+// Version is a build of the ledger and the formats it reads and writes
+// (ledgerctl version -o json, GET /healthz).
+type Version struct {
+	// Module is the module path; Version its version, "(devel)" for a build
+	// from a checkout.
+	Module  string `json:"module"`
+	Version string `json:"version"`
+	// VCSRevision and VCSTime are the commit the build was made from, when
+	// the build recorded them; VCSModified says the work tree had changes.
+	VCSRevision string `json:"vcs_revision,omitempty"`
+	VCSTime     string `json:"vcs_time,omitempty"`
+	VCSModified bool   `json:"vcs_modified,omitempty"`
+	GoVersion   string `json:"go_version"`
+	// Format is the version of the entry hashing and export format
+	// (docs/FORMAT.md).
+	Format string `json:"format"`
+	// FileFormat is the layout of the bolt files this build writes;
+	// FileFormatsRead every layout it opens (older ones are upgraded when
+	// opened for writing).
+	FileFormat      string   `json:"file_format"`
+	FileFormatsRead []string `json:"file_formats_read"`
+	// PostgresSchema is the PostgreSQL schema version this build migrates to
+	// and reads.
+	PostgresSchema int `json:"postgres_schema"`
 }

@@ -31,8 +31,8 @@ type Entry struct {
 type EntryPage struct {
 	Chain   string  `json:"chain"`
 	Entries []Entry `json:"entries"`
-	// NextFrom is the from of the next page; 0 when there is no more.
-	NextFrom uint64 `json:"next_from,string"`
+	// NextSeq is the from of the next page; 0 when there is no more.
+	NextSeq uint64 `json:"next_seq,string"`
 }
 
 // Head is GET /v1/chains/{name}/head: the newest entry of a chain (seq 0

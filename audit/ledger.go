@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/checkpoint"
-	"golang.org/x/mod/sumdb/note"
 )
 
 // CreateCheckpoint signs a checkpoint of every chain's tree head, read
@@ -48,11 +46,7 @@ func CreateCheckpoint(ctx context.Context, db *chain.DB, signerKey string) ([]by
 
 // signerName returns the name of a signing key.
 func signerName(signerKey string) (string, error) {
-	signer, err := note.NewSigner(strings.TrimSpace(signerKey))
-	if err != nil {
-		return "", fmt.Errorf("checkpoint: signing key: %w", err)
-	}
-	return signer.Name(), nil
+	return checkpoint.CheckSignerKey(signerKey)
 }
 
 func leaves(heads []chain.TreeHead) []checkpoint.Leaf {

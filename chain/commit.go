@@ -59,6 +59,8 @@ func (r *request) release() {
 // call runs the request's function, or its append, in tx; an append takes
 // its hash from slot i of ahead when that slot holds it (see
 // hashGroupInLanes).
+//
+//lint:ignore ST1008 the panic value rides beside the error recover turned it into
 func (r *request) call(tx *Tx, ahead *hashAhead, i int) (err error, panicValue any) {
 	if r.fn != nil {
 		return run(r.fn, tx)
@@ -426,6 +428,8 @@ func (db *DB) answer(pending []*request, commitErr error, start time.Time) {
 
 // run calls fn, turning a panic into a value handed back to the caller's
 // goroutine, where it is raised again.
+//
+//lint:ignore ST1008 the panic value rides beside the error recover turned it into
 func run(fn func(tx *Tx) error, tx *Tx) (err error, panicValue any) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -185,6 +185,30 @@ func GenerateKey(origin string) (signerKey, verifierKey string, err error) {
 	return note.GenerateKey(rand.Reader, origin)
 }
 
+// ErrKey is matched by a signing or verifier key that is not one in the
+// note package's text form (a verifier key given to sign, a damaged file).
+var ErrKey = errors.New("checkpoint: malformed key")
+
+// CheckSignerKey reports whether signerKey is a signing key, and returns its
+// name.
+func CheckSignerKey(signerKey string) (name string, err error) {
+	signer, err := note.NewSigner(strings.TrimSpace(signerKey))
+	if err != nil {
+		return "", fmt.Errorf("%w: signing key: %w", ErrKey, err)
+	}
+	return signer.Name(), nil
+}
+
+// CheckVerifierKey reports whether verifierKey is a verifier key, and
+// returns its name.
+func CheckVerifierKey(verifierKey string) (name string, err error) {
+	verifier, err := note.NewVerifier(strings.TrimSpace(verifierKey))
+	if err != nil {
+		return "", fmt.Errorf("%w: verifier key: %w", ErrKey, err)
+	}
+	return verifier.Name(), nil
+}
+
 // Sign returns the signed note of c. The signer's name must be c's origin.
 func Sign(c Checkpoint, signerKey string) ([]byte, error) {
 	if err := checkOrigin(c.Origin); err != nil {
@@ -192,7 +216,7 @@ func Sign(c Checkpoint, signerKey string) ([]byte, error) {
 	}
 	signer, err := note.NewSigner(strings.TrimSpace(signerKey))
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: signing key: %w", err)
+		return nil, fmt.Errorf("%w: signing key: %w", ErrKey, err)
 	}
 	if signer.Name() != c.Origin {
 		return nil, &OriginMismatchError{Expected: c.Origin, Got: signer.Name()}
@@ -221,7 +245,7 @@ func Open(msg []byte, verifierKey string) (Checkpoint, error) {
 	}
 	verifier, err := note.NewVerifier(strings.TrimSpace(verifierKey))
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint: verifier key: %w", err)
+		return Checkpoint{}, fmt.Errorf("%w: verifier key: %w", ErrKey, err)
 	}
 	n, err := note.Open(msg, note.VerifierList(verifier))
 	if err != nil {

@@ -110,7 +110,7 @@ func TestDocPythonRetries(t *testing.T) {
 		{"transient answers", []func(http.ResponseWriter){
 			nil, // hang up
 			problemOf(503, api.CodeStoreUnavailable), problemOf(429, api.CodeRateLimited), problemOf(409, api.CodeInProgress),
-			func(w http.ResponseWriter) { http.Error(w, "<html>bad gateway</html>", 502) },
+			func(w http.ResponseWriter) { http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway) },
 			func(w http.ResponseWriter) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(201)

@@ -25,7 +25,7 @@ func (c *Client) Entry(ctx context.Context, name string, seq uint64, opts ...Cal
 }
 
 // Entries reads up to limit entries of chain name from seq from (the
-// server's defaults when 0); EntryPage.NextFrom continues.
+// server's defaults when 0); EntryPage.NextSeq continues.
 func (c *Client) Entries(ctx context.Context, name string, from uint64, limit int, opts ...CallOption) (api.EntryPage, error) {
 	var out api.EntryPage
 	q := query{}.uint("from", from).int("limit", int64(limit))

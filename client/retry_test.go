@@ -119,8 +119,10 @@ func post(c *Client, ctx context.Context, opts ...CallOption) (result, error) {
 
 func TestRetriesUntilSuccessWithOneKeyAndOneBody(t *testing.T) {
 	for name, first := range map[string]func(http.ResponseWriter, *http.Request){
-		"503":              answer(503, api.CodeStoreUnavailable, 0),
-		"502 html":         func(w http.ResponseWriter, r *http.Request) { http.Error(w, "<html>bad gateway</html>", 502) },
+		"503": answer(503, api.CodeStoreUnavailable, 0),
+		"502 html": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway)
+		},
 		"504":              answer(504, "GATEWAY_TIMEOUT", 0),
 		"429":              answer(429, api.CodeRateLimited, 0),
 		"409 in progress":  answer(409, api.CodeInProgress, 0),

@@ -49,7 +49,7 @@ func TestTourOfTheAPI(t *testing.T) {
 	}
 	page, err := c.Entries(ctx, "audit/erp-events", 2, 5)
 	must("entries", err)
-	if len(page.Entries) != 2 || page.Entries[0].Seq != 2 || string(page.Entries[1].Payload) != "c" || page.NextFrom != 0 {
+	if len(page.Entries) != 2 || page.Entries[0].Seq != 2 || string(page.Entries[1].Payload) != "c" || page.NextSeq != 0 {
 		t.Fatalf("page %+v", page)
 	}
 	e, err := c.Entry(ctx, "audit/erp-events", 1)

@@ -128,6 +128,9 @@ func TestPostReplayAndConflict(t *testing.T) {
 		if err != nil || !again.Replayed || again.Seq != original.Seq || again.Hash != original.Hash {
 			t.Fatalf("replay %+v %v", again, err)
 		}
+		if snapshot(t, db) != before {
+			t.Fatalf("the replay changed the ledger")
+		}
 		// The retry is answered even after the account was closed.
 		if _, err := b.CloseAccount(ctx, "2100"); err != nil {
 			t.Fatal(err)

@@ -188,7 +188,7 @@ func TestContextUpdate(t *testing.T) {
 		})
 		if err != nil {
 			ic.Fail(err)
-			http.Error(w, err.Error(), 503)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		idempotency.WriteResponse(w, resp)

@@ -222,12 +222,6 @@ func previousReadyValue(key string, stored, want []byte) bool {
 		len(stored) == IDSize && len(want) > IDSize && bytes.Equal(stored, want[:IDSize])
 }
 
-// isFloorKey reports whether a state key is a topic's floor.
-func isFloorKey(key string) bool {
-	parts := strings.SplitN(key, "/", 4)
-	return len(parts) == 4 && parts[0] == Domain && parts[2] == stateFloor
-}
-
 // settleFloors sets each topic's floor in the rebuilt state to its first
 // ready key's due time (floorEmpty without one), as the operations leave it
 // after every commit; a topic without enqueues has no floor.

@@ -28,9 +28,7 @@
 //   - fuzz_test.go: fuzz targets for public parsers that have none in their
 //     own package.
 //
-// A test that finds a known bug skips with the bug's description, so that
-// CI stays green while it is open; LEDGER_RELIABILITY_KNOWN_BUGS=1 makes it
-// fail instead.
+// No test skips a known bug: a broken promise fails the suite.
 //
 // # Caveats
 //

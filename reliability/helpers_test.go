@@ -230,19 +230,3 @@ func copyFile(t testing.TB, from, to string) {
 		t.Fatal(err)
 	}
 }
-
-// knownBugsEnvironment, set to 1, makes the tests of known bugs fail instead
-// of skipping: CI stays green while each bug is open, and the test proves
-// its fix.
-const knownBugsEnvironment = "LEDGER_RELIABILITY_KNOWN_BUGS"
-
-// knownBug skips the test with the bug's description, or fails it when
-// knownBugsEnvironment is set.
-func knownBug(t testing.TB, format string, args ...any) {
-	t.Helper()
-	message := "known bug: " + fmt.Sprintf(format, args...)
-	if os.Getenv(knownBugsEnvironment) == "1" {
-		t.Fatal(message)
-	}
-	t.Skip(message + " (set " + knownBugsEnvironment + "=1 to fail on it)")
-}

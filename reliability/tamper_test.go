@@ -327,7 +327,7 @@ func (l *tamperLedger) chainRecordOffset(t *testing.T, chainName string) int {
 	root := l.rootPage()
 	page := l.data[root*l.pageSize : (root+1)*l.pageSize]
 	i := bytes.Index(page, value)
-	if i < 0 || bytes.Index(page[i+1:], value) >= 0 {
+	if i < 0 || bytes.Contains(page[i+1:], value) {
 		t.Fatalf("chain record of %s is not once in root page %d", chainName, root)
 	}
 	return root*l.pageSize + i

@@ -9,6 +9,7 @@ import (
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/internal/buildinfo"
 	"github.com/ledgerworks/ledger/internal/wire"
 )
 
@@ -44,8 +45,10 @@ func (s *Server) adminRoutes() []*Route {
 
 func (s *Server) systemRoutes() []*Route {
 	return []*Route{
-		{Method: http.MethodGet, Path: "/healthz", ID: "healthz", Tag: "system", Summary: "The process answers",
-			Response: api.Health{}, Status: http.StatusOK, raw: func(c *call) { writeJSON(c.w, http.StatusOK, api.Health{Status: "ok"}) }},
+		{Method: http.MethodGet, Path: "/healthz", ID: "healthz", Tag: "system", Summary: "The process answers, with its build's version",
+			Response: api.Health{}, Status: http.StatusOK, raw: func(c *call) {
+				writeJSON(c.w, http.StatusOK, api.Health{Status: "ok", Version: &buildVersion})
+			}},
 		{Method: http.MethodGet, Path: "/readyz", ID: "readyz", Tag: "system",
 			Summary:  "The server is started, not draining, and its ledger answers (else 503)",
 			Response: api.Health{}, Status: http.StatusOK, raw: s.readyz},
@@ -53,6 +56,9 @@ func (s *Server) systemRoutes() []*Route {
 			Response: map[string]any{}, Status: http.StatusOK, raw: s.serveOpenAPI},
 	}
 }
+
+// buildVersion is the running build, reported by GET /healthz.
+var buildVersion = buildinfo.Get()
 
 func (s *Server) readyz(c *call) {
 	status, detail := "ok", ""

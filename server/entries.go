@@ -166,7 +166,7 @@ func listEntries(c *call) (any, error) {
 		return nil, err
 	}
 	if n := len(page.Entries); n > 0 && page.Entries[n-1].Seq < head.Seq {
-		page.NextFrom = page.Entries[n-1].Seq + 1
+		page.NextSeq = page.Entries[n-1].Seq + 1
 	}
 	return page, nil
 }

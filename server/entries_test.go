@@ -50,7 +50,7 @@ func TestDuplicatePostReplaysByteIdentical(t *testing.T) {
 		ts.do(http.MethodPost, "/v1/chains/orders/2026/entries", token, "k-2", body).decode(t, http.StatusCreated, &res)
 		var page api.EntryPage
 		ts.do(http.MethodGet, "/v1/chains/orders/2026/entries?from=1&limit=1", token, "", nil).decode(t, http.StatusOK, &page)
-		if len(page.Entries) != 1 || page.NextFrom != 2 {
+		if len(page.Entries) != 1 || page.NextSeq != 2 {
 			t.Fatalf("page %+v", page)
 		}
 	})

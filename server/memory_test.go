@@ -148,7 +148,7 @@ func TestLargePagesBoundServerMemory(t *testing.T) {
 						return
 					}
 					seen += len(page.Entries)
-					from = page.NextFrom
+					from = page.NextSeq
 				}
 				if seen != entries {
 					errs <- fmt.Errorf("read %d entries, want %d", seen, entries)
@@ -169,7 +169,7 @@ func TestLargePagesBoundServerMemory(t *testing.T) {
 }
 
 // A page of large entries ends before the entry that would take it past
-// server.ResponseSizeMax, with next_from; paging through returns every
+// server.ResponseSizeMax, with next_seq; paging through returns every
 // entry exactly once, in order, with its payload; an entry larger than the
 // bound comes alone in its page.
 func TestEntryPagesEndAtTheByteBound(t *testing.T) {
@@ -199,7 +199,7 @@ func TestEntryPagesEndAtTheByteBound(t *testing.T) {
 		var page api.EntryPage
 		r.decode(t, http.StatusOK, &page)
 		if len(page.Entries) == 0 {
-			t.Fatalf("from=%d: an empty page with next_from %d", from, page.NextFrom)
+			t.Fatalf("from=%d: an empty page with next_seq %d", from, page.NextSeq)
 		}
 		if len(page.Entries) > 1 && len(r.body) > server.ResponseSizeMax {
 			t.Fatalf("from=%d: %d entries in %d bytes, over the bound %d", from, len(page.Entries), len(r.body), server.ResponseSizeMax)
@@ -213,10 +213,10 @@ func TestEntryPagesEndAtTheByteBound(t *testing.T) {
 			}
 			seqs = append(seqs, e.Seq)
 		}
-		if last := page.Entries[len(page.Entries)-1].Seq; page.NextFrom != 0 && page.NextFrom != last+1 {
-			t.Fatalf("from=%d: next_from %d after seq %d", from, page.NextFrom, last)
+		if last := page.Entries[len(page.Entries)-1].Seq; page.NextSeq != 0 && page.NextSeq != last+1 {
+			t.Fatalf("from=%d: next_seq %d after seq %d", from, page.NextSeq, last)
 		}
-		from = page.NextFrom
+		from = page.NextSeq
 	}
 	for i, seq := range seqs {
 		if seq != uint64(i+1) {

@@ -183,7 +183,7 @@ export interface Entry {
   chain: string; seq: Int64; time_unix_nano: Int64; /** RFC 3339, UTC */ time: string; idempotency_key: string;
   type: string; /** standard base64 */ payload: string; prev_hash: string; hash: string;
 }
-export interface EntryPage { chain: string; entries: Entry[]; /** "0" when there is no more */ next_from: Int64 }
+export interface EntryPage { chain: string; entries: Entry[]; /** "0" when there is no more */ next_seq: Int64 }
 export interface Head { chain: string; seq: Int64; hash: string; time_unix_nano: Int64 }
 
 export interface StockItemRequest { id: string; name?: string; scale: number; allow_negative: boolean }

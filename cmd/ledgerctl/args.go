@@ -26,16 +26,6 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
-// minimumArgs wants at least n positional arguments.
-func minimumArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) < n {
-			return usageErrorf("%s takes at least %d argument(s), got %d (usage: %s)", cmd.CommandPath(), n, len(args), cmd.UseLine())
-		}
-		return nil
-	}
-}
-
 // parseSeq parses a seq argument: a decimal number from 1.
 func parseSeq(what, s string) (uint64, error) {
 	seq, err := strconv.ParseUint(s, 10, 64)

@@ -14,7 +14,7 @@ func newChainsCommand(a *app) *cobra.Command {
 		Use:   "chains",
 		Short: "List every chain with its head, in byte order of the chain ids",
 		Long: "chains lists every chain with its head. Text output has one line per chain:\n" +
-			"SEQ HASH CHAIN. JSON output is an array of {\"chain\",\"seq\",\"hash\"}, streamed.",
+			"SEQ HASH CHAIN. JSON output is {\"chains\":[{\"chain\",\"seq\",\"hash\"}…]}, streamed.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := a.openDB(cmd.Context(), true)
@@ -27,7 +27,7 @@ func newChainsCommand(a *app) *cobra.Command {
 			asJSON := a.output == outputJSON
 			first := true
 			if asJSON {
-				w.WriteString("[")
+				w.WriteString(`{"chains":[`)
 			}
 			for h, err := range db.Chains(cmd.Context(), "") {
 				if err != nil {
@@ -46,7 +46,7 @@ func newChainsCommand(a *app) *cobra.Command {
 				first = false
 			}
 			if asJSON {
-				w.WriteString("]\n")
+				w.WriteString("]}\n")
 			}
 			return w.Flush()
 		},

@@ -14,10 +14,13 @@ func TestChainsListsEveryHeadInOrder(t *testing.T) {
 			text := l.must("chains")
 			asJSON := l.must("-o", "json", "chains")
 			golden(t, "chains", text+asJSON)
-			var heads []headJSON
-			if err := json.Unmarshal([]byte(asJSON), &heads); err != nil {
+			var list struct {
+				Chains []headJSON `json:"chains"`
+			}
+			if err := json.Unmarshal([]byte(asJSON), &list); err != nil {
 				t.Fatal(err)
 			}
+			heads := list.Chains
 			want := []struct {
 				chain string
 				seq   uint64
@@ -38,7 +41,7 @@ func TestChainsOfAnEmptyLedgerIsAnEmptyArray(t *testing.T) {
 	t.Parallel()
 	l := newFileLedger(t)
 	l.must("init")
-	if got := l.must("-o", "json", "chains"); got != "[]\n" {
+	if got := l.must("-o", "json", "chains"); got != `{"chains":[]}`+"\n" {
 		t.Fatalf("got %q", got)
 	}
 }

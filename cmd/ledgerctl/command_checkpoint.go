@@ -35,7 +35,7 @@ func newCheckpointCommand(a *app) *cobra.Command {
 			"audit.Publisher).",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := readKeyFile(opts.key, "--key")
+			key, err := readKeyFile(opts.key, "--key", signingKey)
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ func TestCheckpoint(t *testing.T) {
 				t.Fatalf("json %+v %v", out, err)
 			}
 			l.run("checkpoint").expect(t, exitUsage, "--key")
-			l.run("checkpoint", "--key", p.pub).expect(t, exitStorage, "signing key")
+			l.run("checkpoint", "--key", p.pub).expect(t, exitUsage, "not a signing key")
 			l.run("checkpoint", "--key", p.key, "--every", "1s").expect(t, exitUsage, "--out")
 			l.run("checkpoint", "--key", p.key, "--every", "1ms", "--out", p.file("x")).expect(t, exitUsage, "below")
 		})

@@ -40,6 +40,8 @@ type demoEnv struct {
 	// What the steps showed, for the final summary: retried requests that
 	// replayed, idempotency conflicts, and requests refused by a rule.
 	replays, conflicts, refusals int
+	// stats are the ledger's counts, read by the verification step.
+	stats chain.Stats
 }
 
 // Replayed counts n retried requests that returned their original entries.
@@ -165,7 +167,19 @@ func runDemo(cmd *cobra.Command, a *app, opts demoOptions) error {
 			return fmt.Errorf("demo step %q: %w", step.name, err)
 		}
 	}
-	return db.Close()
+	if err := db.Close(); err != nil {
+		return err
+	}
+	size := d.stats.SizeBytes
+	if !isDatabaseURL(a.databaseName()) {
+		info, err := os.Stat(a.databaseName())
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		size = info.Size()
+	}
+	demoSummary(d, size)
+	return nil
 }
 
 // displayName is a ledger name fit for printing: absolute for files,
@@ -322,8 +336,15 @@ func demoVerify(ctx context.Context, d *demoEnv) error {
 	d.Printf("verified %s, %s: intact\n", plural(report.Chains, "chain", "chains"), plural(report.Entries, "entry", "entries"))
 	d.Printf("  every hash and link, every chain's head, and the state rebuilt from the chains by the %s check%s\n",
 		demoCheckNames(d.checks), pluralSuffix(len(d.checks)))
-	d.Printf("\nsummary: %s in %s (%d bytes)\n", plural(stats.Entries, "entry", "entries"), plural(stats.Chains, "chain", "chains"),
-		stats.SizeBytes)
+	d.stats = stats
+	return nil
+}
+
+// demoSummary ends the demo, once the ledger is closed, so that the size it
+// gives is the one of the file the demo leaves (sizeBytes).
+func demoSummary(d *demoEnv, sizeBytes int64) {
+	d.Printf("\nsummary: %s in %s (%d bytes)\n", plural(d.stats.Entries, "entry", "entries"), plural(d.stats.Chains, "chain", "chains"),
+		sizeBytes)
 	d.Printf("  %s replayed the original entries and wrote nothing\n", plural(int64(d.replays), "retried request", "retried requests"))
 	d.Printf("  %s and %s wrote nothing\n", plural(int64(d.conflicts), "idempotency conflict", "idempotency conflicts"),
 		plural(int64(d.refusals), "request refused by a rule", "requests refused by a rule"))
@@ -331,7 +352,6 @@ func demoVerify(ctx context.Context, d *demoEnv) error {
 	db := demoProgram() + " --db " + shellQuote(d.Path)
 	d.Printf("  %s chains\n  %s log acme/audit/erp-events\n  %s stock --tenant %s balance FLOUR-405\n"+
 		"  %s fin --tenant %s trial-balance\n  %s verify\n", db, db, db, d.Tenant, db, d.Tenant, db)
-	return nil
 }
 
 // demoCheckNames lists the registered checks' names: "fin, stock and val".

@@ -53,6 +53,14 @@ func TestDemoCreatesAFreshLedgerAndVerifiesIt(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// The summary's size is the size of the file the demo leaves.
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(" (%d bytes)\n", info.Size()); !strings.Contains(r.stdout, want) {
+		t.Errorf("summary does not give the file's size %d bytes:\n%s", info.Size(), r.stdout)
+	}
 	// The ledger it leaves behind verifies, and holds the audit chain.
 	verify := runRaw(t, "--db", path, "-o", "json", "verify")
 	if verify.code != 0 || !strings.Contains(verify.stdout, `"ok":true`) {

@@ -17,11 +17,9 @@ import (
 // The JSON shapes of the fin commands are the HTTP API's (api, built by
 // internal/wire).
 type (
-	finAccountJSON      = api.FinAccount
-	finCurrencyJSON     = api.FinCurrency
-	finPostingJSON      = api.FinPosting
-	finBalanceJSON      = api.FinBalance
-	finTrialBalanceJSON = api.FinTrialBalance
+	finAccountJSON  = api.FinAccount
+	finCurrencyJSON = api.FinCurrency
+	finBalanceJSON  = api.FinBalance
 )
 
 var (

@@ -20,6 +20,12 @@ func init() { registerCommand(newIdempotencyCommand) }
 // idempotencyListMax bounds `idempotency list --limit`.
 const idempotencyListMax = 10_000
 
+// idempotencyListJSON is idempotency list -o json: one object, its list
+// under a named field, as every list of the command line.
+type idempotencyListJSON struct {
+	Records []idempotencyRecordJSON `json:"records"`
+}
+
 // idempotencyRecordJSON is the shape of a record in `idempotency list` and
 // `show -o json`.
 type idempotencyRecordJSON struct {
@@ -108,12 +114,12 @@ func newIdempotencyListCommand(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out := make([]idempotencyRecordJSON, 0, len(recs))
+				out := idempotencyListJSON{Records: make([]idempotencyRecordJSON, 0, len(recs))}
 				for _, r := range recs {
-					out = append(out, newIdempotencyRecordJSON(r, false))
+					out.Records = append(out.Records, newIdempotencyRecordJSON(r, false))
 				}
 				return a.print(cmd, out, func(w io.Writer) error {
-					for _, r := range out {
+					for _, r := range out.Records {
 						if _, err := fmt.Fprintf(w, "%-10s attempt %d  %s  user %s  key %s  expires %s\n", r.Status, r.Attempt,
 							r.Operation, r.User, r.Key, r.ExpiresAt.UTC().Format(time.RFC3339)); err != nil {
 							return err

@@ -62,10 +62,11 @@ func TestIdempotencyCommands(t *testing.T) {
 		t.Run(l.backend, func(t *testing.T) {
 			l.must("init")
 			seedIdempotency(t, l)
-			var recs []idempotencyRecordJSON
-			if err := json.Unmarshal([]byte(l.must("-o", "json", "idempotency", "list")), &recs); err != nil {
+			var list idempotencyListJSON
+			if err := json.Unmarshal([]byte(l.must("-o", "json", "idempotency", "list")), &list); err != nil {
 				t.Fatal(err)
 			}
+			recs := list.Records
 			want := 1
 			if l.backend == "postgres" {
 				want = 2
@@ -97,8 +98,9 @@ func TestIdempotencyCommands(t *testing.T) {
 			if out := l.must("idempotency", "recover"); out != recovered {
 				t.Fatalf("recover: %q, want %q", out, recovered)
 			}
-			if err := json.Unmarshal([]byte(l.must("-o", "json", "idempotency", "list")), &recs); err != nil || len(recs) != 1 {
-				t.Fatalf("list after cleanup and recover: %+v, %v", recs, err)
+			list = idempotencyListJSON{}
+			if err := json.Unmarshal([]byte(l.must("-o", "json", "idempotency", "list")), &list); err != nil || len(list.Records) != 1 {
+				t.Fatalf("list after cleanup and recover: %+v, %v", list, err)
 			}
 		})
 	}

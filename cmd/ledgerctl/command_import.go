@@ -63,7 +63,8 @@ func newImportCommand(a *app) *cobra.Command {
 			"checks that every entry the file shares with the ledger is identical (exit 2 when one\n" +
 			"differs); then it appends the entries the ledger lacks. A refused import writes nothing.\n" +
 			"An import that stopped partway can be run again: the entries already written are shared\n" +
-			"and identical, so it appends the rest.\n\n" +
+			"and identical, so it appends the rest. An export with no entries (what a failed export\n" +
+			"leaves in a pipe) is refused, exit 2, and creates nothing.\n\n" +
 			"Then it rebuilds the derived state (balances, indexes, layers) of every domain that has\n" +
 			"chains in the file (stock, fin, val), as rebuild-state does: an export does not carry it.",
 		Args: noArgs,
@@ -107,6 +108,13 @@ func runImport(cmd *cobra.Command, a *app, opts importOptions) error {
 		}
 		return fmt.Errorf("%w: import refused, %s does not verify (%s); nothing written", errVerificationFailed,
 			opts.file, plural(int64(len(report.Failures)), "failure", "failures"))
+	}
+	// An export with no entry is refused: a failed export upstream of a pipe
+	// (`export --all | import --file -`) writes nothing, and importing that
+	// must not create a ledger and report success.
+	if report.Entries == 0 {
+		return invalidInputf("import: %s holds no entries; nothing to import, nothing written "+
+			"(an export that failed writes nothing: check its exit status, for example with `set -o pipefail`)", opts.file)
 	}
 	// 2. Every entry is one this ledger accepts, and those it already holds
 	// are identical. A missing ledger is created only once that is known.

@@ -238,3 +238,28 @@ func TestImportFromStandardInput(t *testing.T) {
 		t.Fatalf("copies of standard input left behind: %v %v", left, err)
 	}
 }
+
+// An empty export (what `export --all` leaves in a pipe when it fails) is
+// refused with exit 2 and creates no ledger; whitespace-only input too.
+func TestImportRefusesAnEmptyExport(t *testing.T) {
+	for _, l := range testLedgers(t) {
+		t.Run(l.backend, func(t *testing.T) {
+			l.t = t
+			for _, input := range []string{"", "\n\n"} {
+				r := l.runWithInput(input, "import", "--file", "-")
+				r.expect(t, exitUsage, "holds no entries; nothing to import, nothing written")
+				if r.stdout != "" {
+					t.Fatalf("stdout %q", r.stdout)
+				}
+				// The ledger was not created: every other command still
+				// finds it missing.
+				l.run("chains").expect(t, exitStorage, "")
+			}
+			empty := filepath.Join(l.dir, "empty.jsonl")
+			if err := os.WriteFile(empty, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l.run("-o", "json", "import", "--file", empty).expect(t, exitUsage, `"code":"INVALID_INPUT"`)
+		})
+	}
+}

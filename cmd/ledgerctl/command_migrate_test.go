@@ -32,7 +32,7 @@ func TestMigrateAppliesTheSchemaOnce(t *testing.T) {
 	if len(first.Applied) == 0 || len(second.Applied) != 0 || second.SchemaVersion != postgres.SchemaVersion() {
 		t.Fatalf("first %+v second %+v", first, second)
 	}
-	if got := l.must("-o", "json", "chains"); got != "[]\n" {
+	if got := l.must("-o", "json", "chains"); got != `{"chains":[]}`+"\n" {
 		t.Fatalf("chains after migrate: %q", got)
 	}
 }

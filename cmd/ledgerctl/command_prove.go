@@ -83,7 +83,7 @@ func newProveCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return opts.write(cmd, b, fmt.Sprintf("consistency proof of %d chains", len(p.Chains)))
+			return opts.write(cmd, b, "consistency proof of "+plural(int64(len(p.Chains)), "chain", "chains"))
 		},
 	}
 	entry.Flags().StringVar(&opts.checkpoint, "checkpoint", "", "the signed checkpoint file (from `ledgerctl checkpoint`)")
@@ -101,7 +101,7 @@ func (o *proveOptions) read(name string) (signed []byte, pub string, err error) 
 		return nil, "", err
 	}
 	if o.pub != "" {
-		if pub, err = readKeyFile(o.pub, "--pub"); err != nil {
+		if pub, err = readKeyFile(o.pub, "--pub", verifierKey); err != nil {
 			return nil, "", err
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ledgerworks/ledger/audit"
@@ -29,5 +31,22 @@ func TestProve(t *testing.T) {
 			l.must("keygen", "ledger.example/erp", "--key", other+".key", "--pub", other+".pub")
 			l.run("prove", "entry", "acme/audit/events", "1", "--checkpoint", p.old, "--pub", other+".pub").expect(t, exitVerification, "signature")
 		})
+	}
+}
+
+// The summary of a written proof counts its chains in words: "1 chain".
+func TestProveConsistencyOfOneChainSaysChain(t *testing.T) {
+	l := newFileLedger(t)
+	l.must("init")
+	l.must("append", "acme/only", "--type", "t/v1", "--key", "k1", "--data", "a")
+	key, pub := filepath.Join(l.dir, "erp.key"), filepath.Join(l.dir, "erp.pub")
+	l.must("keygen", "ledger.example/erp", "--key", key, "--pub", pub)
+	old, newer := filepath.Join(l.dir, "old.txt"), filepath.Join(l.dir, "new.txt")
+	l.must("checkpoint", "--key", key, "--out", old)
+	l.must("append", "acme/only", "--type", "t/v1", "--key", "k2", "--data", "b")
+	l.must("checkpoint", "--key", key, "--out", newer)
+	out := l.must("prove", "consistency", old, newer, "--out", filepath.Join(l.dir, "c.json"))
+	if !strings.HasPrefix(out, "consistency proof of 1 chain written to ") {
+		t.Fatalf("prove consistency: %q", out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,8 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/time/rate"
 
+	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
+	"github.com/ledgerworks/ledger/internal/buildinfo"
 	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/server"
 	"github.com/ledgerworks/ledger/server/ratelimit"
@@ -56,10 +60,24 @@ func newServeCommand(a *app) *cobra.Command {
 			"state-changing route needs an Idempotency-Key. The access log goes to stderr (JSON lines with -o json).\n" +
 			"--config names a JSON file of webhook providers and delivered outbox topics.\n" +
 			"On a ledger file it also listens on the operator socket FILE.sock (--socket), through which\n" +
-			"verify, chains, apikey list, backup and the other read-only commands run beside it (docs/OPERATIONS.md).",
+			"verify, chains, apikey list, backup and the other read-only commands run beside it (docs/OPERATIONS.md).\n" +
+			"Every flag may also be set by its environment variable, LEDGER_ and the flag's name in capitals with\n" +
+			"underscores (--rate-per-key: LEDGER_RATE_PER_KEY); a flag on the command line wins over its variable.\n" +
+			"A secret may come from a file: LEDGER_DB_FILE names a file holding the database URL.",
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, o) },
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.applyEnvironment(cmd); err != nil {
+				return err
+			}
+			return a.checkGlobalOptions()
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return a.blameEnvironment(a.serve(cmd, o)) },
 	}
+	defaultHelp := cmd.HelpFunc()
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		environmentHelp(c)
+		defaultHelp(c, args)
+	})
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serves HTTPS with --tls-key")
@@ -127,13 +145,18 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.metrics = server.NewEngineMetrics(registry)
+	logger := a.serveLogger()
+	logVersion(logger)
 	db, _, err := a.createDB(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	name := a.databaseName()
-	opts := server.Options{DB: db, Registry: registry, Logger: a.serveLogger(), BodySizeMax: o.bodyLimit,
+	if err := hintFirstKey(ctx, logger, db, name); err != nil {
+		return err
+	}
+	opts := server.Options{DB: db, Registry: registry, Logger: logger, BodySizeMax: o.bodyLimit,
 		IdempotencyTTL: o.idempotencyTTL, IdempotencyLease: o.idempotencyLease, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
 		OutboxLease:    o.outboxLease,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
@@ -185,7 +208,8 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		return err
 	}
 	defer operator.stop(context.Background())
-	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "listening on %s://%s\n", scheme, ln.Addr()); err != nil {
+	address := fmt.Sprintf("%s://%s", scheme, ln.Addr())
+	if err := a.printServeLine(cmd, serveLineJSON{Event: "listening", Address: address}, "listening on "+address); err != nil {
 		ln.Close()
 		return err
 	}
@@ -206,8 +230,63 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	if err := db.Close(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), "stopped: in-flight requests finished, workers stopped, ledger closed")
-	return err
+	return a.printServeLine(cmd, serveLineJSON{Event: "stopped", Detail: serveStoppedDetail}, "stopped: "+serveStoppedDetail)
+}
+
+// serveStoppedDetail is what a clean stop did.
+const serveStoppedDetail = "in-flight requests finished, workers stopped, ledger closed"
+
+// serveLineJSON is serve's first and last line on stdout with -o json.
+type serveLineJSON struct {
+	Event   string `json:"event"` // listening or stopped
+	Address string `json:"address,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// printServeLine prints one of serve's stdout lines: text, or one JSON
+// object with -o json.
+func (a *app) printServeLine(cmd *cobra.Command, line serveLineJSON, text string) error {
+	return a.print(cmd, line, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, text)
+		return err
+	})
+}
+
+// logVersion is serve's first log line: which build serves.
+func logVersion(logger *slog.Logger) {
+	v := buildinfo.Get()
+	attrs := []any{"version", v.Version}
+	if v.VCSRevision != "" {
+		attrs = append(attrs, "revision", v.VCSRevision, "revision_time", v.VCSTime)
+	}
+	attrs = append(attrs, "go", v.GoVersion, "format", v.Format, "file_format", v.FileFormat, "postgres_schema", v.PostgresSchema)
+	logger.Info("ledgerctl serve", attrs...)
+}
+
+// hintFirstKey logs, when the ledger holds no valid API key, that every
+// request will be refused and the command that creates the first key.
+func hintFirstKey(ctx context.Context, logger *slog.Logger, db *chain.DB, name string) error {
+	keys, err := apikey.List(ctx, db, "")
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if !k.Revoked() {
+			return nil
+		}
+	}
+	shown := name
+	if isDatabaseURL(name) {
+		shown = redactURL(name)
+	}
+	command := "ledgerctl --db " + shellQuote(shown) + " apikey create --tenant default --scopes read,write,admin"
+	if isDatabaseURL(name) {
+		logger.Warn("no API key: every request is refused with 401 until one exists; create one now with: " + command)
+	} else {
+		logger.Warn("no API key: every request is refused with 401 until one exists; stop the server (it holds the file), " +
+			"then create one with: " + command)
+	}
+	return nil
 }
 
 // serveMetrics serves the server's metrics on a listener of its own at

@@ -35,7 +35,7 @@ func newVerifyProofCommand(a *app) *cobra.Command {
 			"Merkle path (RFC 9162). A refused proof exits 1 with the reason.",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := readKeyFile(pub, "--key")
+			key, err := readKeyFile(pub, "--key", verifierKey)
 			if err != nil {
 				return err
 			}

@@ -472,7 +472,7 @@ func TestBinaryFailedCommitIsOneErrorOnStderr(t *testing.T) {
 		logLine.Level != "ERROR" || json.Unmarshal([]byte(lines[1]), &e) != nil || e.Error.Code != codeStorage {
 		t.Fatalf("--log-level error: %+v", r)
 	}
-	if r := p.run("--db", db, "-o", "json", "chains"); r.code != 0 || r.stdout != "[]\n" {
+	if r := p.run("--db", db, "-o", "json", "chains"); r.code != 0 || r.stdout != `{"chains":[]}`+"\n" {
 		t.Fatalf("a failed commit wrote: %+v", r)
 	}
 }

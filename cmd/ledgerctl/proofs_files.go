@@ -14,8 +14,18 @@ import (
 // keyFileSizeMax bounds a key file.
 const keyFileSizeMax = 4096
 
+// keyKind says which of keygen's two files a flag wants.
+type keyKind int
+
+const (
+	signingKey keyKind = iota
+	verifierKey
+)
+
 // readKeyFile reads a signing or verifier key written by keygen: one line.
-func readKeyFile(name, flag string) (string, error) {
+// A file that holds no key of the kind wanted (the .pub given to sign, a
+// damaged file) is invalid input, exit 2, naming the flag and the file.
+func readKeyFile(name, flag string, kind keyKind) (string, error) {
 	if name == "" {
 		return "", usageErrorf("%s FILE is required", flag)
 	}
@@ -23,7 +33,15 @@ func readKeyFile(name, flag string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(b)), nil
+	key := strings.TrimSpace(string(b))
+	check, want := checkpoint.CheckVerifierKey, "a verifier key (the .pub file of keygen)"
+	if kind == signingKey {
+		check, want = checkpoint.CheckSignerKey, "a signing key (the private file of keygen)"
+	}
+	if _, err := check(key); err != nil {
+		return "", invalidInputf("%s %s: not %s: %v", flag, name, want, err)
+	}
+	return key, nil
 }
 
 // readProofFile reads a checkpoint or proof file, bounded.

@@ -163,6 +163,16 @@ func TestCommandsAgainstAModel(t *testing.T) {
 			rt.Fatalf("export: %+v", r)
 		}
 		original := run("export", "--all").stdout
+		if nonEmpty(m) == 0 {
+			// An export without entries is refused, and creates no copy.
+			if r := run("--db", filepath.Join(dir, "copy.db"), "import", "--file", export); r.code != exitUsage {
+				rt.Fatalf("import of an empty export: %+v", r)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "copy.db")); !os.IsNotExist(err) {
+				rt.Fatalf("an empty import created the copy: %v", err)
+			}
+			return
+		}
 		if r := run("--db", filepath.Join(dir, "copy.db"), "import", "--file", export); r.code != 0 {
 			rt.Fatalf("import: %+v", r)
 		}

@@ -144,6 +144,9 @@ type app struct {
 	// hostShared gives a command run through the socket the server's own
 	// handle (operatorSharedCommands).
 	hostShared bool
+	// fromEnvironment maps the flags serve took from the environment to
+	// their variables, for its error messages.
+	fromEnvironment map[string]string
 }
 
 // newApp returns an app reading the real environment and clock.
@@ -208,8 +211,17 @@ func newRootCommand(a *app) *cobra.Command {
 			return a.routeOperatorCommand(cmd)
 		},
 	}
+	var version bool
+	root.Flags().BoolVar(&version, "version", false, "print this build's version (as ledgerctl version)")
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if version {
+			return a.printVersion(cmd)
+		}
+		return cmd.Help()
+	}
 	root.PersistentFlags().StringVar(&a.database, "db", "",
 		"ledger file, or postgres:// URL (default $"+databaseEnvironment+", else "+databaseDefault+")")
+	markSecret(root.PersistentFlags().Lookup("db"))
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputText, "output format: text or json")
 	root.PersistentFlags().DurationVar(&a.lockTimeout, "lock-timeout", lockTimeoutDefault,
 		"how long to wait for a ledger file another process holds")

@@ -17,7 +17,7 @@ func checkpointTrees(cmd *cobra.Command, db *chain.DB, opts verifyOptions) ([]ch
 		}
 		return nil, nil
 	}
-	key, err := readKeyFile(opts.key, "--key")
+	key, err := readKeyFile(opts.key, "--key", verifierKey)
 	if err != nil {
 		return nil, err
 	}

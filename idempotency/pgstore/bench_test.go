@@ -29,7 +29,7 @@ func appendHandler(db *chain.DB) http.Handler {
 		}
 		res, err := db.Append(r.Context(), chain.Request{Chain: "acme/payments", IdempotencyKey: key, Type: "payment/v1", Payload: body})
 		if err != nil {
-			http.Error(w, err.Error(), 503)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -61,7 +61,7 @@ func BenchmarkPostgres(b *testing.B) {
 			body, _ := io.ReadAll(r.Body)
 			if _, err := pool.Exec(r.Context(), "INSERT INTO "+schema+".bare (key, body) VALUES ($1, $2) ON CONFLICT DO NOTHING",
 				r.Header.Get("Idempotency-Key"), body); err != nil {
-				http.Error(w, err.Error(), 503)
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 				return
 			}
 			w.WriteHeader(201)

@@ -39,7 +39,7 @@ func crashHandler(db *chain.DB, before, after func()) http.Handler {
 		res, err := db.Append(r.Context(), chain.Request{Chain: "acme/payments", IdempotencyKey: ic.LedgerKey("pay:"), Type: "payment/v1", Payload: body})
 		if err != nil {
 			ic.Fail(err)
-			http.Error(w, err.Error(), 503)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		if after != nil {

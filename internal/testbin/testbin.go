@@ -37,7 +37,8 @@ func Ledgerctl(t testing.TB) string {
 		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			errB = fmt.Errorf("building ledgerctl: no go tool on PATH: %v", err)
+			return
 		}
 		build := exec.Command(goTool, "build", "-o", path, "github.com/ledgerworks/ledger/cmd/ledgerctl")
 		if out, err := build.CombinedOutput(); err != nil {

@@ -494,7 +494,7 @@ func (t *tx) StateScan(ctx context.Context, start, end []byte, reverse bool) ite
 		}
 		if end == nil {
 			k, v = cur.Last()
-		} else if k, v = cur.Seek(end); k == nil {
+		} else if k, _ = cur.Seek(end); k == nil {
 			k, v = cur.Last()
 		} else {
 			k, v = cur.Prev()

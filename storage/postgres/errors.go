@@ -27,6 +27,13 @@ var (
 	// that carry an idempotency key. It wraps storage.ErrIO.
 	ErrCommitUnknown = fmt.Errorf("postgres: connection lost during commit, outcome unknown: %w", storage.ErrIO)
 
+	// ErrAuthentication is returned when PostgreSQL refuses the connection's
+	// user: a wrong password, an unknown role, no pg_hba.conf entry for it
+	// (SQLSTATE class 28). Retrying cannot help until the URL or the
+	// server's configuration changes, so it does not wrap storage.ErrRetry.
+	// It wraps storage.ErrIO.
+	ErrAuthentication = fmt.Errorf("postgres: authentication failed (check the user and password of the URL, and pg_hba.conf): %w", storage.ErrIO)
+
 	// ErrSeqRange is returned by Append for a seq above MaxSeq, which the
 	// bigint column cannot hold. Nothing is written.
 	ErrSeqRange = errors.New("postgres: seq does not fit in a bigint")

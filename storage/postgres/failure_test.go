@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -384,5 +383,5 @@ func waitAborted(t *testing.T, dbURL, schema string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatal(fmt.Sprintf("sessions of %s did not end", schema))
+	t.Fatalf("sessions of %s did not end", schema)
 }

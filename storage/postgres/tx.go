@@ -1125,8 +1125,9 @@ func classify(err error, commit bool) error {
 		case pgErr.Code == "23505":
 			return fmt.Errorf("%w (constraint %s): %w", storage.ErrDuplicate, pgErr.ConstraintName, err)
 		case strings.HasPrefix(pgErr.Code, "28"):
-			// A wrong password or a role refused: no retry cures it.
-			return fmt.Errorf("postgres: authentication refused: %w", err)
+			// Invalid authorization (a wrong password, 28P01): not
+			// transient, whatever the severity.
+			return fmt.Errorf("%w: %w", ErrAuthentication, err)
 		case pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" || strings.HasPrefix(pgErr.Code, "08") ||
 			strings.HasPrefix(pgErr.Code, "57P") || pgErr.Code == "53300":
 			// The session ended: admin shutdown, crash, terminated,

@@ -73,7 +73,7 @@ describe("every route", () => {
     const page = await client.entries("orders/2026", { from: "1", limit: 1 });
     assertInt64Strings(page);
     assert.equal(page.entries.length, 1);
-    assert.equal(page.next_from, "2");
+    assert.equal(page.next_seq, "2");
     const head = await client.head("orders/2026");
     assert.equal(head.seq, "2");
     assert.ok(BigInt(head.time_unix_nano) >= t);
