@@ -30,9 +30,10 @@ var (
 	// ErrAuthentication is returned when PostgreSQL refuses the connection's
 	// user: a wrong password, an unknown role, no pg_hba.conf entry for it
 	// (SQLSTATE class 28). Retrying cannot help until the URL or the
-	// server's configuration changes, so it does not wrap storage.ErrRetry.
-	// It wraps storage.ErrIO.
-	ErrAuthentication = fmt.Errorf("postgres: authentication failed (check the user and password of the URL, and pg_hba.conf): %w", storage.ErrIO)
+	// server's configuration changes, so it wraps neither storage.ErrRetry
+	// nor storage.ErrIO (an outage, which the server answers 503): the
+	// command line reports it as STORAGE (exit 5), the server as a 500.
+	ErrAuthentication = errors.New("postgres: authentication failed (check the user and password of the URL, and pg_hba.conf)")
 
 	// ErrSeqRange is returned by Append for a seq above MaxSeq, which the
 	// bigint column cannot hold. Nothing is written.

@@ -121,6 +121,7 @@ func TestThreeServersShareTheKeyRate(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chains/orders/entries", strings.NewReader(`{"type":"t","payload":"cA=="}`))
 		req.Header.Set("Authorization", "Bearer "+key.Token)
 		req.Header.Set("Idempotency-Key", fmt.Sprint("req-", i))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Error(err)
