@@ -139,6 +139,26 @@ type KeyPreparer interface {
 	PrepareKeys(ctx context.Context, keys []ChainKey)
 }
 
+// HeadLocker is implemented by a writable Tx whose chain heads are row
+// locks shared with other processes (storage/postgres), so that two
+// transactions locking the same heads in different orders could each wait
+// for the other. An engine that knows, or has learned from an attempt
+// rolled back with ErrRetry, which chains a transaction writes locks all
+// their heads before anything else, in one global order (ascending bytes
+// of the names), where no such cycle can form.
+type HeadLocker interface {
+	// PrepareKeys is KeyPreparer's, and a ChainKey with an empty Key
+	// asks for its chain's head only: every head named is locked, those
+	// not held yet in ascending order, in the round trip that looks the
+	// keys up. A chain without a head gets a placeholder, removed at
+	// commit if nothing was appended to it.
+	KeyPreparer
+	// LockedHeads appends to dst the chains whose heads the transaction
+	// holds, and those its last failed lock tried to take (in no order),
+	// and returns it.
+	LockedHeads(dst []string) []string
+}
+
 // PrepareKeysMax bounds the keys one PrepareKeys call takes, and so the
 // memory it holds.
 const PrepareKeysMax = 1 << 12

@@ -90,6 +90,9 @@ type tx struct {
 	size         int // bytes buffered
 	// notifies are the channels to NOTIFY with the commit (notify.go).
 	notifies []string
+	// failedHeads are the chains whose heads the last failed lock tried
+	// to take (LockedHeads).
+	failedHeads []string
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -381,10 +384,12 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 	// row takes a second round trip that creates the placeholder first
 	// (and runs extra again, now under the lock).
 	if err := attempt(false); err != nil {
+		t.failedHeads = append(t.failedHeads[:0], chain)
 		return nil, err
 	}
 	if !found {
 		if err := attempt(true); err != nil {
+			t.failedHeads = append(t.failedHeads[:0], chain)
 			return nil, err
 		}
 	}
