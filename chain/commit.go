@@ -101,6 +101,8 @@ type pipeline struct {
 	// trees gathers the chains' tree updates of the group's transaction;
 	// nil when the DB keeps no trees (Options.NoTrees).
 	trees *treeBatch
+	// atCommit is the group's Tx.atCommit.
+	atCommit []int
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -331,9 +333,10 @@ func (db *DB) runPending(pending []*request, p *pipeline, learned *[]string) (as
 		}
 		poisoned, conflict := -1, -1
 		tx := &Tx{}
+		p.atCommit = p.atCommit[:0]
 		for i, r := range pending {
 			r.notes = r.notes[:0]
-			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes, trees: p.trees} // one Tx per request, one allocation per group
+			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes, trees: p.trees, atCommit: &p.atCommit, member: i} // one Tx per request, one allocation per group
 			r.err, r.panicValue = r.call(tx, ahead, i)
 			if r.panicValue == nil && (errors.Is(r.err, storage.ErrRetry) || errors.Is(tx.storageFailure, storage.ErrRetry)) {
 				conflict = i // the store rolled the whole transaction back
@@ -393,6 +396,19 @@ func (db *DB) runPending(pending []*request, p *pipeline, learned *[]string) (as
 		if commitErr == nil && p.trees != nil {
 			p.trees.committed()
 		}
+		if m, err := refusedAtCommit(commitErr, p.atCommit); m >= 0 {
+			// One request's statement failed: the others run again
+			// without it, as for a request whose function failed.
+			stx.Rollback()
+			pending[m].err = storageError(err)
+			if errors.Is(pending[m].err, storage.ErrRetry) && len(pending) > 1 {
+				aside = append(aside, pending[m])
+			} else {
+				finishOne(pending[m])
+			}
+			pending = append(pending[:m:m], pending[m+1:]...)
+			continue
+		}
 		if commitErr != nil && retry(commitErr) {
 			if db.metrics != nil {
 				db.metrics.GroupCommitted(len(pending), time.Since(start))
@@ -411,6 +427,18 @@ func (db *DB) runPending(pending []*request, p *pipeline, learned *[]string) (as
 		return aside
 	}
 	return aside
+}
+
+// refusedAtCommit returns the index in the group of the request whose
+// statement held for the commit (Tx.ExecAtCommit) failed commitErr, and
+// the statement's error; -1 when commitErr is not such a failure. owners
+// maps the statements to the requests.
+func refusedAtCommit(commitErr error, owners []int) (int, error) {
+	var ce *storage.CommitExecError
+	if !errors.As(commitErr, &ce) || ce.Index < 0 || ce.Index >= len(owners) || owners[ce.Index] < 0 {
+		return -1, nil
+	}
+	return owners[ce.Index], ce.Err
 }
 
 // commit commits stx: asynchronously when the store can (wait is then
