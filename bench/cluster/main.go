@@ -1,6 +1,7 @@
 // Command cluster measures several `ledgerctl serve` processes sharing one
 // PostgreSQL against one process, and one process against a bare
-// `INSERT … ON CONFLICT DO NOTHING` per request, in one run.
+// `INSERT … ON CONFLICT DO NOTHING` per request, in one run: raw appends
+// and purchase receipts.
 //
 //	go run ./bench/cluster -db postgres://… -servers 1,3 -clients 32,64
 //
@@ -76,7 +77,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measured time of a round")
 	flag.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "time before the measurement of a round")
 	flag.BoolVar(&cfg.bare, "bare", true, "measure a bare INSERT … ON CONFLICT DO NOTHING per request beside one server")
-	flag.BoolVar(&cfg.receipts, "receipts", true, "measure purchase receipts on one server beside the raw appends")
+	flag.BoolVar(&cfg.receipts, "receipts", true, "measure purchase receipts beside the raw appends, on as many servers")
 	flag.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep the servers' logs")
 	flag.Parse()
 	var err error
@@ -119,9 +120,40 @@ type result struct {
 
 func (r result) perSecond() float64 { return float64(r.ok) / r.elapsed.Seconds() }
 
+// figureID names one configuration: kind is rawKind, receiptsKind or
+// bareKind (servers is then 0).
+type figureID struct {
+	kind             string
+	servers, clients int
+}
+
+const (
+	rawKind      = "raw appends"
+	receiptsKind = "purchase receipts"
+	bareKind     = "bare INSERT ON CONFLICT"
+)
+
+func (id figureID) String() string {
+	if id.kind == bareKind {
+		return fmt.Sprintf("%s, %d connections", id.kind, id.clients)
+	}
+	return fmt.Sprintf("%s, %d server(s), %d clients", id.kind, id.servers, id.clients)
+}
+
+// baseline is the configuration id is compared with: the first server
+// count for the others, the bare INSERT for the first (when measured).
+func (id figureID) baseline(cfg config) (figureID, bool) {
+	switch {
+	case id.kind == bareKind:
+		return figureID{}, false
+	case id.servers != cfg.servers[0]:
+		return figureID{kind: id.kind, servers: cfg.servers[0], clients: id.clients}, true
+	}
+	return figureID{kind: bareKind, clients: id.clients}, cfg.bare
+}
+
 // figure gathers the rounds of one configuration.
 type figure struct {
-	name    string
 	results []result
 }
 
@@ -168,17 +200,17 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer admin.Close()
-	figures := map[string]*figure{}
-	var order []string
-	add := func(name string, r result) {
-		f, ok := figures[name]
+	figures := map[figureID]*figure{}
+	var order []figureID
+	add := func(id figureID, r result) {
+		f, ok := figures[id]
 		if !ok {
-			f = &figure{name: name}
-			figures[name] = f
-			order = append(order, name)
+			f = &figure{}
+			figures[id] = f
+			order = append(order, id)
 		}
 		f.results = append(f.results, r)
-		fmt.Fprintf(os.Stderr, "%-40s %8.0f/s  5xx %d  4xx %d  failed %d  (load %s)\n", name, r.perSecond(), r.status5xx, r.status4xx, r.failed, loadAverage())
+		fmt.Fprintf(os.Stderr, "%-44s %8.0f/s  5xx %d  4xx %d  failed %d  (load %s)\n", id, r.perSecond(), r.status5xx, r.status4xx, r.failed, loadAverage())
 	}
 	for round := range cfg.rounds {
 		for _, clients := range cfg.clients {
@@ -187,55 +219,41 @@ func run(ctx context.Context, cfg config) error {
 				if err != nil {
 					return err
 				}
-				add(fmt.Sprintf("raw appends, %d server(s), %d clients", n, clients), r)
+				add(figureID{kind: rawKind, servers: n, clients: clients}, r)
 			}
-			if cfg.receipts {
-				r, err := serverRound(ctx, cfg, admin, dir, round, 1, clients, purchaseReceipt, receiptSetup)
+			for _, n := range cfg.servers {
+				if !cfg.receipts {
+					break
+				}
+				r, err := serverRound(ctx, cfg, admin, dir, round, n, clients, purchaseReceipt, receiptSetup)
 				if err != nil {
 					return err
 				}
-				add(fmt.Sprintf("purchase receipts, 1 server(s), %d clients", clients), r)
+				add(figureID{kind: receiptsKind, servers: n, clients: clients}, r)
 			}
 			if cfg.bare {
 				r, err := bareRound(ctx, cfg, admin, clients)
 				if err != nil {
 					return err
 				}
-				add(fmt.Sprintf("bare INSERT ON CONFLICT, %d connections", clients), r)
+				add(figureID{kind: bareKind, clients: clients}, r)
 			}
 		}
 	}
 	fmt.Printf("\n| figure | per second | baseline | baseline per second | ratio | 5xx | 4xx | failed |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
-	for _, name := range order {
-		f := figures[name]
-		base := baselineOf(cfg, name)
+	for _, id := range order {
+		f := figures[id]
 		c4, c5, failed := f.errors()
-		b, ok := figures[base]
-		if base == "" || !ok {
-			fmt.Printf("| %s | %.0f | | | | %d | %d | %d |\n", name, f.median(), c5, c4, failed)
+		base, ok := id.baseline(cfg)
+		b, measured := figures[base]
+		if !ok || !measured {
+			fmt.Printf("| %s | %.0f | | | | %d | %d | %d |\n", id, f.median(), c5, c4, failed)
 			continue
 		}
-		fmt.Printf("| %s | %.0f | %s | %.0f | %.2f | %d | %d | %d |\n", name, f.median(), base, b.median(), f.median()/b.median(), c5, c4, failed)
+		fmt.Printf("| %s | %.0f | %s | %.0f | %.2f | %d | %d | %d |\n", id, f.median(), base, b.median(), f.median()/b.median(), c5, c4, failed)
 	}
 	fmt.Printf("\nload average at the end: %s\n", loadAverage())
 	return nil
-}
-
-// baselineOf names the figure a figure is compared with: the first server
-// count for more servers, the bare INSERT for one server.
-func baselineOf(cfg config, name string) string {
-	var kind string
-	var n, clients int
-	if _, err := fmt.Sscanf(strings.Replace(name, "purchase receipts", "purchase-receipts", 1), "%s appends, %d server(s), %d clients", &kind, &n, &clients); err == nil && n != cfg.servers[0] {
-		return fmt.Sprintf("raw appends, %d server(s), %d clients", cfg.servers[0], clients)
-	}
-	if _, err := fmt.Sscanf(name, "raw appends, %d server(s), %d clients", &n, &clients); err == nil && n == 1 && cfg.bare {
-		return fmt.Sprintf("bare INSERT ON CONFLICT, %d connections", clients)
-	}
-	if _, err := fmt.Sscanf(name, "purchase receipts, %d server(s), %d clients", &n, &clients); err == nil && cfg.bare {
-		return fmt.Sprintf("bare INSERT ON CONFLICT, %d connections", clients)
-	}
-	return ""
 }
 
 func loadAverage() string {
