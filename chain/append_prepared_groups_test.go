@@ -27,7 +27,7 @@ type preparedOutcome struct {
 
 // TestGroupPreparedKeysExactlyOnce appends keyed requests from several
 // goroutines at once, so that the committer's groups hold many Append
-// requests whose keys it looks up together (prepareAppends), beside Updates
+// requests whose keys it looks up together (prepareGroup), beside Updates
 // that append with AppendBatch (keys twice in one batch among them), ones
 // that append one at a time, and ones that append and then fail, which
 // make the group run again without them. Over bbolt the memory table is

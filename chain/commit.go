@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,7 +95,7 @@ type pipeline struct {
 	// group ended without a hand-off (every request failed, or the store
 	// committed it durably itself).
 	idle chan struct{}
-	// keys is the committer's scratch for prepareAppends and for
+	// keys is the committer's scratch for prepareGroup and for
 	// Tx.AppendBatch in the group's functions, one after the other.
 	keys []storage.ChainKey
 	// lanes is the committer's scratch for hashGroupInLanes.
@@ -102,6 +103,8 @@ type pipeline struct {
 	// trees gathers the chains' tree updates of the group's transaction;
 	// nil when the DB keeps no trees (Options.NoTrees).
 	trees *treeBatch
+	// atCommit is the group's Tx.atCommit.
+	atCommit []int
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -263,17 +266,41 @@ func (db *DB) drain(p *pipeline) {
 	}
 }
 
-// runGroup runs a batch in one storage transaction. A request whose function
-// fails without writing simply gets its error. One that fails after writing,
-// or whose function met an error of the store (which on a server backend
-// aborts the whole transaction, see Tx.failed), poisons the transaction: it is rolled back and the group runs again without
-// that request, so one caller's failure never reaches another. When the store
-// rolls the transaction back itself with storage.ErrRetry (a serialization
-// failure), the whole group runs again, up to commitRetriesMax times. A
-// store that commits asynchronously gets the group's callers handed to the
-// acknowledger with the commit's wait; any other is committed here and its
-// callers answered. Either way p.running is cleared.
+// runGroup runs a batch in one storage transaction (runPending), then the
+// requests it set aside after a lock-order conflict, each alone. Either
+// way p.running is cleared, or the last group handed off.
 func (db *DB) runGroup(batch []*request, p *pipeline) {
+	pending := batch[:0:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(requestQueued, requestRunning) {
+			pending = append(pending, r)
+		}
+	}
+	var learned []string
+	aside := db.runPending(pending, p, &learned)
+	for _, r := range aside {
+		p.running.Store(true)
+		alone := slices.Clone(learned)
+		db.runPending([]*request{r}, p, &alone) // alone, it is never set aside
+	}
+}
+
+// runPending runs pending in one storage transaction. A request whose
+// function fails without writing simply gets its error. One that fails
+// after writing, or whose function met an error of the store (which on a
+// server backend aborts the whole transaction, see Tx.failed), poisons the
+// transaction: it is rolled back and the group runs again without that
+// request, so one caller's failure never reaches another. When the store
+// rolls the transaction back itself with storage.ErrRetry (a
+// serialization failure, a head locked out of order), the whole group
+// runs again, up to commitRetriesMax times, with the heads the attempt
+// locked (learned) locked first (lockorder.go); attempts that learned a
+// chain are not counted. A request still meeting storage.ErrRetry after
+// that is returned, set aside, when it has companions. A store that
+// commits asynchronously gets the group's callers handed to the
+// acknowledger with the commit's wait; any other is committed here and
+// its callers answered. Unless it handed off, p.running is cleared.
+func (db *DB) runPending(pending []*request, p *pipeline, learned *[]string) (aside []*request) {
 	handedOff := false
 	defer func() {
 		if !handedOff {
@@ -284,13 +311,7 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			}
 		}
 	}()
-	pending := batch[:0:0]
-	for _, r := range batch {
-		if r.state.CompareAndSwap(requestQueued, requestRunning) {
-			pending = append(pending, r)
-		}
-	}
-	retries := 0
+	retries, relearned := 0, 0
 	retry := func(err error) bool {
 		if errors.Is(err, storage.ErrRetry) && retries < commitRetriesMax {
 			retries++
@@ -305,21 +326,22 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 				continue
 			}
 			finish(pending, storageError(err))
-			return
+			return aside
 		}
-		p.keys = prepareAppends(stx, pending, p.keys)
+		p.keys = prepareGroup(stx, pending, *learned, p.keys)
 		ahead := db.hashGroupInLanes(stx, pending, &p.lanes)
 		if p.trees != nil {
 			p.trees.reset()
 		}
-		poisoned, again := -1, false
+		poisoned, conflict := -1, -1
 		tx := &Tx{}
+		p.atCommit = p.atCommit[:0]
 		for i, r := range pending {
 			r.notes = r.notes[:0]
-			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes, trees: p.trees} // one Tx per request, one allocation per group
+			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes, trees: p.trees, atCommit: &p.atCommit, member: i} // one Tx per request, one allocation per group
 			r.err, r.panicValue = r.call(tx, ahead, i)
-			if r.err != nil && r.panicValue == nil && retry(r.err) {
-				again = true // the store rolled the whole transaction back
+			if r.panicValue == nil && (errors.Is(r.err, storage.ErrRetry) || errors.Is(tx.storageFailure, storage.ErrRetry)) {
+				conflict = i // the store rolled the whole transaction back
 				break
 			}
 			if (r.err != nil || r.panicValue != nil) && tx.dirty || tx.storageFailure != nil {
@@ -331,9 +353,29 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			}
 		}
 		ahead.finish()
-		if again {
+		if conflict >= 0 {
+			grew := learnHeads(stx, learned)
 			stx.Rollback()
-			continue
+			switch {
+			case grew && relearned < lockOrderRetriesMax:
+				relearned++
+				continue
+			case retries < commitRetriesMax:
+				retries++
+				continue
+			case len(pending) > 1:
+				// Spent: the others commit without it, and it runs alone.
+				aside = append(aside, pending[conflict])
+				pending = append(pending[:conflict:conflict], pending[conflict+1:]...)
+				retries = 0
+				continue
+			}
+			r := pending[conflict]
+			if r.err == nil {
+				r.err = storageError(tx.storageFailure)
+			}
+			finishOne(r)
+			return aside
 		}
 		if poisoned >= 0 {
 			stx.Rollback()
@@ -348,13 +390,26 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 					continue
 				}
 				finish(pending, storageError(err))
-				return
+				return aside
 			}
 		}
 		start := time.Now()
 		wait, commitErr := commit(stx)
 		if commitErr == nil && p.trees != nil {
 			p.trees.committed()
+		}
+		if m, err := refusedAtCommit(commitErr, p.atCommit); m >= 0 {
+			// One request's statement failed: the others run again
+			// without it, as for a request whose function failed.
+			stx.Rollback()
+			pending[m].err = storageError(err)
+			if errors.Is(pending[m].err, storage.ErrRetry) && len(pending) > 1 {
+				aside = append(aside, pending[m])
+			} else {
+				finishOne(pending[m])
+			}
+			pending = append(pending[:m:m], pending[m+1:]...)
+			continue
 		}
 		if commitErr != nil && retry(commitErr) {
 			if db.metrics != nil {
@@ -364,36 +419,28 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 		}
 		if commitErr == nil && wait != nil {
 			handedOff = true
-			// Requests already queued make the next group, which the
-			// acknowledger may then wait for.
-			p.running.Store(len(db.queue) > 0)
+			// Requests already queued, or set aside, make the next group,
+			// which the acknowledger may then wait for.
+			p.running.Store(len(db.queue) > 0 || len(aside) > 0)
 			p.acks <- durableGroup{pending: pending, wait: wait, start: start}
-			return
+			return aside
 		}
 		db.answer(pending, commitErr, start)
-		return
+		return aside
 	}
+	return aside
 }
 
-// prepareAppends looks the keys of the group's Append requests up together
-// (storage.KeyPreparer), in the order the group runs them, when there are
-// at least two; keys is scratch, returned for the next run.
-func prepareAppends(stx storage.Tx, pending []*request, keys []storage.ChainKey) []storage.ChainKey {
-	preparer, ok := stx.(storage.KeyPreparer)
-	if !ok {
-		return keys
+// refusedAtCommit returns the index in the group of the request whose
+// statement held for the commit (Tx.ExecAtCommit) failed commitErr, and
+// the statement's error; -1 when commitErr is not such a failure. owners
+// maps the statements to the requests.
+func refusedAtCommit(commitErr error, owners []int) (int, error) {
+	var ce *storage.CommitExecError
+	if !errors.As(commitErr, &ce) || ce.Index < 0 || ce.Index >= len(owners) || owners[ce.Index] < 0 {
+		return -1, nil
 	}
-	keys = keys[:0]
-	for _, r := range pending {
-		if r.fn == nil {
-			keys = appendChainKey(keys, r.appendReq)
-		}
-	}
-	if len(keys) > 1 {
-		preparer.PrepareKeys(context.Background(), keys)
-	}
-	clear(keys) // the scratch outlives the group: keep none of its strings
-	return keys
+	return owners[ce.Index], ce.Err
 }
 
 // commit commits stx: asynchronously when the store can (wait is then

@@ -50,6 +50,8 @@
 //	tx.go             Tx: reads, Append, AppendBatch, state (tx_failure.go:
 //	                  how a store's error fails the group)
 //	commit.go         the committer: queued requests, group commit, retries
+//	lockorder.go      heads locked in one global order on a shared store:
+//	                  WithPlannedAppends, what a rerun learned
 //	hashahead.go      a second goroutine hashing a large AppendBatch ahead
 //	hashlanes.go      a group's first Append per chain hashed side by side
 //	replay.go         Replay and the read-transaction answer to a retry;
@@ -86,8 +88,9 @@
 // An Update function may run more than once (when another member of its group
 // commit fails after writing or after a storage error, the group runs again
 // without it; when the store rolls the group back with storage.ErrRetry, the
-// whole group runs again, at most three times), so it must
-// have no effects outside its Tx. It runs on the committer's goroutine and must
+// whole group runs again, at most three times plus the reruns that learned a
+// head to lock first, and a request still in conflict then runs alone), so it
+// must have no effects outside its Tx. It runs on the committer's goroutine and must
 // not call the DB's own methods.
 //
 // Entry times come from Options.Clock but never decrease within a chain: an

@@ -29,6 +29,11 @@ type Tx struct {
 	// trees is the committer's treeBatch, which every append extends (nil
 	// outside the committer and with Options.NoTrees).
 	trees *treeBatch
+	// atCommit maps the group's statements held for the commit
+	// (ExecAtCommit), by their index, to the request that queued them:
+	// member, its index in the group.
+	atCommit *[]int
+	member   int
 }
 
 // Context returns the context of the call that started the transaction.
@@ -307,6 +312,38 @@ func (tx *Tx) Exec(sql string, args ...any) (int64, error) {
 	tx.dirty = true
 	n, err := ex.Exec(tx.ctx, sql, args...)
 	return n, tx.failed(err)
+}
+
+// ExecAtCommit queues a SQL statement of the caller's to run when the
+// transaction commits, on a backend that can (storage.CommitExecer:
+// PostgreSQL): for a row whose write decides whether the request may
+// commit but that nothing in the transaction reads, such as a guard's
+// SUCCESS record. The statements of a whole group commit travel with its
+// COMMIT, in one round trip, instead of one round trip each. The
+// statement must not depend on the transaction's appends or state writes.
+// With a none error, sql is an INSERT, UPDATE or DELETE without
+// RETURNING, and affecting no row fails it with none. When the statement
+// fails, the request that queued it fails with that error and writes
+// nothing, and the rest of its group commits without it.
+// ErrExecUnsupported on the embedded default.
+func (tx *Tx) ExecAtCommit(none error, sql string, args ...any) error {
+	if !tx.stx.Writable() {
+		return ErrReadOnly
+	}
+	ce, ok := tx.stx.(storage.CommitExecer)
+	if !ok {
+		return ErrExecUnsupported
+	}
+	tx.dirty = true
+	i := ce.ExecAtCommit(sql, args, none)
+	if tx.atCommit != nil {
+		owners := *tx.atCommit
+		for len(owners) < i {
+			owners = append(owners, -1) // queued by no request of the group
+		}
+		*tx.atCommit = append(owners[:i], tx.member)
+	}
+	return nil
 }
 
 // StateDelete removes derived state in this transaction.

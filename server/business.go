@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/financial"
 	"github.com/ledgerworks/ledger/internal/wire"
@@ -76,6 +77,32 @@ func businessPrepare(c *call, item, quantity, bookName, date, topic string) (bus
 	return b, nil
 }
 
+// planBusiness tells the group commit the chains a business event of item
+// at location writes (chain.WithPlannedAppends), so that on PostgreSQL
+// their heads are locked with the rest of its group's, in one global
+// order, before the domain operations run and read their state. A name
+// that cannot be made plans nothing: the operation reports it.
+func planBusiness(c *call, b businessItem, item, location string) {
+	names := []func() (string, error){
+		func() (string, error) { return stockmovement.ItemLockChain(c.tenant, item) },
+		func() (string, error) { return stockmovement.MovementChain(c.tenant, item, location) },
+		func() (string, error) { return valuations.ItemChain(c.tenant, item) },
+		func() (string, error) { return valuations.QuantityChain(c.tenant, item, location) },
+		func() (string, error) { return valuations.ValueChain(c.tenant, item, location) },
+		func() (string, error) { return b.book.Journal(), nil },
+		func() (string, error) { return outbox.MessagesChain(c.tenant, b.topic) },
+	}
+	planned := make([]chain.Request, 0, len(names))
+	for _, name := range names {
+		n, err := name()
+		if err != nil {
+			return
+		}
+		planned = append(planned, chain.Request{Chain: n})
+	}
+	c.ctx = chain.WithPlannedAppends(c.ctx, planned...)
+}
+
 // businessFinish posts the journal entry and enqueues the message of a
 // business event, in its transaction, and builds the answer.
 func (c *call) businessFinish(tx txn, b businessItem, event, location, reference string, stock stockmovement.Result,
@@ -122,6 +149,7 @@ func purchaseReceipt(c *call) (func(tx txn) (any, error), error) {
 	if err != nil {
 		return nil, invalidf("%v", err)
 	}
+	planBusiness(c, b, req.Item, req.Location)
 	op := c.op()
 	return func(tx txn) (any, error) {
 		stock, err := stockmovement.ReceiveTx(tx, stockmovement.ReceiveRequest{Tenant: c.tenant, Item: req.Item,
@@ -151,6 +179,7 @@ func salesIssue(c *call) (func(tx txn) (any, error), error) {
 	if err != nil {
 		return nil, err
 	}
+	planBusiness(c, b, req.Item, req.Location)
 	op := c.op()
 	return func(tx txn) (any, error) {
 		stock, err := stockmovement.IssueTx(tx, stockmovement.IssueRequest{Tenant: c.tenant, Item: req.Item,

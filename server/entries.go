@@ -83,6 +83,9 @@ func appendEntry(c *call) (func(tx txn) (any, error), error) {
 	if err := chain.ValidateRequest(r, 0); err != nil {
 		return nil, err
 	}
+	// On PostgreSQL the group commit locks the chain's head with its
+	// group's others, in one global order, before running the function.
+	c.ctx = chain.WithPlannedAppends(c.ctx, r)
 	return func(tx txn) (any, error) {
 		res, err := tx.Append(r)
 		if err != nil {

@@ -139,6 +139,56 @@ type KeyPreparer interface {
 	PrepareKeys(ctx context.Context, keys []ChainKey)
 }
 
+// HeadLocker is implemented by a writable Tx whose chain heads are row
+// locks shared with other processes (storage/postgres), so that two
+// transactions locking the same heads in different orders could each wait
+// for the other. An engine that knows, or has learned from an attempt
+// rolled back with ErrRetry, which chains a transaction writes locks all
+// their heads before anything else, in one global order (ascending bytes
+// of the names), where no such cycle can form.
+type HeadLocker interface {
+	// PrepareKeys is KeyPreparer's, and a ChainKey with an empty Key
+	// asks for its chain's head only: every head named is locked, those
+	// not held yet in ascending order, in the round trip that looks the
+	// keys up. A chain without a head gets a placeholder, removed at
+	// commit if nothing was appended to it.
+	KeyPreparer
+	// LockedHeads appends to dst the chains whose heads the transaction
+	// holds, and those its last failed lock tried to take (in no order),
+	// and returns it.
+	LockedHeads(dst []string) []string
+}
+
+// CommitExecer is implemented by a writable Tx that runs SQL (see
+// Execer) and can hold statements back until its commit, so that a group
+// of callers each adding a statement whose outcome decides whether it may
+// commit (a guard's SUCCESS record) costs one round trip at commit, not
+// one each.
+type CommitExecer interface {
+	// ExecAtCommit queues sql to run when the transaction commits, with
+	// the other statements so queued and the buffered writes, in the
+	// round trip of the COMMIT, in queue order; it must not depend on the
+	// transaction's own writes, which may be sent after it. With a none
+	// error, sql is an INSERT, UPDATE or DELETE without RETURNING, and
+	// affecting no row fails it with none. When a statement fails, Commit
+	// fails with a *CommitExecError naming it (by its index from 0 in
+	// queue order, which ExecAtCommit returns) and nothing is committed.
+	ExecAtCommit(sql string, args []any, none error) (index int)
+}
+
+// CommitExecError is Commit's error when a statement queued by
+// ExecAtCommit failed or its check refused it.
+type CommitExecError struct {
+	Index int   // the statement's index, from 0 in queue order
+	Err   error // the statement's error or its check's
+}
+
+func (e *CommitExecError) Error() string {
+	return fmt.Sprintf("storage: statement %d held for the commit: %v", e.Index, e.Err)
+}
+
+func (e *CommitExecError) Unwrap() error { return e.Err }
+
 // PrepareKeysMax bounds the keys one PrepareKeys call takes, and so the
 // memory it holds.
 const PrepareKeysMax = 1 << 12

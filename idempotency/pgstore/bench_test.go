@@ -42,8 +42,9 @@ func appendHandler(db *chain.DB) http.Handler {
 // is a handler doing one INSERT … ON CONFLICT DO NOTHING per request (the
 // floor of any guard on this database); "ledger" appends one ledger entry
 // (ledger on PostgreSQL), unguarded; "guarded" is the same handler behind
-// the guard with the PostgreSQL store. "replays" retries 1,000 finished
-// requests on 2 goroutines.
+// the guard with the PostgreSQL store; "guarded-tx" appends through the
+// guard's Context.Update, its SUCCESS record in the ledger's transaction.
+// "replays" retries 1,000 finished requests on 2 goroutines.
 func BenchmarkPostgres(b *testing.B) {
 	url := pgtest.URL(b)
 	ctx := context.Background()
@@ -90,6 +91,26 @@ func BenchmarkPostgres(b *testing.B) {
 			idempotencytest.RunClients(b, h, 64, 0, fmt.Sprint(name, b.N))
 		})
 	}
+	b.Run("guarded-tx", func(b *testing.B) {
+		// The handler writes through Context.Update: its SUCCESS record
+		// commits in the ledger's transaction, with the group's COMMIT.
+		db, err := chain.OpenBackend(pgtest.OpenWith(b, postgres.Options{MaxConns: 32}), chain.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		s, err := pgstore.Open(ctx, url, pgstore.Options{Schema: pgtest.NewSchema(b, url), Migrate: true, MaxConns: 32, Ledger: db})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		g, err := idempotency.New(idempotency.Options{Store: s, User: func(*http.Request) (string, error) { return "alice", nil },
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		idempotencytest.RunClients(b, g.Middleware(txHandler(nil)), 64, 0, fmt.Sprint("guarded-tx", b.N))
+	})
 	b.Run("replays", func(b *testing.B) {
 		g, err := idempotency.New(idempotency.Options{Store: openB(b), User: func(*http.Request) (string, error) { return "alice", nil },
 			Logger: slog.New(slog.DiscardHandler)})

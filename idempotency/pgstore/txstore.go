@@ -20,24 +20,25 @@ func (s *Store) LedgerDB() *chain.DB { return s.ledger }
 
 // SucceedTx implements idempotency.TxStore: the conditional UPDATE of the
 // SUCCESS record runs in tx, the ledger's transaction on this database, so
-// that it commits or rolls back with the entries tx appends. The row stays
-// locked until then, so no recovery or cleanup can change it in between.
-// ErrLeaseLost when the attempt no longer holds the record;
-// idempotency.ErrTxUnsupported when the ledger runs no SQL (bbolt).
+// that it commits or rolls back with the entries tx appends. It is held
+// for the commit (chain.Tx.ExecAtCommit): the records of a whole group
+// commit are sent with its entries and COMMIT, in one round trip, and a
+// record no longer held fails its request alone. ErrLeaseLost, from the transaction's
+// Update, when the attempt no longer holds the record (the rest of the
+// group commits without it); idempotency.ErrTxUnsupported when the ledger
+// runs no SQL (bbolt).
 func (s *Store) SucceedTx(tx *chain.Tx, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
 	args, err := successArgs(resp, expiresAt)
 	if err != nil {
 		return err
 	}
 	all := append([]any{sc.Operation, sc.User, sc.Key, token, now}, args...)
-	n, err := tx.Exec(`UPDATE `+s.records+` SET `+successSet+` WHERE `+held, all...)
-	switch {
-	case errors.Is(err, chain.ErrExecUnsupported):
+	err = tx.ExecAtCommit(idempotency.ErrLeaseLost, `UPDATE `+s.records+` SET `+successSet+` WHERE `+held, all...)
+	if errors.Is(err, chain.ErrExecUnsupported) {
 		return fmt.Errorf("%w: %w", idempotency.ErrTxUnsupported, err)
-	case err != nil:
+	}
+	if err != nil {
 		return fmt.Errorf("pgstore: SUCCESS in the ledger's transaction: %w", err)
-	case n == 0:
-		return idempotency.ErrLeaseLost
 	}
 	return nil
 }

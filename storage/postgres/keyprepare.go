@@ -49,7 +49,15 @@ const (
 		JOIN entries e ON e.chain_id = k.chain_id COLLATE "C" AND e.idempotency_key = k.key COLLATE "C"`
 )
 
-var _ storage.KeyPreparer = (*tx)(nil)
+var _ storage.HeadLocker = (*tx)(nil)
+
+// LockedHeads implements storage.HeadLocker.
+func (t *tx) LockedHeads(dst []string) []string {
+	for c := range t.heads {
+		dst = append(dst, c)
+	}
+	return append(dst, t.failedHeads...)
+}
 
 // PrepareKeys implements storage.KeyPreparer: the keys' answers, read in
 // one round trip, for the LookupKey and Entry calls that follow. A failure
@@ -70,7 +78,23 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		t.preparedData = make(map[chainSeq][]byte)
 	}
 	asked := t.keysToPrepare(keys)
-	if len(asked) == 0 {
+	// The heads to lock: the chains not held yet, those of keys without a
+	// key too (storage.HeadLocker), sorted; those that sort below a head
+	// already held wait at most UnorderedLockWait, as in lock.
+	var unordered, ordered []string
+	if t.writable {
+		var lock []string
+		for _, k := range keys {
+			if _, ok := t.heads[k.Chain]; !ok && !unstorable(k.Chain) {
+				lock = append(lock, k.Chain)
+			}
+		}
+		slices.Sort(lock)
+		lock = slices.Compact(lock)
+		split, _ := slices.BinarySearch(lock, t.maxHead)
+		unordered, ordered = lock[:split], lock[split:]
+	}
+	if len(asked)+len(unordered)+len(ordered) == 0 {
 		return
 	}
 	reached := t.ruleOut(asked)
@@ -81,21 +105,6 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		if !k.filtered {
 			chains, names, sent = append(chains, k.chain), append(names, k.key), append(sent, i)
 		}
-	}
-	// The heads to lock: the chains not held yet, sorted; those that sort
-	// below a head already held wait at most UnorderedLockWait, as in lock.
-	var unordered, ordered []string
-	if t.writable {
-		var lock []string
-		for _, k := range asked {
-			if _, ok := t.heads[k.chain]; !ok {
-				lock = append(lock, k.chain)
-			}
-		}
-		slices.Sort(lock)
-		lock = slices.Compact(lock)
-		split, _ := slices.BinarySearch(lock, t.maxHead)
-		unordered, ordered = lock[:split], lock[split:]
 	}
 	var (
 		locked []lockedRow
@@ -121,6 +130,7 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		}
 	})
 	if err != nil {
+		t.failedHeads = append(append(t.failedHeads[:0], unordered...), ordered...)
 		return
 	}
 	if err := t.holdLocked(locked); err != nil {
@@ -256,6 +266,7 @@ func (t *tx) keepPrepared(ctx context.Context, asked []preparedKey, found []foun
 	var stale map[string]bool
 	if len(missing) > 0 {
 		if t.createHeads(ctx, missing) != nil {
+			t.failedHeads = append(t.failedHeads[:0], missing...)
 			return // the keys of the chains not locked are looked up as if not prepared
 		}
 		for _, c := range missing {

@@ -90,6 +90,60 @@ type tx struct {
 	size         int // bytes buffered
 	// notifies are the channels to NOTIFY with the commit (notify.go).
 	notifies []string
+	// failedHeads are the chains whose heads the last failed lock tried
+	// to take (LockedHeads).
+	failedHeads []string
+	// atCommit are the statements held back until the commit.
+	atCommit []commitStmt
+}
+
+// commitStmt is a statement ExecAtCommit held back.
+type commitStmt struct {
+	sql  string
+	args []any
+	none error
+}
+
+var _ storage.CommitExecer = (*tx)(nil)
+
+// ExecAtCommit implements storage.CommitExecer. A statement with a none
+// error is sent as "WITH held AS (sql RETURNING 1) SELECT 1 / count(*)
+// FROM held", so that affecting no row is an error of the server
+// (division by zero) which ends the transaction before its COMMIT, in the
+// same round trip.
+func (t *tx) ExecAtCommit(sql string, args []any, none error) int {
+	if none != nil {
+		sql = "WITH held AS (" + sql + " RETURNING 1) SELECT 1 / count(*) FROM held"
+	}
+	t.atCommit = append(t.atCommit, commitStmt{sql: sql, args: args, none: none})
+	return len(t.atCommit) - 1
+}
+
+// queueAtCommit adds the statements held for the commit to b; *ran counts
+// those that succeeded.
+func (t *tx) queueAtCommit(b *pgx.Batch, ran *int) {
+	*ran = 0
+	for _, st := range t.atCommit {
+		b.Queue(st.sql, st.args...).Exec(func(pgconn.CommandTag) error {
+			*ran++
+			return nil
+		})
+	}
+}
+
+// atCommitError returns the *storage.CommitExecError of a commit batch
+// that failed with err after ran of the held statements succeeded, or nil
+// when the failure came after them.
+func (t *tx) atCommitError(err error, ran int) error {
+	if ran >= len(t.atCommit) {
+		return nil
+	}
+	st := t.atCommit[ran]
+	var pgErr *pgconn.PgError
+	if st.none != nil && errors.As(err, &pgErr) && pgErr.Code == "22012" {
+		return &storage.CommitExecError{Index: ran, Err: st.none}
+	}
+	return &storage.CommitExecError{Index: ran, Err: classify(err, false)}
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -381,10 +435,12 @@ func (t *tx) lock(ctx context.Context, chain string, extra func(b *pgx.Batch)) (
 	// row takes a second round trip that creates the placeholder first
 	// (and runs extra again, now under the lock).
 	if err := attempt(false); err != nil {
+		t.failedHeads = append(t.failedHeads[:0], chain)
 		return nil, err
 	}
 	if !found {
 		if err := attempt(true); err != nil {
+			t.failedHeads = append(t.failedHeads[:0], chain)
 			return nil, err
 		}
 	}
@@ -887,7 +943,7 @@ func (t *tx) Commit() error {
 		_ = t.Rollback()
 		return err
 	}
-	if !t.writable || !t.begun && !t.pending() && len(t.notifies) == 0 {
+	if !t.writable || !t.begun && !t.pending() && len(t.notifies) == 0 && len(t.atCommit) == 0 {
 		return t.Rollback()
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.b.opts.CommitTimeout)
@@ -912,6 +968,8 @@ func (t *tx) Commit() error {
 		}
 	}
 	b := &pgx.Batch{}
+	var ran int
+	t.queueAtCommit(b, &ran)
 	t.queueFlush(b)
 	if len(drop) > 0 {
 		b.Queue(sqlDropPlaceholders, drop)
@@ -937,6 +995,11 @@ func (t *tx) Commit() error {
 	case !t.connLost(err) || pgconn.SafeToRetry(err):
 		// The server refused a statement (nothing after it ran, COMMIT
 		// included), or nothing reached the server.
+		if held := t.atCommitError(err, ran); held != nil && !t.connLost(err) {
+			t.err = held
+			_ = t.Rollback()
+			return held
+		}
 		t.err = fmt.Errorf("postgres: commit: %w", classify(err, false))
 		_ = t.Rollback()
 		return t.err

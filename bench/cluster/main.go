@@ -1,0 +1,522 @@
+// Command cluster measures several `ledgerctl serve` processes sharing one
+// PostgreSQL against one process, and one process against a bare
+// `INSERT … ON CONFLICT DO NOTHING` per request, in one run: raw appends
+// and purchase receipts.
+//
+//	go run ./bench/cluster -db postgres://… -servers 1,3 -clients 32,64
+//
+// Every round starts its servers afresh on a new schema, drives them over
+// HTTP with keyed raw appends spread over -chains chains (each request a
+// new Idempotency-Key, sent to the servers in turn) for -duration after
+// -warmup, and counts the answers by status class. Rounds alternate
+// between the server counts, -rounds times, so that the machine's noise
+// falls on all of them alike; the table gives each figure, its baseline
+// (the first server count, or the bare INSERT) and the ratio of the
+// medians.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Limits of the flags.
+const (
+	serversMax = 16
+	clientsMax = 1024
+	chainsMax  = 1 << 16
+	roundsMax  = 100
+)
+
+type config struct {
+	db        string
+	ledgerctl string
+	servers   []int
+	clients   []int
+	chains    int
+	rounds    int
+	duration  time.Duration
+	warmup    time.Duration
+	bare      bool
+	receipts  bool
+	keepLogs  bool
+}
+
+func main() {
+	var cfg config
+	var servers, clients string
+	flag.StringVar(&cfg.db, "db", os.Getenv("LEDGER_TEST_POSTGRES_URL"), "PostgreSQL URL (each round uses a new schema in it)")
+	flag.StringVar(&cfg.ledgerctl, "ledgerctl", "", "ledgerctl binary (built from ./cmd/ledgerctl when empty)")
+	flag.StringVar(&servers, "servers", "1,3", "server counts to compare, the first one the baseline")
+	flag.StringVar(&clients, "clients", "32,64", "concurrent HTTP clients of each round")
+	flag.IntVar(&cfg.chains, "chains", 8, "chains the appends are spread over")
+	flag.IntVar(&cfg.rounds, "rounds", 2, "rounds of each configuration, alternated; the median is reported")
+	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "measured time of a round")
+	flag.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "time before the measurement of a round")
+	flag.BoolVar(&cfg.bare, "bare", true, "measure a bare INSERT … ON CONFLICT DO NOTHING per request beside one server")
+	flag.BoolVar(&cfg.receipts, "receipts", true, "measure purchase receipts beside the raw appends, on as many servers")
+	flag.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep the servers' logs")
+	flag.Parse()
+	var err error
+	if cfg.servers, err = parseCounts(servers, serversMax); err == nil {
+		cfg.clients, err = parseCounts(clients, clientsMax)
+	}
+	if err == nil && (cfg.chains < 1 || cfg.chains > chainsMax || cfg.rounds < 1 || cfg.rounds > roundsMax || cfg.duration <= 0 || cfg.warmup < 0) {
+		err = fmt.Errorf("-chains 1..%d, -rounds 1..%d, -duration > 0, -warmup >= 0", chainsMax, roundsMax)
+	}
+	if err == nil && cfg.db == "" {
+		err = errors.New("-db (or LEDGER_TEST_POSTGRES_URL) is required")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(2)
+	}
+	if err := run(context.Background(), cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func parseCounts(s string, limit int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > limit {
+			return nil, fmt.Errorf("%q: want counts from 1 to %d, comma-separated", s, limit)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// result is one round's count of answers.
+type result struct {
+	ok, status4xx, status5xx, failed int64
+	elapsed                          time.Duration
+}
+
+func (r result) perSecond() float64 { return float64(r.ok) / r.elapsed.Seconds() }
+
+// figureID names one configuration: kind is rawKind, receiptsKind or
+// bareKind (servers is then 0).
+type figureID struct {
+	kind             string
+	servers, clients int
+}
+
+const (
+	rawKind      = "raw appends"
+	receiptsKind = "purchase receipts"
+	bareKind     = "bare INSERT ON CONFLICT"
+)
+
+func (id figureID) String() string {
+	if id.kind == bareKind {
+		return fmt.Sprintf("%s, %d connections", id.kind, id.clients)
+	}
+	return fmt.Sprintf("%s, %d server(s), %d clients", id.kind, id.servers, id.clients)
+}
+
+// baseline is the configuration id is compared with: the first server
+// count for the others, the bare INSERT for the first (when measured).
+func (id figureID) baseline(cfg config) (figureID, bool) {
+	switch {
+	case id.kind == bareKind:
+		return figureID{}, false
+	case id.servers != cfg.servers[0]:
+		return figureID{kind: id.kind, servers: cfg.servers[0], clients: id.clients}, true
+	}
+	return figureID{kind: bareKind, clients: id.clients}, cfg.bare
+}
+
+// figure gathers the rounds of one configuration.
+type figure struct {
+	results []result
+}
+
+func (f *figure) median() float64 {
+	rates := make([]float64, len(f.results))
+	for i, r := range f.results {
+		rates[i] = r.perSecond()
+	}
+	slices.Sort(rates)
+	return rates[len(rates)/2]
+}
+
+func (f *figure) errors() (c4, c5, failed int64) {
+	for _, r := range f.results {
+		c4 += r.status4xx
+		c5 += r.status5xx
+		failed += r.failed
+	}
+	return
+}
+
+func run(ctx context.Context, cfg config) error {
+	dir, err := os.MkdirTemp("", "ledger-cluster-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if !cfg.keepLogs {
+			os.RemoveAll(dir)
+		} else {
+			fmt.Println("logs in", dir)
+		}
+	}()
+	if cfg.ledgerctl == "" {
+		cfg.ledgerctl = filepath.Join(dir, "ledgerctl")
+		build := exec.Command("go", "build", "-o", cfg.ledgerctl, "./cmd/ledgerctl")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/ledgerctl (run from the module's root): %w", err)
+		}
+	}
+	admin, err := pgxpool.New(ctx, cfg.db)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	figures := map[figureID]*figure{}
+	var order []figureID
+	add := func(id figureID, r result) {
+		f, ok := figures[id]
+		if !ok {
+			f = &figure{}
+			figures[id] = f
+			order = append(order, id)
+		}
+		f.results = append(f.results, r)
+		fmt.Fprintf(os.Stderr, "%-44s %8.0f/s  5xx %d  4xx %d  failed %d  (load %s)\n", id, r.perSecond(), r.status5xx, r.status4xx, r.failed, loadAverage())
+	}
+	for round := range cfg.rounds {
+		for _, clients := range cfg.clients {
+			for _, n := range cfg.servers {
+				r, err := serverRound(ctx, cfg, admin, dir, round, n, clients, rawAppend, nil)
+				if err != nil {
+					return err
+				}
+				add(figureID{kind: rawKind, servers: n, clients: clients}, r)
+			}
+			for _, n := range cfg.servers {
+				if !cfg.receipts {
+					break
+				}
+				r, err := serverRound(ctx, cfg, admin, dir, round, n, clients, purchaseReceipt, receiptSetup)
+				if err != nil {
+					return err
+				}
+				add(figureID{kind: receiptsKind, servers: n, clients: clients}, r)
+			}
+			if cfg.bare {
+				r, err := bareRound(ctx, cfg, admin, clients)
+				if err != nil {
+					return err
+				}
+				add(figureID{kind: bareKind, clients: clients}, r)
+			}
+		}
+	}
+	fmt.Printf("\n| figure | per second | baseline | baseline per second | ratio | 5xx | 4xx | failed |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
+	for _, id := range order {
+		f := figures[id]
+		c4, c5, failed := f.errors()
+		base, ok := id.baseline(cfg)
+		b, measured := figures[base]
+		if !ok || !measured {
+			fmt.Printf("| %s | %.0f | | | | %d | %d | %d |\n", id, f.median(), c5, c4, failed)
+			continue
+		}
+		fmt.Printf("| %s | %.0f | %s | %.0f | %.2f | %d | %d | %d |\n", id, f.median(), base, b.median(), f.median()/b.median(), c5, c4, failed)
+	}
+	fmt.Printf("\nload average at the end: %s\n", loadAverage())
+	return nil
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// schemaURL returns the URL with search_path set to schema.
+func schemaURL(base, schema string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+func newSchema(ctx context.Context, admin *pgxpool.Pool) (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "benchcluster_" + hex.EncodeToString(b[:]), nil
+}
+
+func dropSchema(admin *pgxpool.Pool, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster: drop schema:", err)
+	}
+}
+
+// request makes the HTTP request a client sends for its i-th operation.
+type request func(base, token string, i int64, chains int) (*http.Request, error)
+
+func rawAppend(base, token string, i int64, chains int) (*http.Request, error) {
+	body := fmt.Sprintf(`{"type":"load/v1","payload":"%s"}`, "eyJuIjoxfQ==")
+	r, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/v1/chains/load/%d/entries", base, i%int64(chains)), strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Set("Idempotency-Key", fmt.Sprintf("raw-%d", i))
+	return authorized(r, token), nil
+}
+
+func purchaseReceipt(base, token string, i int64, chains int) (*http.Request, error) {
+	body := fmt.Sprintf(`{"item":"item-%d","location":"main","quantity":"1","unit_cost":"8.25","date":"2026-11-02",`+
+		`"inventory_account":"1400","credit_account":"2100"}`, i%int64(chains))
+	r, err := http.NewRequest(http.MethodPost, base+"/v1/purchase-receipts", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Set("Idempotency-Key", fmt.Sprintf("receipt-%d", i))
+	return authorized(r, token), nil
+}
+
+func authorized(r *http.Request, token string) *http.Request {
+	r.Header.Set("Authorization", "Bearer "+token)
+	r.Header.Set("Content-Type", "application/json")
+	return r
+}
+
+// receiptSetup defines what the purchase receipts name: the items
+// item-0… in both catalogs, the location main, the book main with EUR and
+// its two accounts.
+func receiptSetup(base, token string, chains int) error {
+	steps := [][2]string{
+		{"/v1/stock/locations", `{"id":"main"}`},
+		{"/v1/fin/books/main/currencies", `{"code":"EUR","exponent":2}`},
+		{"/v1/fin/books/main/accounts", `{"code":"1400","name":"Inventory","type":"asset"}`},
+		{"/v1/fin/books/main/accounts", `{"code":"2100","name":"Goods received not invoiced","type":"liability"}`},
+	}
+	for i := range chains {
+		steps = append(steps, [2]string{"/v1/stock/items", fmt.Sprintf(`{"id":"item-%d","scale":0}`, i)},
+			[2]string{"/v1/val/items", fmt.Sprintf(`{"id":"item-%d","method":"moving_average","currency":"EUR","minor_unit":2}`, i)})
+	}
+	for i, st := range steps {
+		r, err := http.NewRequest(http.MethodPost, base+st[0], strings.NewReader(st[1]))
+		if err != nil {
+			return err
+		}
+		r.Header.Set("Idempotency-Key", fmt.Sprintf("setup-%d", i))
+		resp, err := http.DefaultClient.Do(authorized(r, token))
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("setup %s: %d %s", st[0], resp.StatusCode, body)
+		}
+	}
+	return nil
+}
+
+// serverRound runs n servers on a new schema and drives them.
+func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir string, round, n, clients int, req request, setup func(base, token string, chains int) error) (result, error) {
+	schema, err := newSchema(ctx, admin)
+	if err != nil {
+		return result{}, err
+	}
+	defer dropSchema(admin, schema)
+	db, err := schemaURL(cfg.db, schema)
+	if err != nil {
+		return result{}, err
+	}
+	var out bytes.Buffer
+	create := exec.CommandContext(ctx, cfg.ledgerctl, "--db", db, "-o", "json", "apikey", "create", "--tenant", "bench", "--scopes", "read,write")
+	create.Stdout, create.Stderr = &out, os.Stderr
+	if err := create.Run(); err != nil {
+		return result{}, fmt.Errorf("apikey create: %w", err)
+	}
+	var key struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &key); err != nil || key.Token == "" {
+		return result{}, fmt.Errorf("apikey create: no token in %q", out.String())
+	}
+	var bases []string
+	for i := range n {
+		log, err := os.Create(filepath.Join(dir, fmt.Sprintf("round%d-%dservers-%dclients-%d.log", round, n, clients, i)))
+		if err != nil {
+			return result{}, err
+		}
+		defer log.Close()
+		cmd := exec.Command(cfg.ledgerctl, "--db", db, "--log-level", "error", "serve", "--addr", "127.0.0.1:0")
+		cmd.Stderr = log
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return result{}, err
+		}
+		if err := cmd.Start(); err != nil {
+			return result{}, err
+		}
+		defer func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}()
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			return result{}, fmt.Errorf("serve: no address (see %s): %w", log.Name(), err)
+		}
+		bases = append(bases, strings.TrimSpace(strings.TrimPrefix(line, "listening on ")))
+	}
+	if setup != nil {
+		if err := setup(bases[0], key.Token, cfg.chains); err != nil {
+			return result{}, err
+		}
+	}
+	return drive(ctx, cfg, clients, func(i int64) (*http.Request, error) {
+		return req(bases[i%int64(len(bases))], key.Token, i, cfg.chains)
+	})
+}
+
+// drive runs clients goroutines sending requests until the warm-up and
+// the measured time have passed, and counts the answers of the measured
+// time.
+func drive(ctx context.Context, cfg config, clients int, next func(i int64) (*http.Request, error)) (result, error) {
+	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	defer transport.CloseIdleConnections()
+	hc := &http.Client{Transport: transport, Timeout: time.Minute}
+	return measure(cfg, clients, func(i int64) (int, error) {
+		r, err := next(i)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := hc.Do(r.WithContext(ctx))
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	})
+}
+
+// measure runs op from clients goroutines, numbering the operations, and
+// counts the outcomes of those that start after the warm-up and before its
+// end.
+func measure(cfg config, clients int, op func(i int64) (status int, err error)) (result, error) {
+	var (
+		next               atomic.Int64
+		ok, c4, c5, failed atomic.Int64
+		measuring, stopped atomic.Bool
+		wg                 sync.WaitGroup
+		firstErr           atomic.Value
+	)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stopped.Load() {
+				counted := measuring.Load()
+				status, err := op(next.Add(1))
+				if !counted || stopped.Load() {
+					continue
+				}
+				switch {
+				case err != nil:
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				case status >= 500:
+					c5.Add(1)
+				case status >= 400:
+					c4.Add(1)
+				default:
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(cfg.warmup)
+	measuring.Store(true)
+	start := time.Now()
+	time.Sleep(cfg.duration)
+	stopped.Store(true)
+	elapsed := time.Since(start)
+	wg.Wait()
+	if e := firstErr.Load(); e != nil {
+		fmt.Fprintln(os.Stderr, "cluster: first failed request:", e)
+	}
+	return result{ok: ok.Load(), status4xx: c4.Load(), status5xx: c5.Load(), failed: failed.Load(), elapsed: elapsed}, nil
+}
+
+// bareRound measures one INSERT … ON CONFLICT DO NOTHING per request, each
+// its own transaction, from clients goroutines over a pool of as many
+// connections.
+func bareRound(ctx context.Context, cfg config, admin *pgxpool.Pool, clients int) (result, error) {
+	schema, err := newSchema(ctx, admin)
+	if err != nil {
+		return result{}, err
+	}
+	defer dropSchema(admin, schema)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema+"; CREATE TABLE "+schema+".bare (chain_id text NOT NULL, idempotency_key text NOT NULL, data bytea NOT NULL, PRIMARY KEY (chain_id, idempotency_key))"); err != nil {
+		return result{}, err
+	}
+	pc, err := pgxpool.ParseConfig(cfg.db)
+	if err != nil {
+		return result{}, err
+	}
+	pc.MaxConns, pc.MinConns = int32(clients), int32(clients)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return result{}, err
+	}
+	defer pool.Close()
+	insert := "INSERT INTO " + schema + ".bare (chain_id, idempotency_key, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+	data := []byte(`{"n":1}`)
+	return measure(cfg, clients, func(i int64) (int, error) {
+		_, err := pool.Exec(ctx, insert, "load/"+strconv.FormatInt(i%int64(cfg.chains), 10), "raw-"+strconv.FormatInt(i, 10), data)
+		if err != nil {
+			return 0, err
+		}
+		return http.StatusCreated, nil
+	})
+}
