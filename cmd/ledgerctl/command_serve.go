@@ -136,6 +136,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		return invalidInputf("--addr %s: %w", o.addr, err)
 	}
 	hs := srv.HTTPServer(o.timeouts)
+	if a.serveWrap != nil {
+		hs.Handler = a.serveWrap(hs.Handler)
+	}
 	scheme, serve := "http", hs.Serve
 	if tlsConfig != nil {
 		hs.TLSConfig = tlsConfig

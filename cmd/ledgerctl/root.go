@@ -56,6 +56,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -124,6 +125,9 @@ type app struct {
 	metrics chain.Metrics
 	// environment reads variables (os.Getenv unless a test replaces it).
 	environment func(string) string
+	// serveWrap, when set, wraps serve's HTTP handler. Only tests set it:
+	// the console's browser tests hold a request in flight with it.
+	serveWrap func(http.Handler) http.Handler
 	// reachedRun is set once flags and arguments parsed, so that errors
 	// before it are reported as usage errors.
 	reachedRun bool
