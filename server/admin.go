@@ -34,7 +34,7 @@ func (s *Server) adminRoutes() []*Route {
 			Summary: "Create a key of the caller's tenant; its token is shown in this answer only",
 			Request: api.APIKeyRequest{}, Response: api.APIKeyCreated{}, Status: http.StatusCreated, raw: createKey},
 		{Method: http.MethodGet, Path: "/v1/whoami", ID: "apikeys.whoami", Tag: "api keys", Scope: scopeRead,
-			Summary: "The calling key's public record: its tenant and scopes (what the console shows and offers)",
+			Summary:  "The calling key's public record: its tenant and scopes (what the console shows and offers)",
 			Response: api.APIKey{}, Status: http.StatusOK, read: whoami},
 		{Method: http.MethodGet, Path: "/v1/apikeys", ID: "apikeys.list", Tag: "api keys", Scope: scopeAdmin,
 			Summary: "The tenant's keys (never their secrets)", Response: api.APIKeyList{}, Status: http.StatusOK, read: listKeys},

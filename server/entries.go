@@ -42,7 +42,7 @@ func (s *Server) entryRoutes() []*Route {
 		{Method: http.MethodGet, Path: "/v1/chains", ID: "chains.list", Tag: tag, Scope: scopeRead,
 			Summary: "List the tenant's chains whose names start with a prefix, with their heads", Response: api.ChainList{}, Status: http.StatusOK,
 			Query: []Param{{"prefix", "string", "the names' prefix (default: every chain)"},
-				{"from", "string", "the first name of the page, a previous page's next_from"},
+				{"from_name", "string", "the first name of the page, a previous page's next_from_name"},
 				{"limit", "integer", "most chains (default 100, at most 1000)"}},
 			read: listChains},
 		{Method: http.MethodPost, Path: "/v1/chains/{name}/entries", ID: "entries.append", Tag: tag, Scope: scopeWrite, Guarded: true,
@@ -110,7 +110,7 @@ func appendEntry(c *call) (func(tx txn) (any, error), error) {
 // at the first name outside the prefix, so a page costs its own chains.
 func listChains(c *call) (any, error) {
 	q := c.r.URL.Query()
-	prefix, from := q.Get("prefix"), q.Get("from")
+	prefix, from := q.Get("prefix"), q.Get("from_name")
 	limit, _, err := c.uintQuery("limit", ChainPageLimitDefault)
 	if err != nil {
 		return nil, err
@@ -119,10 +119,10 @@ func listChains(c *call) (any, error) {
 		return nil, invalidf("limit=%d: want 1 to %d", limit, ChainPageLimitMax)
 	}
 	if len(c.full(prefix)) > chain.ChainLengthMax || len(c.full(from)) > chain.ChainLengthMax {
-		return nil, invalidf("prefix or from: longer than a chain name")
+		return nil, invalidf("prefix or from_name: longer than a chain name")
 	}
 	if from != "" && !strings.HasPrefix(from, prefix) {
-		return nil, invalidf("from %q: not under prefix %q", from, prefix)
+		return nil, invalidf("from_name %q: not under prefix %q", from, prefix)
 	}
 	start := c.full(max(prefix, from))
 	out := api.ChainList{Chains: []api.Head{}}
@@ -134,7 +134,7 @@ func listChains(c *call) (any, error) {
 			break
 		}
 		if uint64(len(out.Chains)) == limit {
-			out.NextFrom = c.rel(h.Chain)
+			out.NextFromName = c.rel(h.Chain)
 			break
 		}
 		out.Chains = append(out.Chains, api.Head{Chain: c.rel(h.Chain), Seq: h.Seq, Hash: h.Hash.String(), TimeUnixNano: h.TimeUnixNano})

@@ -185,6 +185,7 @@ export interface Entry {
 }
 export interface EntryPage { chain: string; entries: Entry[]; /** "0" when there is no more */ next_from: Int64 }
 export interface Head { chain: string; seq: Int64; hash: string; time_unix_nano: Int64 }
+export interface ChainList { chains: Head[]; /** absent when there is no more */ next_from_name?: string }
 
 export interface StockItemRequest { id: string; name?: string; scale: number; allow_negative: boolean }
 export interface StockItem { tenant: string; id: string; name: string; scale: number; allow_negative: boolean; seq: Int64; unchanged: boolean }
@@ -313,6 +314,7 @@ export class LedgerClient {
   entry(chain: string, seq: Int64Input, opts?: CallOptions): Promise<Entry>;
   entries(chain: string, page?: { from?: Int64Input; limit?: number }, opts?: CallOptions): Promise<EntryPage>;
   head(chain: string, opts?: CallOptions): Promise<Head>;
+  chains(page?: { prefix?: string; fromName?: string; limit?: number }, opts?: CallOptions): Promise<ChainList>;
 
   defineStockItem(req: StockItemRequest, opts?: CallOptions): Promise<StockItem>;
   stockItems(opts?: CallOptions): Promise<StockItemList>;
@@ -363,6 +365,7 @@ export class LedgerClient {
 
   createAPIKey(req: APIKeyRequest, opts?: CallOptions): Promise<APIKeyCreated>;
   apiKeys(opts?: CallOptions): Promise<APIKeyList>;
+  whoami(opts?: CallOptions): Promise<APIKey>;
   revokeAPIKey(id: string, opts?: CallOptions & { reason?: string }): Promise<APIKey>;
   verify(req?: VerifyRequest, opts?: CallOptions): Promise<VerifyReport>;
   health(opts?: CallOptions): Promise<Health>;

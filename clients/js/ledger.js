@@ -464,6 +464,8 @@ export class LedgerClient {
   async entries(chain, { from, limit } = {}, opts) { return this._read("/v1/chains" + chainPath(chain) + "/entries" + query({ from, limit }), opts); }
   /** GET /v1/chains/{name}/head → Head. */
   async head(chain, opts) { return this._read("/v1/chains" + chainPath(chain) + "/head", opts); }
+  /** GET /v1/chains → ChainList: the tenant's chains whose names start with prefix, with their heads. */
+  async chains({ prefix, fromName, limit } = {}, opts) { return this._read("/v1/chains" + query({ prefix, from_name: fromName, limit }), opts); }
 
   // ---- stock ------------------------------------------------------------
 
@@ -560,6 +562,8 @@ export class LedgerClient {
 
   async createAPIKey(req, opts) { return this._write("POST", "/v1/apikeys", req, opts); }
   async apiKeys(opts) { return this._read("/v1/apikeys", opts); }
+  /** GET /v1/whoami → APIKey: the calling key's record (tenant, scopes). */
+  async whoami(opts) { return this._read("/v1/whoami", opts); }
   /** DELETE /v1/apikeys/{id}?reason= (opts.reason). */
   async revokeAPIKey(id, opts = {}) { return this._write("DELETE", "/v1/apikeys" + seg("id", id) + query({ reason: opts.reason }), undefined, opts); }
   /** POST /v1/verify (writes nothing: no key). expect_heads[].seq may be string, bigint or safe integer. */

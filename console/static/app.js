@@ -128,7 +128,7 @@ function can(scope) {
 
 async function signIn(token) {
   const client = new LedgerClient({ token, maxAttempts: 4 });
-  const key = await client.request("GET", "/v1/whoami").then((r) => r.body);
+  const key = await client.whoami();
   session.client = client;
   session.key = key;
   sessionStorage.setItem(TOKEN_KEY, token);
@@ -235,10 +235,7 @@ async function render() {
 async function chainsPage(params) {
   const prefix = params.get("prefix") ?? "";
   const from = params.get("from") ?? "";
-  const q = new URLSearchParams({ limit: "50" });
-  if (prefix) q.set("prefix", prefix);
-  if (from) q.set("from", from);
-  const list = (await session.client.request("GET", "/v1/chains?" + q)).body;
+  const list = await session.client.chains({ prefix, fromName: from, limit: 50 });
   const input = h("input", { type: "text", id: "prefix", value: prefix, placeholder: "orders/" });
   const form = h("form", { class: "toolbar" }, h("label", {}, "Name starts with", input), h("button", { type: "submit" }, "List"));
   form.addEventListener("submit", (ev) => {
@@ -253,7 +250,7 @@ async function chainsPage(params) {
   page("Chains", "Every chain of your tenant, with its head: the newest entry's seq and hash. Open a chain to read its entries.",
     form,
     table(["Chain", { label: "Head seq", num: true }, "Head hash", "Last entry (UTC)"], rows, { name: "chains", empty: "No chain has this prefix." }),
-    h("div", { class: "pager" }, list.next_from ? link("chains", { prefix, from: list.next_from }, "Next page →") : null));
+    h("div", { class: "pager" }, list.next_from_name ? link("chains", { prefix, from: list.next_from_name }, "Next page →") : null));
 }
 
 async function chainPage(params) {
@@ -318,12 +315,10 @@ async function allChains() {
   const out = [];
   let from = "";
   for (let i = 0; i < 20; i++) {
-    const q = new URLSearchParams({ limit: "1000" });
-    if (from) q.set("from", from);
-    const list = (await session.client.request("GET", "/v1/chains?" + q)).body;
+    const list = await session.client.chains({ fromName: from, limit: 1000 });
     out.push(...list.chains);
-    if (!list.next_from) break;
-    from = list.next_from;
+    if (!list.next_from_name) break;
+    from = list.next_from_name;
   }
   return out;
 }

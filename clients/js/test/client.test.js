@@ -77,6 +77,10 @@ describe("every route", () => {
     const head = await client.head("orders/2026");
     assert.equal(head.seq, "2");
     assert.ok(BigInt(head.time_unix_nano) >= t);
+    const listed = await client.chains({ prefix: "orders/", limit: 10 });
+    assertInt64Strings(listed);
+    assert.deepEqual(listed.chains.find((c) => c.chain === "orders/2026"), head);
+    assert.equal((await client.chains({ prefix: "orders/", fromName: "orders/2027" })).chains.length, 0);
   });
 
   test("stock", async () => {
@@ -191,6 +195,7 @@ describe("every route", () => {
     const keys = await client.apiKeys();
     assert.ok(keys.keys.some((k) => k.id === created.key.id));
     const reader = newClient({ token: created.token });
+    assert.deepEqual((await reader.whoami()).scopes, ["read"]);
     await reader.head("orders/2026");
     await assert.rejects(reader.appendEntry("orders/2026", { type: "x/v1", payload: "" }), (e) => e.code === "FORBIDDEN" && e.status === 403 && e.final);
     const revoked = await client.revokeAPIKey(created.key.id, { reason: "test" });
