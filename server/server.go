@@ -230,7 +230,7 @@ const KeyReplayTTL = 10 * time.Minute
 func (s *Server) routeTable() []*Route {
 	var routes []*Route
 	for _, group := range [][]*Route{s.entryRoutes(), s.stockRoutes(), s.finRoutes(), s.valRoutes(), s.businessRoutes(),
-		s.outboxRoutes(), s.webhookRoutes(), s.adminRoutes(), s.systemRoutes()} {
+		s.outboxRoutes(), s.webhookRoutes(), s.inspectRoutes(), s.adminRoutes(), s.systemRoutes()} {
 		routes = append(routes, group...)
 	}
 	seen := map[string]bool{}

@@ -289,6 +289,19 @@ export interface OutboxEvent {
 }
 export interface OutboxMessageHistory { message: OutboxMessage; history: OutboxEvent[] }
 export interface WebhookReceipt { status: "received" | "duplicate"; provider: string; event_id: string; chain: string; seq: Int64 }
+export interface InboxEvent { seq: Int64; event_id: string; time_unix_nano: Int64; body_digest: string; body_size: Int64 }
+export interface InboxProvider {
+  name: string; kind: string; topic?: string; chain: string; events: Int64; last_event_unix_nano?: Int64;
+  /** refusals counted by this server since it started */ duplicates: Int64; event_id_reused: Int64; bad_signatures: Int64;
+  /** newest first */ recent: InboxEvent[];
+}
+export interface InboxList { providers: InboxProvider[] }
+export interface GuardResponse { status: number; headers?: Record<string, string>; body: string; body_withheld?: boolean }
+export interface GuardRecord {
+  operation: string; key_id: string; key: string; status: "PROCESSING" | "SUCCESS" | "FAILED"; attempt: number; request_hash: string;
+  created_unix_nano: Int64; updated_unix_nano: Int64; lease_expires_unix_nano?: Int64; expires_unix_nano?: Int64;
+  failure?: string; response?: GuardResponse;
+}
 
 export interface APIKeyRequest { name: string; scopes: Array<"read" | "write" | "admin"> }
 export interface APIKey { id: string; tenant: string; name: string; scopes: string[]; created_unix_nano: Int64; revoked_unix_nano?: Int64 }
@@ -361,6 +374,8 @@ export class LedgerClient {
   deadMessages(filter?: { topic?: string }, opts?: CallOptions): Promise<OutboxMessageList>;
   outboxStats(filter?: { topic?: string }, opts?: CallOptions): Promise<OutboxStats>;
   requeue(req: OutboxRequeueRequest, opts?: CallOptions): Promise<OutboxRequeueResponse>;
+  inbox(opts?: CallOptions): Promise<InboxList>;
+  guardRecord(q: { keyId: string; method: "POST" | "DELETE"; path: string; key: string }, opts?: CallOptions): Promise<GuardRecord>;
   deliverWebhook(provider: string, body: string, headers: Record<string, string>, opts?: CallOptions): Promise<WebhookReceipt>;
 
   createAPIKey(req: APIKeyRequest, opts?: CallOptions): Promise<APIKeyCreated>;

@@ -545,6 +545,13 @@ export class LedgerClient {
   async deadMessages({ topic } = {}, opts) { return this._read("/v1/outbox/dead" + query({ topic }), opts); }
   async outboxStats({ topic } = {}, opts) { return this._read("/v1/outbox/stats" + query({ topic }), opts); }
   async requeue(req, opts) { return this._write("POST", "/v1/outbox/requeue", req, opts); }
+  /** GET /v1/inbox → InboxList: the tenant's webhook providers, their newest events and refusals (admin). */
+  async inbox(opts) { return this._read("/v1/inbox", opts); }
+  /** GET /v1/idempotency/records → GuardRecord: the replay guard's record of one request (admin). */
+  async guardRecord({ keyId, method, path, key } = {}, opts) {
+    return this._read("/v1/idempotency/records" + query({ key_id: keyId, method, path, key }), opts);
+  }
+
   /**
    * POST /v1/webhooks/{provider}: a provider's delivery, for tests and
    * relays. body is sent byte for byte (a string); headers carry the

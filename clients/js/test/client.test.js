@@ -186,6 +186,11 @@ describe("every route", () => {
     assert.equal(w.status, "received");
     assert.equal(typeof w.seq, "string");
     assert.equal((await client.deliverWebhook("hooks", body, headers)).status, "duplicate");
+    const inbox = await client.inbox();
+    assertInt64Strings(inbox);
+    const hooks = inbox.providers.find((p) => p.name === "hooks");
+    assert.equal(hooks.duplicates, "1");
+    assert.equal(hooks.recent[0].event_id, "72d3-1");
   });
 
   test("keys, verify, health, readiness, metrics, the document", async () => {
@@ -201,6 +206,13 @@ describe("every route", () => {
     const revoked = await client.revokeAPIKey(created.key.id, { reason: "test" });
     assert.ok(BigInt(revoked.revoked_unix_nano) > 0n);
     await assert.rejects(reader.head("orders/2026"), (e) => e.code === "UNAUTHENTICATED" && e.status === 401);
+
+    const guarded = await client.request("POST", "/v1/chains/guarded/entries", { type: "t/v1", payload: "" }, { idempotencyKey: "guard-view-1" });
+    const me = await client.whoami();
+    const rec = await client.guardRecord({ keyId: me.id, method: "POST", path: "/v1/chains/guarded/entries", key: "guard-view-1" });
+    assert.equal(rec.status, "SUCCESS");
+    assert.equal(rec.response.status, guarded.status);
+    assert.equal(JSON.parse(rec.response.body).hash, guarded.body.hash);
 
     const head = await client.head("orders/2026");
     const report = await client.verify({ chains: ["orders/2026"], trees: true, expect_heads: [{ chain: "orders/2026", seq: BigInt(head.seq), hash: head.hash }] });
