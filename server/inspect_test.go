@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
@@ -124,4 +125,35 @@ func TestGuardRecordView(t *testing.T) {
 	get(token, "nothex", "POST", "/v1/x", "k").wantProblem(t, http.StatusBadRequest, api.CodeInvalidInput)
 	get(token, me.ID, "GET", "/v1/x", "k").wantProblem(t, http.StatusBadRequest, api.CodeInvalidInput)
 	get(token, me.ID, "POST", "/v1/x", "").wantProblem(t, http.StatusBadRequest, api.CodeInvalidInput)
+}
+
+// GET /v1/outbox/activity counts the attempts of the tenant's topics in
+// twelve buckets of the window: a rejected delivery in the last one.
+func TestOutboxActivityView(t *testing.T) {
+	_, url := newReceiver(t, func(int) int { return http.StatusBadRequest })
+	ts := startServer(t, openBolt(t), server.Options{
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+	token := ts.key("acme", allScopes...)
+	fixture(t, ts, token)
+	var act api.OutboxActivity
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		act = api.OutboxActivity{}
+		ts.do(http.MethodGet, "/v1/outbox/activity?minutes=60", token, "", nil).decode(t, http.StatusOK, &act)
+		if len(act.Topics) == 1 && len(act.Topics[0].Buckets) == server.OutboxActivityBuckets &&
+			act.Topics[0].Buckets[server.OutboxActivityBuckets-1].Rejected == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("activity %+v", act)
+		}
+	}
+	if a := act.Topics[0]; a.Topic != api.TopicDefault || a.BucketSeconds != 300 || a.Buckets[0].Delivered+a.Buckets[0].Failed != 0 {
+		t.Fatalf("activity %+v", a)
+	}
+	ts.do(http.MethodGet, "/v1/outbox/activity?minutes=0", token, "", nil).wantProblem(t, http.StatusBadRequest, api.CodeInvalidInput)
+	act = api.OutboxActivity{}
+	ts.do(http.MethodGet, "/v1/outbox/activity", ts.key("other", allScopes...), "", nil).decode(t, http.StatusOK, &act)
+	if len(act.Topics) != 0 {
+		t.Fatalf("another tenant sees %+v", act.Topics)
+	}
 }

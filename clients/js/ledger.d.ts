@@ -289,6 +289,9 @@ export interface OutboxEvent {
 }
 export interface OutboxMessageHistory { message: OutboxMessage; history: OutboxEvent[] }
 export interface WebhookReceipt { status: "received" | "duplicate"; provider: string; event_id: string; chain: string; seq: Int64 }
+export interface OutboxBucket { start_unix_nano: Int64; delivered: Int64; failed: Int64; rejected: Int64 }
+export interface OutboxTopicActivity { topic: string; bucket_seconds: number; /** oldest first */ buckets: OutboxBucket[]; truncated?: boolean }
+export interface OutboxActivity { topics: OutboxTopicActivity[] }
 export interface InboxEvent { seq: Int64; event_id: string; time_unix_nano: Int64; body_digest: string; body_size: Int64 }
 export interface InboxProvider {
   name: string; kind: string; topic?: string; chain: string; events: Int64; last_event_unix_nano?: Int64;
@@ -373,6 +376,7 @@ export class LedgerClient {
   outboxMessage(id: string, opts?: CallOptions): Promise<OutboxMessageHistory>;
   deadMessages(filter?: { topic?: string }, opts?: CallOptions): Promise<OutboxMessageList>;
   outboxStats(filter?: { topic?: string }, opts?: CallOptions): Promise<OutboxStats>;
+  outboxActivity(q?: { topic?: string; minutes?: number }, opts?: CallOptions): Promise<OutboxActivity>;
   requeue(req: OutboxRequeueRequest, opts?: CallOptions): Promise<OutboxRequeueResponse>;
   inbox(opts?: CallOptions): Promise<InboxList>;
   guardRecord(q: { keyId: string; method: "POST" | "DELETE"; path: string; key: string }, opts?: CallOptions): Promise<GuardRecord>;

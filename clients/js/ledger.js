@@ -544,6 +544,7 @@ export class LedgerClient {
   async outboxMessage(id, opts) { return this._read("/v1/outbox/messages" + seg("id", id), opts); }
   async deadMessages({ topic } = {}, opts) { return this._read("/v1/outbox/dead" + query({ topic }), opts); }
   async outboxStats({ topic } = {}, opts) { return this._read("/v1/outbox/stats" + query({ topic }), opts); }
+  async outboxActivity({ topic, minutes } = {}, opts) { return this._read("/v1/outbox/activity" + query({ topic, minutes }), opts); }
   async requeue(req, opts) { return this._write("POST", "/v1/outbox/requeue", req, opts); }
   /** GET /v1/inbox → InboxList: the tenant's webhook providers, their newest events and refusals (admin). */
   async inbox(opts) { return this._read("/v1/inbox", opts); }

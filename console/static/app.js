@@ -173,6 +173,8 @@ const pages = [
   { id: "chains", label: "Chains", scope: "read", render: chainsPage },
   { id: "verify", label: "Verify", scope: "admin", render: verifyPage },
   { id: "outbox", label: "Outbox", scope: "admin", render: outboxPage },
+  { id: "inbox", label: "Inbox", scope: "admin", render: inboxPage },
+  { id: "guard", label: "Replay guard", scope: "admin", render: guardPage },
   { id: "keys", label: "API keys", scope: "admin", render: keysPage },
   { id: "forms", label: "ERP forms", scope: "write", render: formsPage },
 ];
@@ -365,8 +367,9 @@ async function outboxPage(params) {
       rows, { name: "topics", empty: "No outbox topic yet." }));
   const t = topic || stats.topics[0]?.topic;
   if (!t) return;
-  const [msgs, dead] = await Promise.all([session.client.outboxMessages({ topic: t, limit: 50 }), session.client.deadMessages({ topic: t })]);
-  main().append(h("h2", {}, "Deliveries of " + t + " over the last hour"), await deliveryChart(msgs.messages));
+  const [msgs, dead, activity] = await Promise.all([session.client.outboxMessages({ topic: t, limit: 50 }),
+    session.client.deadMessages({ topic: t }), session.client.outboxActivity({ topic: t, minutes: 60 })]);
+  main().append(h("h2", {}, "Attempts of " + t + " over the last hour"), deliveryChart(activity.topics[0]));
   main().append(h("h2", {}, "Dead letters of " + t), deadTable(t, dead.messages));
   main().append(h("h2", {}, "Recent messages of " + t),
     table(["Message", "Status", { label: "Attempts", num: true }, "Enqueued (UTC)", "Next due"], msgs.messages.map((m) => h("tr", { "data-message": m.id },
@@ -381,36 +384,28 @@ function statusTag(st) {
   return h("span", { class: "tag " + ({ done: "ok", dead: "bad", leased: "warn" }[st] ?? "") }, st);
 }
 
-// deliveryChart draws, per five minutes of the last hour, the delivered
-// and failed attempts of the listed messages (their histories), as inline
-// SVG made with DOM calls.
-async function deliveryChart(messages) {
-  const hourAgo = BigInt(Date.now() - 3600_000) * 1000000n;
-  const recent = messages.filter((m) => BigInt(m.enqueued_unix_nano) >= hourAgo || m.status !== "done").slice(0, 25);
-  const histories = await Promise.all(recent.map((m) => session.client.outboxMessage(m.id).catch(() => null)));
-  const bins = Array.from({ length: 12 }, () => ({ ok: 0, bad: 0 }));
-  for (const hst of histories) {
-    for (const ev of hst?.history ?? []) {
-      if (!ev.outcome) continue;
-      const t = BigInt(ev.time_unix_nano);
-      if (t < hourAgo) continue;
-      const i = Math.min(11, Number((t - hourAgo) / 300_000_000_000n));
-      if (ev.outcome === "delivered") bins[i].ok++;
-      else bins[i].bad++;
-    }
-  }
-  const w = 600, hgt = 120, pad = 22, bw = (w - pad) / 12;
-  const peak = Math.max(1, ...bins.map((b) => b.ok + b.bad));
-  const svg = s("svg", { class: "chart", viewBox: `0 0 ${w} ${hgt + 18}`, width: w, height: hgt + 18, role: "img", "aria-label": "deliveries and failures per five minutes" });
+// deliveryChart draws a topic's delivered and failed attempts per bucket
+// of the last hour (GET /v1/outbox/activity) as inline SVG made with DOM
+// calls: no markup is parsed.
+function deliveryChart(activity) {
+  const bins = activity.buckets.map((b) => ({ ok: Number(b.delivered), bad: Number(b.failed) + Number(b.rejected) }));
+  const n = bins.length, w = 640, hgt = 120, pad = 28, bw = (w - pad) / n;
+  const peak = Math.max(1, ...bins.map((b) => Math.max(b.ok, b.bad)));
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${w} ${hgt + 34}`, width: w, height: hgt + 34, role: "img",
+    "aria-label": `delivered and failed attempts of ${activity.topic}, per ${activity.bucket_seconds / 60} minutes` });
   svg.append(s("line", { class: "axis", x1: pad, y1: hgt, x2: w, y2: hgt }), s("text", { x: 0, y: 10 }, String(peak)), s("text", { x: 0, y: hgt }, "0"));
   bins.forEach((b, i) => {
-    const x = pad + i * bw + 4, okH = (b.ok / peak) * (hgt - 6), badH = (b.bad / peak) * (hgt - 6);
-    svg.append(s("rect", { class: "ok", x, y: hgt - okH, width: bw / 2 - 4, height: okH }, s("title", {}, `${b.ok} delivered`)));
-    svg.append(s("rect", { class: "bad", x: x + bw / 2 - 2, y: hgt - badH, width: bw / 2 - 4, height: badH }, s("title", {}, `${b.bad} failed`)));
-    if (i % 3 === 0) svg.append(s("text", { x, y: hgt + 14 }, `-${60 - i * 5}m`));
+    const x = pad + i * bw + 3, okH = (b.ok / peak) * (hgt - 6), badH = (b.bad / peak) * (hgt - 6);
+    svg.append(s("rect", { class: "ok", x, y: hgt - okH, width: bw / 2 - 3, height: okH, "data-delivered": b.ok }, s("title", {}, `${b.ok} delivered`)));
+    svg.append(s("rect", { class: "bad", x: x + bw / 2 - 3, y: hgt - badH, width: bw / 2 - 3, height: badH, "data-failed": b.bad }, s("title", {}, `${b.bad} failed`)));
+    if (i % 3 === 0) svg.append(s("text", { x, y: hgt + 14 }, `−${Math.round(((n - i) * activity.bucket_seconds) / 60)} min`));
   });
-  svg.append(s("text", { x: w - 140, y: 10 }, "■ delivered  ■ failed"));
-  return h("div", { class: "card" }, svg, h("div", { class: "muted" }, "Green: delivered attempts; red: failed attempts, per five minutes (the topic's most recent messages)."));
+  svg.append(s("text", { x: w - 12, y: hgt + 14, "text-anchor": "end" }, "now"));
+  const total = bins.reduce((t, b) => ({ ok: t.ok + b.ok, bad: t.bad + b.bad }), { ok: 0, bad: 0 });
+  svg.append(s("rect", { class: "ok", x: pad, y: hgt + 22, width: 10, height: 10 }), s("text", { x: pad + 14, y: hgt + 31 }, `delivered (${total.ok})`),
+    s("rect", { class: "bad", x: pad + 120, y: hgt + 22, width: 10, height: 10 }), s("text", { x: pad + 134, y: hgt + 31 }, `failed or rejected (${total.bad})`));
+  return h("div", { class: "card", "data-chart": activity.topic }, svg,
+    activity.truncated ? h("div", { class: "status warn" }, "The hour held more entries than one answer reads: the latest buckets are undercounted.") : null);
 }
 
 function deadTable(topic, dead) {
@@ -482,6 +477,74 @@ async function messagePage(params) {
     h("h2", {}, "Payload"), textView(msg.payload));
 }
 
+// ---- Inbox ----------------------------------------------------------------
+
+async function inboxPage() {
+  const { providers } = await session.client.inbox();
+  const rows = providers.map((p) => h("tr", { "data-provider": p.name },
+    h("td", {}, h("strong", {}, p.name)), h("td", {}, p.kind), h("td", {}, p.topic ?? ""),
+    h("td", { class: "num" }, link("chain", { name: p.chain, from: pageFrom(BigInt(p.events || "1")) }, p.events)),
+    h("td", {}, timeOf(p.last_event_unix_nano)),
+    h("td", { class: "num", "data-duplicates": "" }, p.duplicates),
+    h("td", { class: "num" }, p.event_id_reused),
+    h("td", { class: "num" }, BigInt(p.bad_signatures) > 0n ? h("span", { class: "tag warn" }, p.bad_signatures) : p.bad_signatures)));
+  page("Inbox", "Webhooks received from providers, each event recorded once under its event id. Redeliveries are answered “duplicate” and applied once; the refusals are counted by this server since it started.",
+    table(["Provider", "Kind", "Outbox topic", { label: "Events", num: true }, "Last event (UTC)", { label: "Duplicates refused", num: true },
+      { label: "Id reused", num: true }, { label: "Bad signatures", num: true }], rows, { name: "providers", empty: "No webhook provider is configured for your tenant." }));
+  for (const p of providers) {
+    main().append(h("h2", {}, "Newest events of " + p.name),
+      table([{ label: "Seq", num: true }, "Event id", "Received (UTC)", "Body digest (BLAKE3)", { label: "Bytes", num: true }],
+        p.recent.map((e) => h("tr", { "data-event-id": e.event_id },
+          h("td", { class: "num" }, link("chain", { name: p.chain, from: pageFrom(BigInt(e.seq)), seq: e.seq }, e.seq)),
+          h("td", { class: "mono" }, e.event_id), h("td", {}, timeOf(e.time_unix_nano)),
+          h("td", { class: "hash" }, short(e.body_digest)), h("td", { class: "num" }, e.body_size))), { empty: "No event yet." }));
+  }
+}
+
+// ---- Replay guard ---------------------------------------------------------
+
+async function guardPage(params) {
+  const { keys } = await session.client.apiKeys();
+  const keySel = h("select", { id: "guard-key-id", name: "keyId" }, keys.map((k) =>
+    h("option", { value: k.id, selected: k.id === (params.get("key_id") ?? session.key.id) }, `${k.name || k.id} (${k.id})`)));
+  const method = h("select", { id: "guard-method", name: "method" }, ["POST", "DELETE"].map((m) => h("option", { value: m, selected: m === params.get("method") }, m)));
+  const path = h("input", { type: "text", id: "guard-path", name: "path", value: params.get("path") ?? "/v1/purchase-receipts", size: 34 });
+  const key = h("input", { type: "text", id: "guard-key", name: "key", value: params.get("key") ?? "", placeholder: "Idempotency-Key", size: 38 });
+  const form = h("form", { class: "toolbar", id: "guard-lookup" },
+    h("label", {}, "Sent by key", keySel), h("label", {}, "Method", method), h("label", {}, "Path", path), h("label", {}, "Idempotency-Key", key),
+    h("button", { type: "submit" }, "Look up"));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    location.hash = "#/guard?" + new URLSearchParams({ key_id: keySel.value, method: method.value, path: path.value, key: key.value });
+  });
+  page("Replay guard", "The guard stores the first answer of each (operation, API key, Idempotency-Key) and replays it to every retry. Look a request up to see where it stands.", form);
+  if (!params.get("key")) return;
+  let rec;
+  try {
+    rec = await session.client.guardRecord({ keyId: keySel.value, method: method.value, path: path.value, key: key.value });
+  } catch (err) {
+    if (err instanceof LedgerError && err.code === "NOT_FOUND") {
+      main().append(h("div", { class: "status warn", id: "guard-result" }, "No record: the guard never saw this request, or its record expired."));
+      return;
+    }
+    throw err;
+  }
+  const tagKind = { SUCCESS: "ok", FAILED: "bad", PROCESSING: "warn" }[rec.status];
+  const resp = rec.response;
+  main().append(h("div", { class: "card", id: "guard-result" }, h("dl", { class: "kv" },
+    h("dt", {}, "State"), h("dd", {}, h("span", { class: "tag " + tagKind, id: "guard-status" }, rec.status)),
+    h("dt", {}, "Attempt"), h("dd", { id: "guard-attempt" }, String(rec.attempt)),
+    h("dt", {}, "Operation"), h("dd", { class: "mono" }, rec.operation),
+    h("dt", {}, "Request hash"), h("dd", { class: "hash" }, rec.request_hash),
+    h("dt", {}, "Created"), h("dd", {}, timeOf(rec.created_unix_nano)),
+    h("dt", {}, "Updated"), h("dd", {}, timeOf(rec.updated_unix_nano)),
+    rec.lease_expires_unix_nano ? [h("dt", {}, "Lease ends"), h("dd", {}, timeOf(rec.lease_expires_unix_nano))] : null,
+    rec.expires_unix_nano ? [h("dt", {}, "Replayed until"), h("dd", {}, timeOf(rec.expires_unix_nano))] : null,
+    rec.failure ? [h("dt", {}, "Failure"), h("dd", {}, rec.failure)] : null)),
+    resp ? h("h2", {}, "Stored response: " + resp.status) : null,
+    resp ? (resp.body_withheld ? h("div", { class: "status info" }, "The body is withheld: it holds an API key's token.") : textView(resp.body)) : null);
+}
+
 // ---- API keys -------------------------------------------------------------
 
 async function keysPage() {
@@ -542,7 +605,7 @@ function field(label, name, value, attrs = {}) {
 // reload is resumed first; a submit while one runs shares its promise
 // (and the button is disabled); a final answer clears the intent, and a
 // lost one keeps it to be sent again with the same key and bytes.
-function intentForm(form, button, out, intentName, send, shown) {
+function intentForm(form, button, out, intentName, path, send, shown) {
   const intent = session.client.intent(intentName);
   const finish = async (p, resumed) => {
     button.disabled = true;
@@ -556,6 +619,9 @@ function intentForm(form, button, out, intentName, send, shown) {
         (res.replayed ? " (the server had already recorded it; nothing was written twice)" : ""));
       out.dataset.key = res.key;
       out.dataset.done = "1";
+      if (can("admin")) {
+        out.append(" ", link("guard", { key_id: session.key.id, method: "POST", path, key: res.key }, "See its guard record"));
+      }
     } catch (err) {
       if (err instanceof LedgerError && !err.final) {
         status(out, "warn", `No final answer (${err.code}). The submission is kept with its key and is sent again when the connection is back, or with “Send again”.`);
@@ -601,9 +667,9 @@ async function formsPage() {
     h("div", { class: "card" }, h("h2", {}, "Purchase receipt"),
       h("p", { class: "muted" }, "Stock, valuation, the journal posting and an outbox message, in one transaction."), pr, prOut),
     h("div", { class: "card" }, h("h2", {}, "Stock receipt"), sr, srOut));
-  intentForm(pr, prBtn, prOut, "console.purchase-receipt", (c, b) => c.purchaseReceipt(b),
+  intentForm(pr, prBtn, prOut, "console.purchase-receipt", "/v1/purchase-receipts", (c, b) => c.purchaseReceipt(b),
     (b) => `operation ${b.operation}, stock seq ${b.stock?.entries?.[0]?.seq ?? "?"}`);
-  intentForm(sr, srBtn, srOut, "console.stock-receipt", (c, b) => c.stockReceipt(b),
+  intentForm(sr, srBtn, srOut, "console.stock-receipt", "/v1/stock/receipts", (c, b) => c.stockReceipt(b),
     (b) => `${b.entries?.[0]?.chain ?? "stock"} seq ${b.entries?.[0]?.seq ?? "?"}`);
 }
 

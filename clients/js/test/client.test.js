@@ -172,6 +172,10 @@ describe("every route", () => {
     const stats = await client.outboxStats({ topic: "deliveries" });
     assertInt64Strings(stats);
     assert.equal(stats.topics[0].dead, "1");
+    const activity = await client.outboxActivity({ topic: "deliveries", minutes: 60 });
+    assertInt64Strings(activity);
+    assert.equal(activity.topics[0].buckets.length, 12);
+    assert.equal(activity.topics[0].buckets.reduce((n, b) => n + Number(b.rejected), 0), 1);
     const rq = await client.intent("requeue").submit((c) => c.requeue({ ids: [d.id], reason: "endpoint fixed" }));
     assert.deepEqual(rq.body.requeued, [d.id]);
     await eventually(async () => (await client.outboxMessage(d.id)).message.status === "done");
