@@ -20,7 +20,7 @@ const (
 
 // Bucket counts the attempt outcomes recorded in one interval.
 type Bucket struct {
-	Start                        time.Time
+	Start                       time.Time
 	Delivered, Failed, Rejected int64
 }
 

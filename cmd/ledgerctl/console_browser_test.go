@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ledgerworks/ledger/console"
+	"github.com/ledgerworks/ledger/outbox/signature"
 )
 
 // chromiumPath is Debian's Chromium, which the browser tests drive.
@@ -346,7 +347,8 @@ func TestConsoleBrowser(t *testing.T) {
 	defer receiver.Close()
 	config := filepath.Join(l.dir, "serve.json")
 	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("console-test-secret-32-bytes-long"))
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":%q,"secret":%q}]}`,
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":%q,"secret":%q}],`+
+		`"providers":[{"name":"carrier","kind":"github","tenant":"acme","secrets":["carrier-secret"]}]}`,
 		receiver.URL+"/hooks/ledger", secret)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -546,6 +548,37 @@ func TestConsoleBrowser(t *testing.T) {
 		b.goTo("#/message?id=" + id)
 		b.wait(`document.querySelector('#timeline [data-event="requeue"]') && document.querySelector('#timeline li.ok')`)
 		b.screenshot("message")
+	})
+
+	run("inbox and replay guard", func(t *testing.T) {
+		body := `{"shipment":"SH-77","status":"delivered"}`
+		for range 2 {
+			req, _ := http.NewRequest(http.MethodPost, cs.api+"/v1/webhooks/carrier", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Delivery", "evt-1001")
+			req.Header.Set("X-Hub-Signature-256", signature.SignGitHub([]byte("carrier-secret"), []byte(body)))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		b.goTo("#/inbox")
+		b.wait(`document.querySelector('[data-provider="carrier"] [data-duplicates]')?.textContent === "1"`)
+		b.wait(`document.querySelector('[data-event-id="evt-1001"]')`)
+		b.screenshot("inbox")
+		// The double-clicked receipt's record: one attempt, its answer stored.
+		b.goTo("#/forms")
+		b.wait(`document.getElementById("stock-receipt")`)
+		b.fill("stock-receipt", map[string]string{"location": "WH-1", "quantity": "1", "reference": "grn-88"})
+		b.do(chromedp.Click(chromedp.CSS("#sr-submit")))
+		b.wait(`document.getElementById("sr-status").dataset.done === "1"`)
+		b.do(chromedp.Click(chromedp.CSS(`#sr-status a`)))
+		b.wait(`document.getElementById("guard-status")`)
+		if got := eval[string](b, `document.getElementById("guard-status").textContent + "/" + document.getElementById("guard-attempt").textContent`); got != "SUCCESS/1" {
+			t.Fatalf("guard record %q", got)
+		}
+		b.screenshot("guard")
 	})
 
 	run("api keys", func(t *testing.T) {
