@@ -538,7 +538,7 @@ async function guardPage(params) {
     h("dt", {}, "Request hash"), h("dd", { class: "hash" }, rec.request_hash),
     h("dt", {}, "Created"), h("dd", {}, timeOf(rec.created_unix_nano)),
     h("dt", {}, "Updated"), h("dd", {}, timeOf(rec.updated_unix_nano)),
-    rec.lease_expires_unix_nano ? [h("dt", {}, "Lease ends"), h("dd", {}, timeOf(rec.lease_expires_unix_nano))] : null,
+    rec.status === "PROCESSING" && rec.lease_expires_unix_nano ? [h("dt", {}, "Lease ends"), h("dd", {}, timeOf(rec.lease_expires_unix_nano))] : null,
     rec.expires_unix_nano ? [h("dt", {}, "Replayed until"), h("dd", {}, timeOf(rec.expires_unix_nano))] : null,
     rec.failure ? [h("dt", {}, "Failure"), h("dd", {}, rec.failure)] : null)),
     resp ? h("h2", {}, "Stored response: " + resp.status) : null,
