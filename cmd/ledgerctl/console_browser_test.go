@@ -595,6 +595,11 @@ func TestConsoleBrowser(t *testing.T) {
 		b.goTo("#/keys")
 		b.wait(`document.querySelector("[data-revoke]")`)
 		b.screenshot("keys")
+		id := eval[string](b, `[...document.querySelectorAll("tr[data-key]")].find((r) => r.textContent.includes("auditor")).dataset.key`)
+		b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-revoke=%q]`, id))))
+		b.do(chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`[data-revoke-reason=%q]`, id)), "audit finished"),
+			chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-revoke-confirm=%q]`, id))))
+		b.wait(fmt.Sprintf(`document.querySelector('tr[data-key=%q] .tag.bad')?.textContent.startsWith("revoked")`, id))
 	})
 
 	run("read key", func(t *testing.T) {
