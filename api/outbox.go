@@ -111,7 +111,7 @@ type OutboxActivity struct {
 // OutboxTopicActivity is one topic's buckets, oldest first.
 type OutboxTopicActivity struct {
 	Topic         string         `json:"topic"`
-	BucketSeconds int            `json:"bucket_seconds"`
+	BucketSeconds int64          `json:"bucket_seconds,string"`
 	Buckets       []OutboxBucket `json:"buckets"`
 	// Truncated: the window held more entries than one answer reads; its
 	// later buckets are undercounted.

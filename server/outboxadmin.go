@@ -31,7 +31,7 @@ func (s *Server) outboxRoutes() []*Route {
 			Summary:  "Delivered, failed and rejected attempts per topic in twelve equal buckets of the last minutes",
 			Response: api.OutboxActivity{}, Status: http.StatusOK, read: outboxActivity,
 			Query: []Param{{"topic", "string", "one topic (default: every topic of the tenant)"},
-				{"minutes", "integer", "the window (default 60, at most 1440)"}}},
+				{"minutes", "int64", "the window in minutes (default 60, at most 1440)"}}},
 		{Method: http.MethodPost, Path: "/v1/outbox/requeue", ID: "outbox.requeue", Tag: tag, Scope: scopeAdmin, Guarded: true,
 			Summary: "Return dead messages to pending with fresh attempts; recorded with the key's id as the operator",
 			Request: api.OutboxRequeueRequest{}, Response: api.OutboxRequeueResponse{}, Status: http.StatusOK, write: outboxRequeue},
@@ -142,7 +142,7 @@ func outboxActivity(c *call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		ta := api.OutboxTopicActivity{Topic: st.Topic, BucketSeconds: int(width / time.Second), Truncated: rep.Truncated,
+		ta := api.OutboxTopicActivity{Topic: st.Topic, BucketSeconds: int64(width / time.Second), Truncated: rep.Truncated,
 			Buckets: make([]api.OutboxBucket, len(rep.Buckets))}
 		for i, b := range rep.Buckets {
 			ta.Buckets[i] = api.OutboxBucket{StartUnixNano: b.Start.UnixNano(), Delivered: b.Delivered, Failed: b.Failed, Rejected: b.Rejected}

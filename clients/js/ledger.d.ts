@@ -290,7 +290,7 @@ export interface OutboxEvent {
 export interface OutboxMessageHistory { message: OutboxMessage; history: OutboxEvent[] }
 export interface WebhookReceipt { status: "received" | "duplicate"; provider: string; event_id: string; chain: string; seq: Int64 }
 export interface OutboxBucket { start_unix_nano: Int64; delivered: Int64; failed: Int64; rejected: Int64 }
-export interface OutboxTopicActivity { topic: string; bucket_seconds: number; /** oldest first */ buckets: OutboxBucket[]; truncated?: boolean }
+export interface OutboxTopicActivity { topic: string; bucket_seconds: Int64; /** oldest first */ buckets: OutboxBucket[]; truncated?: boolean }
 export interface OutboxActivity { topics: OutboxTopicActivity[] }
 export interface InboxEvent { seq: Int64; event_id: string; time_unix_nano: Int64; body_digest: string; body_size: Int64 }
 export interface InboxProvider {

@@ -388,17 +388,18 @@ function statusTag(st) {
 // of the last hour (GET /v1/outbox/activity) as inline SVG made with DOM
 // calls: no markup is parsed.
 function deliveryChart(activity) {
+  const bucketSeconds = Number(activity.bucket_seconds);
   const bins = activity.buckets.map((b) => ({ ok: Number(b.delivered), bad: Number(b.failed) + Number(b.rejected) }));
   const n = bins.length, w = 640, hgt = 120, pad = 28, bw = (w - pad) / n;
   const peak = Math.max(1, ...bins.map((b) => Math.max(b.ok, b.bad)));
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${w} ${hgt + 34}`, width: w, height: hgt + 34, role: "img",
-    "aria-label": `delivered and failed attempts of ${activity.topic}, per ${activity.bucket_seconds / 60} minutes` });
+    "aria-label": `delivered and failed attempts of ${activity.topic}, per ${bucketSeconds / 60} minutes` });
   svg.append(s("line", { class: "axis", x1: pad, y1: hgt, x2: w, y2: hgt }), s("text", { x: 0, y: 10 }, String(peak)), s("text", { x: 0, y: hgt }, "0"));
   bins.forEach((b, i) => {
     const x = pad + i * bw + 3, okH = (b.ok / peak) * (hgt - 6), badH = (b.bad / peak) * (hgt - 6);
     svg.append(s("rect", { class: "ok", x, y: hgt - okH, width: bw / 2 - 3, height: okH, "data-delivered": b.ok }, s("title", {}, `${b.ok} delivered`)));
     svg.append(s("rect", { class: "bad", x: x + bw / 2 - 3, y: hgt - badH, width: bw / 2 - 3, height: badH, "data-failed": b.bad }, s("title", {}, `${b.bad} failed`)));
-    if (i % 3 === 0) svg.append(s("text", { x, y: hgt + 14 }, `−${Math.round(((n - i) * activity.bucket_seconds) / 60)} min`));
+    if (i % 3 === 0) svg.append(s("text", { x, y: hgt + 14 }, `−${Math.round(((n - i) * bucketSeconds) / 60)} min`));
   });
   svg.append(s("text", { x: w - 12, y: hgt + 14, "text-anchor": "end" }, "now"));
   const total = bins.reduce((t, b) => ({ ok: t.ok + b.ok, bad: t.bad + b.bad }), { ok: 0, bad: 0 });
