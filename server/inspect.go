@@ -13,6 +13,7 @@ import (
 
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/audit"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/inbox"
@@ -34,6 +35,10 @@ func (s *Server) inspectRoutes() []*Route {
 		{Method: http.MethodGet, Path: "/v1/inbox", ID: "inbox.providers", Tag: "inbox", Scope: scopeAdmin,
 			Summary:  "The tenant's webhook providers: events recorded, the newest ones, refusals since the server started",
 			Response: api.InboxList{}, Status: http.StatusOK, read: s.listInbox},
+		{Method: http.MethodGet, Path: "/v1/proofs/entry", ID: "proofs.entry", Tag: "entries", Scope: scopeRead,
+			Summary:  "An entry's inclusion proof against the newest checkpoint the server signed (docs/PROOFS.md's entry proof file, which holds the checkpoint)",
+			Response: map[string]any{}, Status: http.StatusOK, raw: s.proveEntry,
+			Query: []Param{{"chain", "string", "the chain, relative to the tenant"}, {"seq", "int64", "the entry's seq"}}},
 		{Method: http.MethodGet, Path: "/v1/idempotency/records", ID: "idempotency.records.get", Tag: "idempotency", Scope: scopeAdmin,
 			Summary:  "The replay guard's record of one request of the tenant: state, attempts, stored response",
 			Response: api.GuardRecord{}, Status: http.StatusOK, read: s.guardRecord,
@@ -90,6 +95,38 @@ func (s *Server) listInbox(c *call) (any, error) {
 		out.Providers = append(out.Providers, ip)
 	}
 	return out, nil
+}
+
+// proveEntry answers the proof file of ledgerctl prove entry: Format v1's
+// numbers stay numbers there, as in every export.
+func (s *Server) proveEntry(c *call) {
+	signed := s.checkpoint.Load()
+	if signed == nil {
+		s.problem(c.w, c.r, notFoundf("this server signs no checkpoint (serve --checkpoint-key)"))
+		return
+	}
+	name := c.r.URL.Query().Get("chain")
+	seq, _, err := c.uintQuery("seq", 0)
+	if err == nil && (name == "" || seq == 0 || len(c.full(name)) > chain.ChainLengthMax) {
+		err = invalidf("chain=%q seq=%d: want a chain of the tenant and a seq from 1", name, seq)
+	}
+	if err != nil {
+		s.problem(c.w, c.r, err)
+		return
+	}
+	p, err := audit.ProveEntry(c.ctx, s.db, *signed, "", c.full(name), seq)
+	if err != nil {
+		s.problem(c.w, c.r, err)
+		return
+	}
+	b, err := p.Marshal()
+	if err != nil {
+		s.problem(c.w, c.r, err)
+		return
+	}
+	c.w.Header().Set("Content-Type", api.MediaJSON)
+	c.w.WriteHeader(http.StatusOK)
+	c.w.Write(b) //nolint:errcheck // a client gone away is nothing to report
 }
 
 // keyCreatePath is the route whose stored answers hold a token.

@@ -10,6 +10,9 @@ import (
 
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/audit"
+	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/checkpoint"
 	"github.com/ledgerworks/ledger/outbox/signature"
 	"github.com/ledgerworks/ledger/server"
 )
@@ -156,4 +159,44 @@ func TestOutboxActivityView(t *testing.T) {
 	if len(act.Topics) != 0 {
 		t.Fatalf("another tenant sees %+v", act.Topics)
 	}
+}
+
+// GET /v1/proofs/entry answers the entry proof file against the newest
+// checkpoint the server signed, which an auditor verifies without the
+// ledger; a chain of another tenant, an entry after the checkpoint and a
+// server without a signing key answer 404.
+func TestEntryProof(t *testing.T) {
+	signer, verifier, err := checkpoint.GenerateKey("ledger.example/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openBolt(t)
+	for _, r := range []chain.Request{{Chain: "acme/orders", Type: "t/v1", Payload: []byte(`{"n":1}`)},
+		{Chain: "acme/orders", Type: "t/v1", Payload: []byte(`{"n":2}`)}, {Chain: "other/orders", Type: "t/v1", Payload: []byte("x")}} {
+		if _, err := db.Append(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := startServer(t, db, server.Options{CheckpointSignerKey: signer, CheckpointInterval: time.Hour})
+	token := ts.key("acme", apikey.ScopeRead)
+	r := ts.do(http.MethodGet, "/v1/proofs/entry?chain=orders&seq=2", token, "", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("proof: %d %s", r.status, r.body)
+	}
+	p, err := audit.ParseEntryProof(r.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, e, err := audit.VerifyEntryProof(p, verifier)
+	if err != nil || e.Chain != "acme/orders" || e.Seq != 2 || string(e.Payload) != `{"n":2}` || cp.Size != 2 {
+		t.Fatalf("verified %+v %+v: %v", cp, e, err)
+	}
+	ts.do(http.MethodGet, "/v1/proofs/entry?chain=orders&seq=3", token, "", nil).wantProblem(t, http.StatusNotFound, api.CodeNotFound)
+	ts.do(http.MethodGet, "/v1/proofs/entry?chain=orders&seq=1", ts.key("other", apikey.ScopeRead), "", nil).decode(t, http.StatusOK, &map[string]any{})
+	ts.do(http.MethodGet, "/v1/proofs/entry?chain=nothing&seq=1", token, "", nil).wantProblem(t, http.StatusNotFound, api.CodeNotFound)
+	ts.do(http.MethodGet, "/v1/proofs/entry?chain=orders&seq=0", token, "", nil).wantProblem(t, http.StatusBadRequest, api.CodeInvalidInput)
+
+	plain := startServer(t, openBolt(t), server.Options{})
+	plain.do(http.MethodGet, "/v1/proofs/entry?chain=orders&seq=1", plain.key("acme", apikey.ScopeRead), "", nil).
+		wantProblem(t, http.StatusNotFound, api.CodeNotFound)
 }

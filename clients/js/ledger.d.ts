@@ -389,6 +389,8 @@ export class LedgerClient {
   verify(req?: VerifyRequest, opts?: CallOptions): Promise<VerifyReport>;
   health(opts?: CallOptions): Promise<Health>;
   ready(opts?: CallOptions): Promise<Health>;
+  /** the entry proof file's exact text (parse it with a 64-bit safe parser) */
+  proveEntry(chain: string, seq: Int64Input, opts?: CallOptions): Promise<string>;
   metrics(opts?: CallOptions): Promise<string>;
   openapi(opts?: CallOptions): Promise<Record<string, unknown>>;
 }

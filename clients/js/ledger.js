@@ -583,6 +583,16 @@ export class LedgerClient {
   async health(opts) { return this._read("/healthz", opts); }
   /** GET /readyz: resolves with {status: "ok"}; a server not ready is a 503 LedgerError (retried). */
   async ready(opts) { return this._read("/readyz", opts); }
+  /**
+   * GET /v1/proofs/entry → the entry proof file (docs/PROOFS.md) as its
+   * exact text: Format v1's 64-bit numbers in it are not safe to parse
+   * with JSON.parse, and an auditor checks the bytes.
+   */
+  async proveEntry(chain, seq, opts = {}) {
+    const res = await this._send({ method: "GET", path: "/v1/proofs/entry" + query({ chain, seq: int64(seq, "seq") }), body: null, key: "", raw: true }, opts);
+    opts.onResponse?.(res);
+    return res.body;
+  }
   /** GET /metrics: Prometheus text. */
   async metrics(opts = {}) {
     const res = await this._send({ method: "GET", path: "/metrics", body: null, key: "", raw: true }, opts);

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/time/rate"
 
+	"github.com/ledgerworks/ledger/audit"
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
 	"github.com/ledgerworks/ledger/server"
@@ -34,6 +35,8 @@ type serveOptions struct {
 	keyBurst, addrBurst           int
 	idempotencyTTL, jobsInterval  time.Duration
 	keepOrphans                   bool
+	checkpointKey                 string
+	checkpointInterval            time.Duration
 }
 
 func newServeCommand(a *app) *cobra.Command {
@@ -68,6 +71,8 @@ func newServeCommand(a *app) *cobra.Command {
 	f.DurationVar(&o.idempotencyTTL, "idempotency-ttl", idempotency.TTLDefault, "how long a finished request is replayed")
 	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often stuck and expired idempotency records are handled")
 	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
+	f.StringVar(&o.checkpointKey, "checkpoint-key", "", "sign checkpoints with this key file (ledgerctl keygen) and serve entry proofs against the newest")
+	f.DurationVar(&o.checkpointInterval, "checkpoint-interval", server.CheckpointIntervalDefault, "how often a checkpoint is signed when the ledger changed")
 	return cmd
 }
 
@@ -95,6 +100,16 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 			return invalidInputf("%w", err)
 		}
 	}
+	var signerKey string
+	if o.checkpointKey != "" {
+		if o.checkpointInterval < audit.IntervalMin {
+			return usageErrorf("--checkpoint-interval %v: want at least %v", o.checkpointInterval, audit.IntervalMin)
+		}
+		var err error
+		if signerKey, err = readKeyFile(o.checkpointKey, "--checkpoint-key"); err != nil {
+			return err
+		}
+	}
 	var tlsConfig *tls.Config
 	if o.tlsCert != "" {
 		pair, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
@@ -116,6 +131,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	opts := server.Options{DB: db, Registry: registry, Logger: a.serveLogger(), BodySizeMax: o.bodyLimit,
 		IdempotencyTTL: o.idempotencyTTL, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
+		CheckpointSignerKey: signerKey, CheckpointInterval: o.checkpointInterval,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
 			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
 	if isDatabaseURL(name) {

@@ -42,7 +42,8 @@ type consoleServer struct {
 	top    *testing.T // the test whose cleanup stops the server
 	l      *testLedger
 	config string
-	addr   string // the server's address, the same across restarts
+	flags  []string // more flags of serve
+	addr   string   // the server's address, the same across restarts
 	stop   func()
 	api    string // the server's base URL, for the test's own requests
 
@@ -60,8 +61,8 @@ type consoleServer struct {
 	keys     []string      // Idempotency-Keys of the POSTs to holdPath
 }
 
-func startConsoleServer(t *testing.T, l *testLedger, config string) *consoleServer {
-	cs := &consoleServer{t: t, top: t, l: l, config: config, addr: "127.0.0.1:0"}
+func startConsoleServer(t *testing.T, l *testLedger, config string, flags ...string) *consoleServer {
+	cs := &consoleServer{t: t, top: t, l: l, config: config, addr: "127.0.0.1:0", flags: flags}
 	cs.start()
 	target, _ := url.Parse(cs.api)
 	rp := httputil.NewSingleHostReverseProxy(target)
@@ -90,7 +91,8 @@ func (cs *consoleServer) start() {
 	out, w := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- execute(ctx, a, []string{"--db", cs.l.name, "serve", "--addr", cs.addr, "--config", cs.config}, nil, w, io.Discard)
+		args := append([]string{"--db", cs.l.name, "serve", "--addr", cs.addr, "--config", cs.config}, cs.flags...)
+		done <- execute(ctx, a, args, nil, w, io.Discard)
 		w.Close()
 	}()
 	sc := bufio.NewScanner(out)
@@ -352,7 +354,9 @@ func TestConsoleBrowser(t *testing.T) {
 		receiver.URL+"/hooks/ledger", secret)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cs := startConsoleServer(t, l, config)
+	signer, pub := filepath.Join(l.dir, "checkpoint.key"), filepath.Join(l.dir, "checkpoint.pub")
+	l.must("keygen", "console.test/ledger", "--key", signer, "--pub", pub)
+	cs := startConsoleServer(t, l, config, "--checkpoint-key", signer, "--checkpoint-interval", "200ms")
 	seedConsole(cs, admin)
 	b := newBrowser(t, cs.proxy.URL)
 	run := func(name string, fn func(t *testing.T)) {
@@ -396,6 +400,21 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 		if got := eval[string](b, `document.querySelector('tr[data-seq="2"] a').getAttribute("href")`); !strings.Contains(got, "seq=1") {
 			t.Fatalf("link to the predecessor %q", got)
+		}
+		// The entry's proof and its checkpoint, once a checkpoint holds it
+		// (one is signed every 200ms while the ledger changes).
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			b.do(chromedp.Click(chromedp.CSS(`[data-proof="2"]`)))
+			b.wait(`document.querySelector('[data-proof-status="2"]').textContent.length > 3`)
+			if eval[bool](b, `document.querySelector('[data-proof-status="2"]').dataset.ok === "1"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no proof: %s", eval[string](b, `document.querySelector('[data-proof-status="2"]').textContent`))
+			}
+		}
+		if got := eval[string](b, `document.querySelector('[data-proof-status="2"]').textContent`); !strings.Contains(got, "console.test/ledger") {
+			t.Fatalf("proof status %q", got)
 		}
 		b.screenshot("chain")
 		b.goTo("#/chains?prefix=orders%2F")

@@ -269,7 +269,8 @@ async function chainPage(params) {
       h("td", {}, e.time, h("div", { class: "muted mono" }, e.type)),
       h("td", {}, h("div", { class: "hash", title: "hash" }, e.hash),
         h("div", { class: "muted" }, "prev ", h("span", { class: "hash" }, short(e.prev_hash)), " → ", prev)),
-      h("td", {}, payloadView(e.payload), e.idempotency_key ? h("div", { class: "muted mono" }, "key " + e.idempotency_key) : null));
+      h("td", {}, payloadView(e.payload), e.idempotency_key ? h("div", { class: "muted mono" }, "key " + e.idempotency_key) : null,
+        proofButton(name, e.seq)));
   });
   const fromN = BigInt(from);
   page("Chain " + name, null,
@@ -283,6 +284,43 @@ async function chainPage(params) {
       h("span", {}, `entries ${from}–${pageData.entries.length ? pageData.entries.at(-1).seq : from} of ${head.seq}`),
       pageData.next_from && pageData.next_from !== "0" ? link("chain", { name, from: pageData.next_from }, "Next →") : null));
   if (target) document.getElementById("entry-" + target)?.scrollIntoView({ block: "center" });
+}
+
+// proofButton downloads the entry's inclusion proof (the exact bytes the
+// server sent: its 64-bit numbers must not go through JSON.parse) and the
+// signed checkpoint it is against, for ledgerctl verify-proof.
+function proofButton(name, seq) {
+  const out = h("span", { class: "muted", "data-proof-status": seq });
+  const btn = h("button", { type: "button", class: "quiet", "data-proof": seq }, "Proof");
+  btn.addEventListener("click", async () => {
+    btn.disabled = true;
+    out.textContent = " …";
+    try {
+      const text = await session.client.proveEntry(name, seq);
+      const note = JSON.parse(text).checkpoint;
+      const [origin, size] = note.split("\n");
+      const file = name.replaceAll("/", "_") + "-" + seq;
+      download("proof-" + file + ".json", text, "application/json");
+      download("checkpoint-" + file + ".note", note, "text/plain");
+      out.textContent = ` against checkpoint ${origin} (${size} chains): proof and checkpoint downloaded`;
+      out.dataset.ok = "1";
+    } catch (err) {
+      out.textContent = err instanceof LedgerError && err.code === "NOT_FOUND"
+        ? " not in a checkpoint yet (" + (err.detail || err.code) + ")" : " " + describe(err);
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  return h("div", { class: "proof" }, btn, out);
+}
+
+function download(filename, text, type) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = h("a", { href: url, download: filename, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 // pageFrom is the first seq of the page of 20 that holds seq.

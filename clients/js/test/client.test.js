@@ -228,6 +228,8 @@ describe("every route", () => {
     assert.equal((await client.health()).status, "ok");
     assert.equal((await client.ready()).status, "ok");
     assert.match(await client.metrics(), /ledger_http_requests_total/);
+    // This server signs no checkpoint: the proof route says so (docs/CONSOLE.md's browser test proves one).
+    await assert.rejects(client.proveEntry("orders/2026", "1"), (e) => e.code === "NOT_FOUND" && e.status === 404 && e.final);
     const doc = await client.openapi();
     assert.equal(doc.components.schemas.Entry.properties.time_unix_nano.type, "string");
     assert.equal(doc.components.schemas.Entry.properties.time_unix_nano.format, "int64");
