@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/time/rate"
 
 	"github.com/ledgerworks/ledger/audit"
@@ -108,6 +109,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		var err error
 		if signerKey, err = readKeyFile(o.checkpointKey, "--checkpoint-key"); err != nil {
 			return err
+		}
+		if _, err := note.NewSigner(signerKey); err != nil {
+			return invalidInputf("--checkpoint-key %s: not a signing key of ledgerctl keygen: %w", o.checkpointKey, err)
 		}
 	}
 	var tlsConfig *tls.Config
