@@ -205,7 +205,12 @@ function renderChrome(current) {
     h("a", { href: "#/" + p.id, class: p.id === current ? "active" : null, "data-page": p.id }, p.label)));
 }
 
+// pageScope ends the window listeners a page added when another renders.
+let pageScope = new AbortController();
+
 async function render() {
+  pageScope.abort();
+  pageScope = new AbortController();
   if (!session.client) {
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (!token) return showSignIn();
@@ -684,7 +689,7 @@ function intentForm(form, button, out, intentName, path, send, shown) {
   });
   window.addEventListener("online", () => {
     intent.pending().then((rec) => { if (rec && !intent.busy) { retry.hidden = true; finish(intent.resume(), true); } });
-  });
+  }, { signal: pageScope.signal });
   intent.pending().then((rec) => { if (rec) finish(intent.resume(), true); });
 }
 
