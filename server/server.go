@@ -100,6 +100,10 @@ type Options struct {
 	// CheckpointInterval is how often a checkpoint is signed;
 	// CheckpointIntervalDefault when zero.
 	CheckpointInterval time.Duration
+	// RouteHook, when set, wraps each route's handler inside the API key
+	// check and the replay guard, given the route's ID. It is for tests
+	// (a handler held while a retry of its request arrives); leave it nil.
+	RouteHook func(routeID string, next http.Handler) http.Handler
 }
 
 // CheckpointIntervalDefault is Options.CheckpointInterval's default.

@@ -135,7 +135,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	opts := server.Options{DB: db, Registry: registry, Logger: a.serveLogger(), BodySizeMax: o.bodyLimit,
 		IdempotencyTTL: o.idempotencyTTL, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
-		CheckpointSignerKey: signerKey, CheckpointInterval: o.checkpointInterval,
+		CheckpointSignerKey: signerKey, CheckpointInterval: o.checkpointInterval, RouteHook: a.serveRouteHook,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
 			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
 	if isDatabaseURL(name) {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,8 +55,11 @@ type consoleServer struct {
 	lossy atomic.Bool
 
 	mu sync.Mutex
-	// hold: the next POST to holdPath waits in the server until released.
-	holdPath string
+	// hold: the next request of holdRoute waits in the server, inside
+	// the replay guard, until released; the POSTs to holdPath are
+	// recorded.
+	holdRoute, holdPath string
+	statuses            []int // their answers' statuses
 	held     chan string   // the held request's Idempotency-Key
 	release  chan struct{} // closed to let it run
 	keys     []string      // Idempotency-Keys of the POSTs to holdPath
@@ -87,7 +91,7 @@ func (cs *consoleServer) start() {
 	t := cs.t
 	ctx, cancel := context.WithCancel(context.Background())
 	a := newApp()
-	a.serveWrap = cs.wrap
+	a.serveWrap, a.serveRouteHook = cs.wrap, cs.routeHook
 	out, w := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
@@ -122,20 +126,38 @@ func (cs *consoleServer) start() {
 	cs.top.Cleanup(cs.stop)
 }
 
-// wrap is serve's test hook: it records the keys of the POSTs to
-// holdPath and holds the first one until release is closed. The held
+// wrap is serve's outer test hook: it records the key and the answer's
+// status of every POST to holdPath.
+func (cs *consoleServer) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs.mu.Lock()
+		watched := r.Method == http.MethodPost && r.URL.Path == cs.holdPath
+		cs.mu.Unlock()
+		if !watched {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		cs.mu.Lock()
+		cs.keys = append(cs.keys, r.Header.Get("Idempotency-Key"))
+		cs.statuses = append(cs.statuses, sw.status)
+		cs.mu.Unlock()
+	})
+}
+
+// routeHook is serve's inner test hook (server.Options.RouteHook): inside
+// the replay guard, it holds the first request of the route holdRoute
+// until release is closed, so that a retry finds it in progress. The held
 // request runs on without its client's cancellation, as a request whose
 // client went away does.
-func (cs *consoleServer) wrap(next http.Handler) http.Handler {
+func (cs *consoleServer) routeHook(routeID string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cs.mu.Lock()
 		var held chan string
 		var release chan struct{}
-		if r.Method == http.MethodPost && r.URL.Path == cs.holdPath {
-			cs.keys = append(cs.keys, r.Header.Get("Idempotency-Key"))
-			if cs.held != nil {
-				held, release, cs.held = cs.held, cs.release, nil
-			}
+		if routeID == cs.holdRoute && cs.held != nil {
+			held, release, cs.held = cs.held, cs.release, nil
 		}
 		cs.mu.Unlock()
 		if held != nil {
@@ -145,6 +167,19 @@ func (cs *consoleServer) wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// statusRecorder keeps the status a handler writes.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
 }
 
 // do sends one request to the server as the test (not the browser).
@@ -462,7 +497,7 @@ func TestConsoleBrowser(t *testing.T) {
 	run("reload while the server holds the request", func(t *testing.T) {
 		before := cs.historyLen(admin, "SKU-1", "WH-3")
 		cs.mu.Lock()
-		cs.holdPath, cs.keys = "/v1/stock/receipts", nil
+		cs.holdRoute, cs.holdPath, cs.keys, cs.statuses = "stock.receipts.create", "/v1/stock/receipts", nil, nil
 		cs.held, cs.release = make(chan string, 1), make(chan struct{})
 		held, release := cs.held, cs.release
 		cs.mu.Unlock()
@@ -480,13 +515,14 @@ func TestConsoleBrowser(t *testing.T) {
 			t.Fatal("the submit did not reach the server")
 		}
 		b.do(chromedp.Reload())
-		// The reloaded page finds the stored intent and sends it again.
+		// The reloaded page finds the stored intent and sends it again: the
+		// guard answers that the first attempt still runs.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			cs.mu.Lock()
-			n := len(cs.keys)
+			n := len(cs.keys) // answered: the held request is not, yet
 			cs.mu.Unlock()
-			if n >= 2 || time.Now().After(deadline) {
+			if n >= 1 || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -494,11 +530,11 @@ func TestConsoleBrowser(t *testing.T) {
 		releaseOnce()
 		b.wait(`document.getElementById("sr-status").dataset.done === "1"`)
 		cs.mu.Lock()
-		keys := append([]string(nil), cs.keys...)
-		cs.holdPath = ""
+		keys, statuses := append([]string(nil), cs.keys...), append([]int(nil), cs.statuses...)
+		cs.holdRoute, cs.holdPath = "", ""
 		cs.mu.Unlock()
-		if len(keys) < 2 {
-			t.Fatalf("the reloaded page sent %d requests", len(keys))
+		if len(keys) < 2 || !slices.Contains(statuses, http.StatusConflict) {
+			t.Fatalf("statuses %v: want the reloaded page's retries, one answered 409 REQUEST_IN_PROGRESS", statuses)
 		}
 		for _, k := range keys {
 			if k != key {

@@ -128,6 +128,9 @@ type app struct {
 	// serveWrap, when set, wraps serve's HTTP handler. Only tests set it:
 	// the console's browser tests hold a request in flight with it.
 	serveWrap func(http.Handler) http.Handler
+	// serveRouteHook, when set, is server.Options.RouteHook. Only tests
+	// set it: they hold a request inside the replay guard with it.
+	serveRouteHook func(routeID string, next http.Handler) http.Handler
 	// reachedRun is set once flags and arguments parsed, so that errors
 	// before it are reported as usage errors.
 	reachedRun bool
