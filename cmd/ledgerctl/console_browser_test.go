@@ -59,10 +59,10 @@ type consoleServer struct {
 	// the replay guard, until released; the POSTs to holdPath are
 	// recorded.
 	holdRoute, holdPath string
-	statuses            []int // their answers' statuses
-	held     chan string   // the held request's Idempotency-Key
-	release  chan struct{} // closed to let it run
-	keys     []string      // Idempotency-Keys of the POSTs to holdPath
+	statuses            []int         // their answers' statuses
+	held                chan string   // the held request's Idempotency-Key
+	release             chan struct{} // closed to let it run
+	keys                []string      // Idempotency-Keys of the POSTs to holdPath
 }
 
 func startConsoleServer(t *testing.T, l *testLedger, config string, flags ...string) *consoleServer {
