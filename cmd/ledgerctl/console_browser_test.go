@@ -600,6 +600,11 @@ func TestConsoleBrowser(t *testing.T) {
 		if delivered.Load() != 1 {
 			t.Fatalf("%d deliveries", delivered.Load())
 		}
+		// The chart counts the rejected attempt and the delivery.
+		b.goTo("#/outbox?topic=business-events")
+		b.wait(`(() => { const c = document.querySelector('[data-chart="business-events"]'); if (!c) return false;
+			const sum = (a) => [...c.querySelectorAll("[" + a + "]")].reduce((n, r) => n + Number(r.getAttribute(a)), 0);
+			return sum("data-delivered") === 1 && sum("data-failed") >= 1; })()`)
 		b.goTo("#/message?id=" + id)
 		b.wait(`document.querySelector('#timeline [data-event="requeue"]') && document.querySelector('#timeline li.ok')`)
 		b.screenshot("message")

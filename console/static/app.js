@@ -411,8 +411,9 @@ async function outboxPage(params) {
   const t = topic || stats.topics[0]?.topic;
   if (!t) return;
   const [msgs, dead, activity] = await Promise.all([session.client.outboxMessages({ topic: t, limit: 50 }),
-    session.client.deadMessages({ topic: t }), session.client.outboxActivity({ topic: t, minutes: 60 })]);
-  main().append(h("h2", {}, "Attempts of " + t + " over the last hour"), deliveryChart(activity.topics[0]));
+    session.client.deadMessages({ topic: t }), session.client.outboxActivity({ minutes: 60 })]);
+  main().append(h("h2", {}, "Attempts over the last hour"),
+    h("div", { class: "charts" }, activity.topics.map((a) => h("div", {}, h("div", { class: "chart-title" }, a.topic), deliveryChart(a)))));
   main().append(h("h2", {}, "Dead letters of " + t), deadTable(t, dead.messages));
   main().append(h("h2", {}, "Recent messages of " + t),
     table(["Message", "Status", { label: "Attempts", num: true }, "Enqueued (UTC)", "Next due"], msgs.messages.map((m) => h("tr", { "data-message": m.id },
