@@ -20,7 +20,10 @@ import (
 // GET /v1/chains lists the tenant's chains under a prefix, in pages, and
 // nothing of another tenant; GET /v1/whoami is the calling key.
 func TestChainListAndWhoami(t *testing.T) {
-	ts := startServer(t, openBolt(t), server.Options{})
+	forEachBackend(t, server.Options{}, testChainListAndWhoami)
+}
+
+func testChainListAndWhoami(t *testing.T, ts *testServer) {
 	token, other := ts.key("acme", allScopes...), ts.key("acme2", allScopes...)
 	for i, name := range []string{"orders/2026", "orders/2027", "orders-x", "audit/a"} {
 		ts.do(http.MethodPost, "/v1/chains/"+name+"/entries", token, "k"+itoa(i), api.AppendRequest{Type: "t/v1", Payload: []byte("{}")})
@@ -102,7 +105,10 @@ func TestInboxView(t *testing.T) {
 // tenant: its state, attempt and stored response (withheld for a created
 // key's token); another tenant's key id names nothing.
 func TestGuardRecordView(t *testing.T) {
-	ts := startServer(t, openBolt(t), server.Options{})
+	forEachBackend(t, server.Options{}, testGuardRecordView)
+}
+
+func testGuardRecordView(t *testing.T, ts *testServer) {
 	token := ts.key("acme", allScopes...)
 	var me api.APIKey
 	ts.do(http.MethodGet, "/v1/whoami", token, "", nil).decode(t, http.StatusOK, &me)
