@@ -361,6 +361,15 @@ func TestConsoleBrowser(t *testing.T) {
 		if head.Seq != "3" {
 			t.Fatalf("head seq %q after a refused write", head.Seq)
 		}
+		// The key revoked while signed in: the next page asks to sign in again.
+		var me struct{ ID string }
+		json.Unmarshal(cs.must("GET", "/v1/whoami", reader, ""), &me) //nolint:errcheck // an empty id fails below
+		cs.must("DELETE", "/v1/apikeys/"+me.ID+"?reason=left", admin, "")
+		b.goTo("#/chains")
+		b.wait(`document.getElementById("signin-status")?.textContent.includes("UNAUTHENTICATED")`)
+		if eval[string](b, `sessionStorage.getItem("ledger.console.token") ?? ""`) != "" {
+			t.Fatal("a revoked key stays in sessionStorage")
+		}
 	})
 
 	run("verify names a tampered chain's seq and reason", func(t *testing.T) {

@@ -233,6 +233,12 @@ async function render() {
   try {
     await fn(params);
   } catch (err) {
+    if (err instanceof LedgerError && err.code === "UNAUTHENTICATED") {
+      // The key was revoked while signed in: sign in again.
+      sessionStorage.removeItem(TOKEN_KEY);
+      session.client = session.key = null;
+      return showSignIn(describe(err));
+    }
     failed(err);
   }
 }
