@@ -104,3 +104,70 @@ type Version struct {
 	// and reads.
 	PostgresSchema int `json:"postgres_schema"`
 }
+
+// InboxList is GET /v1/inbox: the webhook providers of the caller's
+// tenant, each with its recorded events and the refusals counted since
+// the server started.
+type InboxList struct {
+	Providers []InboxProvider `json:"providers"`
+}
+
+// InboxProvider is one provider of the tenant. Events and LastEvent come
+// from its inbox chain; the refusals are this server's counts since it
+// started (nothing is written for them).
+type InboxProvider struct {
+	Name              string `json:"name"`
+	Kind              string `json:"kind"`
+	Topic             string `json:"topic,omitempty"`
+	Chain             string `json:"chain"`
+	Events            uint64 `json:"events,string"`
+	LastEventUnixNano int64  `json:"last_event_unix_nano,omitempty,string"`
+	// Duplicates are redeliveries answered "duplicate" (applied once).
+	Duplicates int64 `json:"duplicates,string"`
+	// EventIDReused are events refused 409 EVENT_ID_REUSED.
+	EventIDReused int64 `json:"event_id_reused,string"`
+	// BadSignatures are requests refused 401 BAD_SIGNATURE.
+	BadSignatures int64 `json:"bad_signatures,string"`
+	// Recent are the newest events, newest first.
+	Recent []InboxEvent `json:"recent"`
+}
+
+// InboxEvent is one recorded event: its entry, the provider's event id
+// and the body's digest (BLAKE3, as inbox.Digest) and size.
+type InboxEvent struct {
+	Seq          uint64 `json:"seq,string"`
+	EventID      string `json:"event_id"`
+	TimeUnixNano int64  `json:"time_unix_nano,string"`
+	BodyDigest   string `json:"body_digest"`
+	BodySize     uint64 `json:"body_size,string"`
+}
+
+// GuardRecord is GET /v1/idempotency/records: the replay guard's record of
+// one request of the tenant.
+type GuardRecord struct {
+	Operation string `json:"operation"` // method and path, "POST /v1/stock/receipts"
+	KeyID     string `json:"key_id"`    // the API key that sent it
+	Key       string `json:"key"`       // its Idempotency-Key
+	// Status is PROCESSING (an attempt runs), SUCCESS (its response is
+	// replayed) or FAILED (poisoned after repeated transient failures).
+	Status               string `json:"status"`
+	Attempt              int    `json:"attempt"`
+	RequestHash          string `json:"request_hash"`
+	CreatedUnixNano      int64  `json:"created_unix_nano,string"`
+	UpdatedUnixNano      int64  `json:"updated_unix_nano,string"`
+	LeaseExpiresUnixNano int64  `json:"lease_expires_unix_nano,omitempty,string"`
+	ExpiresUnixNano      int64  `json:"expires_unix_nano,omitempty,string"`
+	Failure              string `json:"failure,omitempty"`
+	// Response is the stored response of a SUCCESS record; its body is
+	// withheld (BodyWithheld) for the route that creates keys, whose
+	// answer holds a token.
+	Response *GuardResponse `json:"response,omitempty"`
+}
+
+// GuardResponse is a stored response.
+type GuardResponse struct {
+	Status       int               `json:"status"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	Body         string            `json:"body"`
+	BodyWithheld bool              `json:"body_withheld,omitempty"`
+}

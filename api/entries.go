@@ -43,3 +43,13 @@ type Head struct {
 	Hash         string `json:"hash"`
 	TimeUnixNano int64  `json:"time_unix_nano,string"`
 }
+
+// ChainList is GET /v1/chains?prefix=&from_name=&limit=: the heads of the
+// tenant's chains whose names start with the prefix, in byte order of
+// their names.
+type ChainList struct {
+	Chains []Head `json:"chains"`
+	// NextFromName is the from_name of the next page; "" when there is no
+	// more.
+	NextFromName string `json:"next_from_name,omitempty"`
+}

@@ -104,3 +104,28 @@ type OutboxMessageHistory struct {
 	Message OutboxMessage `json:"message"`
 	History []OutboxEvent `json:"history"`
 }
+
+// OutboxActivity is GET /v1/outbox/activity?topic=&minutes=: per topic,
+// the outcomes of delivery attempts in equal buckets of the last minutes.
+type OutboxActivity struct {
+	Topics []OutboxTopicActivity `json:"topics"`
+}
+
+// OutboxTopicActivity is one topic's buckets, oldest first.
+type OutboxTopicActivity struct {
+	Topic         string         `json:"topic"`
+	BucketSeconds int64          `json:"bucket_seconds,string"`
+	Buckets       []OutboxBucket `json:"buckets"`
+	// Truncated: the window held more entries than one answer reads; its
+	// later buckets are undercounted.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// OutboxBucket counts the attempts that ended in one interval: delivered,
+// failed (retried) and rejected (dead-lettered).
+type OutboxBucket struct {
+	StartUnixNano int64 `json:"start_unix_nano,string"`
+	Delivered     int64 `json:"delivered,string"`
+	Failed        int64 `json:"failed,string"`
+	Rejected      int64 `json:"rejected,string"`
+}

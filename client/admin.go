@@ -70,6 +70,40 @@ func (c *Client) OutboxStats(ctx context.Context, topic string, opts ...CallOpti
 	return out, err
 }
 
+// OutboxActivity counts the delivered, failed and rejected attempts of a
+// topic, or of every topic, in twelve buckets of the last minutes (admin;
+// 60 when minutes is 0).
+func (c *Client) OutboxActivity(ctx context.Context, topic string, minutes int, opts ...CallOption) (api.OutboxActivity, error) {
+	var out api.OutboxActivity
+	err := c.get(ctx, newRoute("/v1/outbox/activity"), query{}.str("topic", topic).int("minutes", int64(minutes)).values(), &out, opts)
+	return out, err
+}
+
+// Inbox lists the tenant's webhook providers, their newest events and the
+// refusals the server counted since it started (admin).
+func (c *Client) Inbox(ctx context.Context, opts ...CallOption) (api.InboxList, error) {
+	var out api.InboxList
+	err := c.get(ctx, newRoute("/v1/inbox"), nil, &out, opts)
+	return out, err
+}
+
+// GuardRecord reads the replay guard's record of the request the key
+// keyID of the tenant sent to method path with Idempotency-Key key
+// (admin).
+func (c *Client) GuardRecord(ctx context.Context, keyID, method, path, key string, opts ...CallOption) (api.GuardRecord, error) {
+	var out api.GuardRecord
+	q := query{}.str("key_id", keyID).str("method", method).str("path", path).str("key", key)
+	err := c.get(ctx, newRoute("/v1/idempotency/records"), q.values(), &out, opts)
+	return out, err
+}
+
+// Whoami reads the calling key's record: its tenant and scopes.
+func (c *Client) Whoami(ctx context.Context, opts ...CallOption) (api.APIKey, error) {
+	var out api.APIKey
+	err := c.get(ctx, newRoute("/v1/whoami"), nil, &out, opts)
+	return out, err
+}
+
 // Requeue returns dead messages to pending (admin).
 func (c *Client) Requeue(ctx context.Context, req api.OutboxRequeueRequest, opts ...CallOption) (api.OutboxRequeueResponse, error) {
 	var out api.OutboxRequeueResponse

@@ -32,6 +32,9 @@ func (s *Server) adminRoutes() []*Route {
 		{Method: http.MethodPost, Path: "/v1/apikeys", ID: "apikeys.create", Tag: "api keys", Scope: scopeAdmin, Guarded: true,
 			Summary: "Create a key of the caller's tenant with scopes the caller holds; its token is shown in this answer only",
 			Request: api.APIKeyRequest{}, Response: api.APIKeyCreated{}, Status: http.StatusCreated, raw: createKey},
+		{Method: http.MethodGet, Path: "/v1/whoami", ID: "apikeys.whoami", Tag: "api keys", Scope: scopeRead,
+			Summary:  "The calling key's public record: its tenant and scopes (what the console shows and offers)",
+			Response: api.APIKey{}, Status: http.StatusOK, read: whoami},
 		{Method: http.MethodGet, Path: "/v1/apikeys", ID: "apikeys.list", Tag: "api keys", Scope: scopeAdmin,
 			Summary: "The tenant's keys (never their secrets)", Response: api.APIKeyList{}, Status: http.StatusOK, read: listKeys},
 		{Method: http.MethodDelete, Path: "/v1/apikeys/{id}", ID: "apikeys.revoke", Tag: "api keys", Scope: scopeAdmin, Guarded: true,
@@ -108,6 +111,8 @@ func createKey(c *call) {
 	}
 	writeJSON(c.w, http.StatusCreated, api.APIKeyCreated{Key: apiKey(k), Token: token})
 }
+
+func whoami(c *call) (any, error) { return apiKey(c.key), nil }
 
 func listKeys(c *call) (any, error) {
 	keys, err := apikey.List(c.ctx, c.s.db, c.tenant)

@@ -20,6 +20,11 @@ const (
 	EntryPageLimitDefault = 100
 	// EntryPageLimitMax bounds limit=.
 	EntryPageLimitMax = 1000
+	// ChainPageLimitDefault is the chains a page of GET /v1/chains holds
+	// without limit=.
+	ChainPageLimitDefault = 100
+	// ChainPageLimitMax bounds limit= of GET /v1/chains.
+	ChainPageLimitMax = 1000
 )
 
 // reservedDomains are the first components of the chains only their
@@ -33,6 +38,12 @@ var reservedDomains = map[string]bool{
 func (s *Server) entryRoutes() []*Route {
 	const tag = "entries"
 	return []*Route{
+		{Method: http.MethodGet, Path: "/v1/chains", ID: "chains.list", Tag: tag, Scope: scopeRead,
+			Summary: "List the tenant's chains whose names start with a prefix, with their heads", Response: api.ChainList{}, Status: http.StatusOK,
+			Query: []Param{{"prefix", "string", "the names' prefix (default: every chain)"},
+				{"from_name", "string", "the first name of the page, a previous page's next_from_name"},
+				{"limit", "integer", "most chains (default 100, at most 1000)"}},
+			read: listChains},
 		{Method: http.MethodPost, Path: "/v1/chains/{name}/entries", ID: "entries.append", Tag: tag, Scope: scopeWrite, Guarded: true,
 			Summary: "Append an entry to a chain of the tenant (not a domain chain: stock, fin, val, outbox, inbox)",
 			Request: api.AppendRequest{}, Response: api.AppendResponse{}, Status: http.StatusCreated,
@@ -94,6 +105,43 @@ func appendEntry(c *call) (func(tx txn) (any, error), error) {
 		e := res.Entry
 		return api.AppendResponse{Chain: c.rel(e.Chain), Seq: e.Seq, Hash: e.Hash.String(), TimeUnixNano: e.TimeUnixNano}, nil
 	}, nil
+}
+
+// listChains reads the heads of the tenant's chains under a prefix, in
+// pages: the names are scanned from max(prefix, from) and the scan stops
+// at the first name outside the prefix, so a page costs its own chains.
+func listChains(c *call) (any, error) {
+	q := c.r.URL.Query()
+	prefix, from := q.Get("prefix"), q.Get("from_name")
+	limit, _, err := c.uintQuery("limit", ChainPageLimitDefault)
+	if err != nil {
+		return nil, err
+	}
+	if limit == 0 || limit > ChainPageLimitMax {
+		return nil, invalidf("limit=%d: want 1 to %d", limit, ChainPageLimitMax)
+	}
+	if len(c.full(prefix)) > chain.ChainLengthMax || len(c.full(from)) > chain.ChainLengthMax {
+		return nil, invalidf("prefix or from_name: longer than a chain name")
+	}
+	if from != "" && !strings.HasPrefix(from, prefix) {
+		return nil, invalidf("from_name %q: not under prefix %q", from, prefix)
+	}
+	start := c.full(max(prefix, from))
+	out := api.ChainList{Chains: []api.Head{}}
+	for h, err := range c.s.db.Chains(c.ctx, start) {
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(h.Chain, c.full(prefix)) {
+			break
+		}
+		if uint64(len(out.Chains)) == limit {
+			out.NextFromName = c.rel(h.Chain)
+			break
+		}
+		out.Chains = append(out.Chains, api.Head{Chain: c.rel(h.Chain), Seq: h.Seq, Hash: h.Hash.String(), TimeUnixNano: h.TimeUnixNano})
+	}
+	return out, nil
 }
 
 func (c *call) entry(e chain.Entry) api.Entry {

@@ -42,6 +42,9 @@ func guardOperation(r *http.Request) string {
 // the API key, the scope, the replay guard (guarded routes), the handler.
 func (s *Server) routeHandler(rt *Route) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveRoute(rt, w, r) })
+	if s.opts.RouteHook != nil {
+		h = s.opts.RouteHook(rt.ID, h)
+	}
 	if rt.Guarded {
 		g := s.guard
 		if rt.ID == "apikeys.create" {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/internal/wire"
@@ -27,6 +28,11 @@ func (s *Server) outboxRoutes() []*Route {
 			Summary:  "Messages by status per topic, with the ordering keys a failing message blocks",
 			Response: api.OutboxStats{}, Status: http.StatusOK, read: outboxStats,
 			Query: []Param{{"topic", "string", "only this topic"}}},
+		{Method: http.MethodGet, Path: "/v1/outbox/activity", ID: "outbox.activity", Tag: tag, Scope: scopeAdmin,
+			Summary:  "Delivered, failed and rejected attempts per topic in twelve equal buckets of the last minutes",
+			Response: api.OutboxActivity{}, Status: http.StatusOK, read: outboxActivity,
+			Query: []Param{{"topic", "string", "one topic (default: every topic of the tenant)"},
+				{"minutes", "int64", "the window in minutes (default 60, at most 1440)"}}},
 		{Method: http.MethodPost, Path: "/v1/outbox/requeue", ID: "outbox.requeue", Tag: tag, Scope: scopeAdmin, Guarded: true,
 			Summary: "Return dead messages to pending with fresh attempts; recorded with the key's id as the operator",
 			Request: api.OutboxRequeueRequest{}, Response: api.OutboxRequeueResponse{}, Status: http.StatusOK, write: outboxRequeue},
@@ -125,6 +131,44 @@ func outboxStats(c *call) (any, error) {
 	out := api.OutboxStats{Topics: []api.OutboxTopic{}}
 	for _, st := range stats {
 		out.Topics = append(out.Topics, wire.OutboxTopic(st))
+	}
+	return out, nil
+}
+
+// Limits of GET /v1/outbox/activity.
+const (
+	// OutboxActivityMinutesMax bounds minutes=.
+	OutboxActivityMinutesMax = 1440
+	// OutboxActivityBuckets is how many buckets the window is cut into.
+	OutboxActivityBuckets = 12
+)
+
+func outboxActivity(c *call) (any, error) {
+	minutes, _, err := c.uintQuery("minutes", 60)
+	if err != nil {
+		return nil, err
+	}
+	if minutes == 0 || minutes > OutboxActivityMinutesMax {
+		return nil, invalidf("minutes=%d: want 1 to %d", minutes, OutboxActivityMinutesMax)
+	}
+	stats, err := outbox.Stats(c.ctx, c.s.db, c.tenant, c.r.URL.Query().Get("topic"))
+	if err != nil {
+		return nil, err
+	}
+	width := time.Duration(minutes) * time.Minute / OutboxActivityBuckets
+	since := c.s.now().Add(-time.Duration(minutes) * time.Minute)
+	out := api.OutboxActivity{Topics: []api.OutboxTopicActivity{}}
+	for _, st := range stats {
+		rep, err := outbox.Activity(c.ctx, c.s.db, c.tenant, st.Topic, since, width, OutboxActivityBuckets)
+		if err != nil {
+			return nil, err
+		}
+		ta := api.OutboxTopicActivity{Topic: st.Topic, BucketSeconds: int64(width / time.Second), Truncated: rep.Truncated,
+			Buckets: make([]api.OutboxBucket, len(rep.Buckets))}
+		for i, b := range rep.Buckets {
+			ta.Buckets[i] = api.OutboxBucket{StartUnixNano: b.Start.UnixNano(), Delivered: b.Delivered, Failed: b.Failed, Rejected: b.Rejected}
+		}
+		out.Topics = append(out.Topics, ta)
 	}
 	return out, nil
 }

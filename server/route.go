@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/console"
 )
 
 // Route is one operation of the API: the one table the mux, the guard
@@ -183,6 +184,10 @@ func (s *Server) buildMux() (*http.ServeMux, []string) {
 			patterns = append(patterns, p)
 		}
 	}
+	// The console's pages (package console): static files, no route of the
+	// API and no API key (the pages sign in with one).
+	mux.Handle("GET /console", console.Handler())
+	mux.Handle("GET "+console.Prefix, console.Handler())
 	// What no pattern serves: the catch-all finds whether the path is
 	// served for other methods (405) or not at all (404). It is registered
 	// last and is no route of the table.

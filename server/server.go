@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/audit"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/checkpoint"
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/idempotency/idempotencyprom"
 	"github.com/ledgerworks/ledger/outbox"
@@ -116,7 +118,23 @@ type Options struct {
 	// Clock returns the time for the guard and the webhook verifiers;
 	// time.Now when nil.
 	Clock func() time.Time
+	// CheckpointSignerKey, when set (a key of ledgerctl keygen), makes the
+	// server sign a checkpoint of the ledger at Start and then every
+	// CheckpointInterval when the ledger changed (audit.Publisher), and
+	// answer GET /v1/proofs/entry against the newest one. No checkpoint
+	// and 404 on that route when empty.
+	CheckpointSignerKey string
+	// CheckpointInterval is how often a checkpoint is signed;
+	// CheckpointIntervalDefault when zero.
+	CheckpointInterval time.Duration
+	// RouteHook, when set, wraps each route's handler inside the API key
+	// check and the replay guard, given the route's ID. It is for tests
+	// (a handler held while a retry of its request arrives); leave it nil.
+	RouteHook func(routeID string, next http.Handler) http.Handler
 }
+
+// CheckpointIntervalDefault is Options.CheckpointInterval's default.
+const CheckpointIntervalDefault = time.Minute
 
 // Server is the HTTP API over one ledger. Build it with New, serve
 // Handler(), and run its background work with Start and Stop.
@@ -149,6 +167,10 @@ type Server struct {
 	cancel   context.CancelFunc
 	workers  []*outbox.Worker
 	jobsDone chan struct{}
+	// publisher signs checkpoints (Options.CheckpointSignerKey); the
+	// newest signed note is in checkpoint.
+	publisher  *audit.Publisher
+	checkpoint atomic.Pointer[[]byte]
 }
 
 // New builds the server: its guard, its routes and its handler. It starts
@@ -273,7 +295,7 @@ const KeyReplayTTL = 10 * time.Minute
 func (s *Server) routeTable() []*Route {
 	var routes []*Route
 	for _, group := range [][]*Route{s.entryRoutes(), s.stockRoutes(), s.finRoutes(), s.valRoutes(), s.businessRoutes(),
-		s.outboxRoutes(), s.webhookRoutes(), s.adminRoutes(), s.systemRoutes()} {
+		s.outboxRoutes(), s.webhookRoutes(), s.inspectRoutes(), s.adminRoutes(), s.systemRoutes()} {
 		routes = append(routes, group...)
 	}
 	seen := map[string]bool{}
@@ -327,6 +349,24 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		cancel()
 		return err
+	}
+	if s.opts.CheckpointSignerKey != "" {
+		interval := s.opts.CheckpointInterval
+		if interval == 0 {
+			interval = CheckpointIntervalDefault
+		}
+		s.publisher = &audit.Publisher{DB: s.db, SignerKey: s.opts.CheckpointSignerKey, Interval: interval, Logger: s.log,
+			Publish: func(_ context.Context, signed []byte, _ checkpoint.Checkpoint) error {
+				s.checkpoint.Store(&signed)
+				return nil
+			}}
+		if err := s.publisher.Start(runCtx); err != nil {
+			cancel()
+			for _, w := range workers {
+				w.Stop(ctx) //nolint:errcheck // the checkpoint's error is the one reported
+			}
+			return fmt.Errorf("server: signing the first checkpoint: %w", err)
+		}
 	}
 	s.workers, s.cancel, s.started = workers, cancel, true
 	s.jobsDone = make(chan struct{})
@@ -392,8 +432,13 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
-	s.cancel()
 	var errs []error
+	if s.publisher != nil {
+		if err := s.publisher.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.cancel()
 	for _, w := range s.workers {
 		if err := w.Stop(ctx); err != nil {
 			errs = append(errs, err)

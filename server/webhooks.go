@@ -46,6 +46,7 @@ type Provider struct {
 type provider struct {
 	Provider
 	verifier inbox.Verifier
+	counts   providerCounts
 }
 
 func newProviders(ps []Provider) (map[string]*provider, error) {
@@ -106,6 +107,7 @@ func (s *Server) receiveWebhook(c *call) {
 	id, err := p.verifier.Verify(c.r.Header, body, s.now())
 	switch {
 	case errors.Is(err, signature.ErrInvalid):
+		p.counts.badSignatures.Add(1)
 		s.problem(c.w, c.r, &httpError{status: http.StatusUnauthorized, code: api.CodeBadSignature, detail: err.Error()})
 		return
 	case err != nil:
@@ -127,6 +129,7 @@ func (s *Server) receiveWebhook(c *call) {
 	})
 	switch {
 	case errors.Is(err, inbox.ErrBodyMismatch):
+		p.counts.reused.Add(1)
 		s.problem(c.w, c.r, &httpError{status: http.StatusConflict, code: api.CodeEventIDReused, detail: err.Error()})
 		return
 	case err != nil:
@@ -136,6 +139,7 @@ func (s *Server) receiveWebhook(c *call) {
 	status := "received"
 	if rec.Duplicate {
 		status = "duplicate"
+		p.counts.duplicates.Add(1)
 	}
 	writeJSON(c.w, http.StatusOK, api.WebhookReceipt{Status: status, Provider: p.Name, EventID: id,
 		Chain: inbox.Domain + chain.NameSeparator + p.Name, Seq: rec.Entry.Seq})

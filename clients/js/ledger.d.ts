@@ -185,6 +185,7 @@ export interface Entry {
 }
 export interface EntryPage { chain: string; entries: Entry[]; /** "0" when there is no more */ next_seq: Int64 }
 export interface Head { chain: string; seq: Int64; hash: string; time_unix_nano: Int64 }
+export interface ChainList { chains: Head[]; /** absent when there is no more */ next_from_name?: string }
 
 export interface StockItemRequest { id: string; name?: string; scale: number; allow_negative: boolean }
 export interface StockItem { tenant: string; id: string; name: string; scale: number; allow_negative: boolean; seq: Int64; unchanged: boolean }
@@ -288,6 +289,22 @@ export interface OutboxEvent {
 }
 export interface OutboxMessageHistory { message: OutboxMessage; history: OutboxEvent[] }
 export interface WebhookReceipt { status: "received" | "duplicate"; provider: string; event_id: string; chain: string; seq: Int64 }
+export interface OutboxBucket { start_unix_nano: Int64; delivered: Int64; failed: Int64; rejected: Int64 }
+export interface OutboxTopicActivity { topic: string; bucket_seconds: Int64; /** oldest first */ buckets: OutboxBucket[]; truncated?: boolean }
+export interface OutboxActivity { topics: OutboxTopicActivity[] }
+export interface InboxEvent { seq: Int64; event_id: string; time_unix_nano: Int64; body_digest: string; body_size: Int64 }
+export interface InboxProvider {
+  name: string; kind: string; topic?: string; chain: string; events: Int64; last_event_unix_nano?: Int64;
+  /** refusals counted by this server since it started */ duplicates: Int64; event_id_reused: Int64; bad_signatures: Int64;
+  /** newest first */ recent: InboxEvent[];
+}
+export interface InboxList { providers: InboxProvider[] }
+export interface GuardResponse { status: number; headers?: Record<string, string>; body: string; body_withheld?: boolean }
+export interface GuardRecord {
+  operation: string; key_id: string; key: string; status: "PROCESSING" | "SUCCESS" | "FAILED"; attempt: number; request_hash: string;
+  created_unix_nano: Int64; updated_unix_nano: Int64; lease_expires_unix_nano?: Int64; expires_unix_nano?: Int64;
+  failure?: string; response?: GuardResponse;
+}
 
 export interface APIKeyRequest { name: string; scopes: Array<"read" | "write" | "admin"> }
 export interface APIKey { id: string; tenant: string; name: string; scopes: string[]; created_unix_nano: Int64; revoked_unix_nano?: Int64 }
@@ -313,6 +330,7 @@ export class LedgerClient {
   entry(chain: string, seq: Int64Input, opts?: CallOptions): Promise<Entry>;
   entries(chain: string, page?: { from?: Int64Input; limit?: number }, opts?: CallOptions): Promise<EntryPage>;
   head(chain: string, opts?: CallOptions): Promise<Head>;
+  chains(page?: { prefix?: string; fromName?: string; limit?: number }, opts?: CallOptions): Promise<ChainList>;
 
   defineStockItem(req: StockItemRequest, opts?: CallOptions): Promise<StockItem>;
   stockItems(opts?: CallOptions): Promise<StockItemList>;
@@ -358,15 +376,21 @@ export class LedgerClient {
   outboxMessage(id: string, opts?: CallOptions): Promise<OutboxMessageHistory>;
   deadMessages(filter?: { topic?: string }, opts?: CallOptions): Promise<OutboxMessageList>;
   outboxStats(filter?: { topic?: string }, opts?: CallOptions): Promise<OutboxStats>;
+  outboxActivity(q?: { topic?: string; minutes?: number }, opts?: CallOptions): Promise<OutboxActivity>;
   requeue(req: OutboxRequeueRequest, opts?: CallOptions): Promise<OutboxRequeueResponse>;
+  inbox(opts?: CallOptions): Promise<InboxList>;
+  guardRecord(q: { keyId: string; method: "POST" | "DELETE"; path: string; key: string }, opts?: CallOptions): Promise<GuardRecord>;
   deliverWebhook(provider: string, body: string, headers: Record<string, string>, opts?: CallOptions): Promise<WebhookReceipt>;
 
   createAPIKey(req: APIKeyRequest, opts?: CallOptions): Promise<APIKeyCreated>;
   apiKeys(opts?: CallOptions): Promise<APIKeyList>;
+  whoami(opts?: CallOptions): Promise<APIKey>;
   revokeAPIKey(id: string, opts?: CallOptions & { reason?: string }): Promise<APIKey>;
   verify(req?: VerifyRequest, opts?: CallOptions): Promise<VerifyReport>;
   health(opts?: CallOptions): Promise<Health>;
   ready(opts?: CallOptions): Promise<Health>;
+  /** the entry proof file's exact text (parse it with a 64-bit safe parser) */
+  proveEntry(chain: string, seq: Int64Input, opts?: CallOptions): Promise<string>;
   openapi(opts?: CallOptions): Promise<Record<string, unknown>>;
 }
 

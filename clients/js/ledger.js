@@ -464,6 +464,8 @@ export class LedgerClient {
   async entries(chain, { from, limit } = {}, opts) { return this._read("/v1/chains" + chainPath(chain) + "/entries" + query({ from, limit }), opts); }
   /** GET /v1/chains/{name}/head → Head. */
   async head(chain, opts) { return this._read("/v1/chains" + chainPath(chain) + "/head", opts); }
+  /** GET /v1/chains → ChainList: the tenant's chains whose names start with prefix, with their heads. */
+  async chains({ prefix, fromName, limit } = {}, opts) { return this._read("/v1/chains" + query({ prefix, from_name: fromName, limit }), opts); }
 
   // ---- stock ------------------------------------------------------------
 
@@ -542,7 +544,15 @@ export class LedgerClient {
   async outboxMessage(id, opts) { return this._read("/v1/outbox/messages" + seg("id", id), opts); }
   async deadMessages({ topic } = {}, opts) { return this._read("/v1/outbox/dead" + query({ topic }), opts); }
   async outboxStats({ topic } = {}, opts) { return this._read("/v1/outbox/stats" + query({ topic }), opts); }
+  async outboxActivity({ topic, minutes } = {}, opts) { return this._read("/v1/outbox/activity" + query({ topic, minutes }), opts); }
   async requeue(req, opts) { return this._write("POST", "/v1/outbox/requeue", req, opts); }
+  /** GET /v1/inbox → InboxList: the tenant's webhook providers, their newest events and refusals (admin). */
+  async inbox(opts) { return this._read("/v1/inbox", opts); }
+  /** GET /v1/idempotency/records → GuardRecord: the replay guard's record of one request (admin). */
+  async guardRecord({ keyId, method, path, key } = {}, opts) {
+    return this._read("/v1/idempotency/records" + query({ key_id: keyId, method, path, key }), opts);
+  }
+
   /**
    * POST /v1/webhooks/{provider}: a provider's delivery, for tests and
    * relays. body is sent byte for byte (a string); headers carry the
@@ -560,6 +570,8 @@ export class LedgerClient {
 
   async createAPIKey(req, opts) { return this._write("POST", "/v1/apikeys", req, opts); }
   async apiKeys(opts) { return this._read("/v1/apikeys", opts); }
+  /** GET /v1/whoami → APIKey: the calling key's record (tenant, scopes). */
+  async whoami(opts) { return this._read("/v1/whoami", opts); }
   /** DELETE /v1/apikeys/{id}?reason= (opts.reason). */
   async revokeAPIKey(id, opts = {}) { return this._write("DELETE", "/v1/apikeys" + seg("id", id) + query({ reason: opts.reason }), undefined, opts); }
   /** POST /v1/verify (writes nothing: no key). expect_heads[].seq may be string, bigint or safe integer. */
@@ -571,6 +583,16 @@ export class LedgerClient {
   async health(opts) { return this._read("/healthz", opts); }
   /** GET /readyz: resolves with {status: "ok"}; a server not ready is a 503 LedgerError (retried). */
   async ready(opts) { return this._read("/readyz", opts); }
+  /**
+   * GET /v1/proofs/entry → the entry proof file (docs/PROOFS.md) as its
+   * exact text: Format v1's 64-bit numbers in it are not safe to parse
+   * with JSON.parse, and an auditor checks the bytes.
+   */
+  async proveEntry(chain, seq, opts = {}) {
+    const res = await this._send({ method: "GET", path: "/v1/proofs/entry" + query({ chain, seq: int64(seq, "seq") }), body: null, key: "", raw: true }, opts);
+    opts.onResponse?.(res);
+    return res.body;
+  }
   /** GET /openapi.json: the OpenAPI 3.1 document. */
   async openapi(opts) { return this._read("/openapi.json", opts); }
 }

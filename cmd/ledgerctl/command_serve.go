@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ledgerworks/ledger/apikey"
+	"github.com/ledgerworks/ledger/audit"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/idempotency/pgstore"
@@ -46,6 +47,8 @@ type serveOptions struct {
 	keepOrphans                   bool
 	outboxLease                   time.Duration
 	metricsAddr                   string
+	checkpointKey                 string
+	checkpointInterval            time.Duration
 }
 
 func newServeCommand(a *app) *cobra.Command {
@@ -99,6 +102,8 @@ func newServeCommand(a *app) *cobra.Command {
 	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a listener of its own for GET /metrics, unauthenticated (default: metrics not served)")
 	f.DurationVar(&o.outboxLease, "outbox-lease", 0, "lease of the delivering outbox workers (default: 1.5 x the longest delivery timeout, at least 30s)")
+	f.StringVar(&o.checkpointKey, "checkpoint-key", "", "sign checkpoints with this key file (ledgerctl keygen) and serve entry proofs against the newest")
+	f.DurationVar(&o.checkpointInterval, "checkpoint-interval", server.CheckpointIntervalDefault, "how often a checkpoint is signed when the ledger changed")
 	return cmd
 }
 
@@ -133,6 +138,16 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 			return invalidInputf("%w", err)
 		}
 	}
+	var signerKey string
+	if o.checkpointKey != "" {
+		if o.checkpointInterval < audit.IntervalMin {
+			return usageErrorf("--checkpoint-interval %v: want at least %v", o.checkpointInterval, audit.IntervalMin)
+		}
+		var err error
+		if signerKey, err = readKeyFile(o.checkpointKey, "--checkpoint-key", signingKey); err != nil {
+			return err
+		}
+	}
 	var tlsConfig *tls.Config
 	if o.tlsCert != "" {
 		pair, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
@@ -160,6 +175,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		IdempotencyTTL: o.idempotencyTTL, IdempotencyLease: o.idempotencyLease, JobsInterval: o.jobsInterval, Providers: cfg.Providers, Deliveries: cfg.Deliveries,
 		OutboxLease:    o.outboxLease,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
+		CheckpointSignerKey: signerKey, CheckpointInterval: o.checkpointInterval, RouteHook: a.serveRouteHook,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
 			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
 	if isDatabaseURL(name) {
@@ -196,6 +212,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		return invalidInputf("--addr %s: %w", o.addr, err)
 	}
 	hs := srv.HTTPServer(o.timeouts)
+	if a.serveWrap != nil {
+		hs.Handler = a.serveWrap(hs.Handler)
+	}
 	scheme, serve := "http", hs.Serve
 	if tlsConfig != nil {
 		hs.TLSConfig = tlsConfig

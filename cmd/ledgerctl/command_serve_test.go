@@ -78,6 +78,9 @@ func TestServe(t *testing.T) {
 	l.run("serve", "--tls-cert", "x").expect(t, exitUsage, "--tls-key")
 	l.run("serve", "--idempotency-lease", "0s").expect(t, exitUsage, "the lease")
 	l.run("serve", "--idempotency-lease", "2h", "--idempotency-ttl", "1h").expect(t, exitUsage, "--idempotency-lease 2h0m0s: longer than --idempotency-ttl")
+	os.WriteFile(filepath.Join(l.dir, "bad.key"), []byte("not a key"), 0o600)
+	l.run("serve", "--checkpoint-key", filepath.Join(l.dir, "bad.key")).expect(t, exitUsage, "not a signing key")
+	l.run("serve", "--checkpoint-key", filepath.Join(l.dir, "bad.key"), "--checkpoint-interval", "1ms").expect(t, exitUsage, "--checkpoint-interval")
 	os.WriteFile(cfg, []byte(`{"providers":[{"name":"gh","kind":"nope","tenant":"acme","secrets":["s"]}]}`), 0o600)
 	l.run("serve", "--config", cfg).expect(t, exitUsage, "kind")
 	os.WriteFile(cfg, []byte(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":"http://127.0.0.1:9/h",`+

@@ -63,6 +63,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -131,6 +132,12 @@ type app struct {
 	metrics chain.Metrics
 	// environment reads variables (os.Getenv unless a test replaces it).
 	environment func(string) string
+	// serveWrap, when set, wraps serve's HTTP handler. Only tests set it:
+	// the console's browser tests hold a request in flight with it.
+	serveWrap func(http.Handler) http.Handler
+	// serveRouteHook, when set, is server.Options.RouteHook. Only tests
+	// set it: they hold a request inside the replay guard with it.
+	serveRouteHook func(routeID string, next http.Handler) http.Handler
 	// reachedRun is set once flags and arguments parsed, so that errors
 	// before it are reported as usage errors.
 	reachedRun bool

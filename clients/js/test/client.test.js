@@ -77,6 +77,10 @@ describe("every route", () => {
     const head = await client.head("orders/2026");
     assert.equal(head.seq, "2");
     assert.ok(BigInt(head.time_unix_nano) >= t);
+    const listed = await client.chains({ prefix: "orders/", limit: 10 });
+    assertInt64Strings(listed);
+    assert.deepEqual(listed.chains.find((c) => c.chain === "orders/2026"), head);
+    assert.equal((await client.chains({ prefix: "orders/", fromName: "orders/2027" })).chains.length, 0);
   });
 
   test("stock", async () => {
@@ -168,6 +172,10 @@ describe("every route", () => {
     const stats = await client.outboxStats({ topic: "deliveries" });
     assertInt64Strings(stats);
     assert.equal(stats.topics[0].dead, "1");
+    const activity = await client.outboxActivity({ topic: "deliveries", minutes: 60 });
+    assertInt64Strings(activity);
+    assert.equal(activity.topics[0].buckets.length, 12);
+    assert.equal(activity.topics[0].buckets.reduce((n, b) => n + Number(b.rejected), 0), 1);
     const rq = await client.intent("requeue").submit((c) => c.requeue({ ids: [d.id], reason: "endpoint fixed" }));
     assert.deepEqual(rq.body.requeued, [d.id]);
     await eventually(async () => (await client.outboxMessage(d.id)).message.status === "done");
@@ -182,6 +190,11 @@ describe("every route", () => {
     assert.equal(w.status, "received");
     assert.equal(typeof w.seq, "string");
     assert.equal((await client.deliverWebhook("hooks", body, headers)).status, "duplicate");
+    const inbox = await client.inbox();
+    assertInt64Strings(inbox);
+    const hooks = inbox.providers.find((p) => p.name === "hooks");
+    assert.equal(hooks.duplicates, "1");
+    assert.equal(hooks.recent[0].event_id, "72d3-1");
   });
 
   test("keys, verify, health, readiness, the document", async () => {
@@ -191,11 +204,19 @@ describe("every route", () => {
     const keys = await client.apiKeys();
     assert.ok(keys.keys.some((k) => k.id === created.key.id));
     const reader = newClient({ token: created.token });
+    assert.deepEqual((await reader.whoami()).scopes, ["read"]);
     await reader.head("orders/2026");
     await assert.rejects(reader.appendEntry("orders/2026", { type: "x/v1", payload: "" }), (e) => e.code === "FORBIDDEN" && e.status === 403 && e.final);
     const revoked = await client.revokeAPIKey(created.key.id, { reason: "test" });
     assert.ok(BigInt(revoked.revoked_unix_nano) > 0n);
     await assert.rejects(reader.head("orders/2026"), (e) => e.code === "UNAUTHENTICATED" && e.status === 401);
+
+    const guarded = await client.request("POST", "/v1/chains/guarded/entries", { type: "t/v1", payload: "" }, { idempotencyKey: "guard-view-1" });
+    const me = await client.whoami();
+    const rec = await client.guardRecord({ keyId: me.id, method: "POST", path: "/v1/chains/guarded/entries", key: "guard-view-1" });
+    assert.equal(rec.status, "SUCCESS");
+    assert.equal(rec.response.status, guarded.status);
+    assert.equal(JSON.parse(rec.response.body).hash, guarded.body.hash);
 
     const head = await client.head("orders/2026");
     const report = await client.verify({ chains: ["orders/2026"], trees: true, expect_heads: [{ chain: "orders/2026", seq: BigInt(head.seq), hash: head.hash }] });
@@ -206,6 +227,8 @@ describe("every route", () => {
     assert.equal(proxy.seen("/v1/verify").at(-1).key, "", "verify sends no Idempotency-Key");
     assert.equal((await client.health()).status, "ok");
     assert.equal((await client.ready()).status, "ok");
+    // This server signs no checkpoint: the proof route says so (docs/CONSOLE.md's browser test proves one).
+    await assert.rejects(client.proveEntry("orders/2026", "1"), (e) => e.code === "NOT_FOUND" && e.status === 404 && e.final);
     const doc = await client.openapi();
     assert.equal(doc.components.schemas.Entry.properties.time_unix_nano.type, "string");
     assert.equal(doc.components.schemas.Entry.properties.time_unix_nano.format, "int64");
