@@ -141,7 +141,7 @@ func testGuardRecordView(t *testing.T, ts *testServer) {
 func TestOutboxActivityView(t *testing.T) {
 	_, url := newReceiver(t, func(int) int { return http.StatusBadRequest })
 	ts := startServer(t, openBolt(t), server.Options{
-		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec}}})
+		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	token := ts.key("acme", allScopes...)
 	fixture(t, ts, token)
 	var act api.OutboxActivity

@@ -282,10 +282,11 @@ var errPathNotClean = &httpError{status: http.StatusNotFound, code: api.CodeNotF
 // servedPath answers 404 NOT_FOUND, as a problem, for what ServeMux
 // would answer with a redirect: a path that is not clean (//, /./, /../,
 // or not starting with /, such as OPTIONS *), and a route's prefix
-// without its slash (/v1/chains). It returns false when it answered.
+// without its slash (POST /v1/chains; GET /v1/chains is the chain list).
+// It returns false when it answered.
 func (s *Server) servedPath(w http.ResponseWriter, r *http.Request) bool {
 	p := r.URL.Path
-	if cleanPath(p) && !muxRedirects[p] {
+	if cleanPath(p) && (!muxRedirects[p] || r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		return true
 	}
 	if cleanPath(p) {
@@ -297,7 +298,8 @@ func (s *Server) servedPath(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // muxRedirects are the paths ServeMux redirects to the same path with a
-// slash, because a pattern serves that path's subtree.
+// slash, because a pattern serves that path's subtree, for every method
+// but GET and HEAD, which the chain list serves.
 var muxRedirects = map[string]bool{strings.TrimSuffix(chainPrefix, "/"): true}
 
 // cleanPath reports whether p is what path.Clean makes of it, as

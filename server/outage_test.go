@@ -69,6 +69,12 @@ func (t *outageTx) Exec(ctx context.Context, sql string, args ...any) (int64, er
 	return e.Exec(ctx, sql, args...)
 }
 
+// ExecAtCommit forwards a statement held for the commit (the guard's
+// SUCCESS record) to a SQL backend's transaction.
+func (t *outageTx) ExecAtCommit(sql string, args []any, none error) int {
+	return t.Tx.(storage.CommitExecer).ExecAtCommit(sql, args, none)
+}
+
 // startOutageServer serves a ledger whose commits fail as the returned
 // backend's mode says: on the embedded default with a guard store of its
 // own (the ledger store holds the file itself), or on PostgreSQL with

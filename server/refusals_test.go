@@ -29,7 +29,7 @@ func TestEveryRefusalIsAProblem(t *testing.T) {
 		{"dot-dot segment", "GET /v1/stock/../stock/items HTTP/1.1\r\n" + host + "\r\n", 404, api.CodeNotFound},
 		{"escaped dot-dot", "GET /v1/chains/a%2F..%2Fb/entries HTTP/1.1\r\n" + host + "\r\n", 404, api.CodeNotFound},
 		{"trailing dot-dot", "POST /v1/chains/x/.. HTTP/1.1\r\n" + host + "Content-Length: 0\r\n\r\n", 404, api.CodeNotFound},
-		{"subtree without slash", "GET /v1/chains HTTP/1.1\r\n" + host + "\r\n", 404, api.CodeNotFound},
+		{"subtree without slash", "POST /v1/chains HTTP/1.1\r\n" + host + "Content-Length: 0\r\n\r\n", 404, api.CodeNotFound},
 		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\n" + host + "\r\n", 404, api.CodeNotFound},
 		{"malformed escape", "GET /v1/%zz HTTP/1.1\r\n" + host + "\r\n", 400, api.CodeInvalidInput},
 		{"control byte in a header", "GET /v1/stock/items HTTP/1.1\r\n" + host + "X-A: a\x01b\r\n\r\n", 400, api.CodeInvalidInput},

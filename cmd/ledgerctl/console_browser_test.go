@@ -60,7 +60,7 @@ func TestConsoleBrowser(t *testing.T) {
 	defer receiver.Close()
 	config := filepath.Join(l.dir, "serve.json")
 	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("console-test-secret-32-bytes-long"))
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":%q,"secret":%q}],`+
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"deliveries":[{"tenant":"acme","topic":"business-events","url":%q,"secret":%q,"allow_private_addresses":true}],`+
 		`"providers":[{"name":"carrier","kind":"github","tenant":"acme","secrets":["carrier-secret"]}]}`,
 		receiver.URL+"/hooks/ledger", secret)), 0o600); err != nil {
 		t.Fatal(err)
