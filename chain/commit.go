@@ -30,6 +30,7 @@ type request struct {
 	appendRes  Result
 	notes      []string // channels the function's transaction notified
 	state      atomic.Int32
+	trace      requestTrace // set by submitTraced only
 	err        error
 	panicValue any
 	// done receives one value when the request is finished; it is
@@ -100,6 +101,9 @@ type pipeline struct {
 	// trees gathers the chains' tree updates of the group's transaction;
 	// nil when the DB keeps no trees (Options.NoTrees).
 	trees *treeBatch
+	// groups counts the groups run, numbering them for the traced
+	// requests' spans.
+	groups uint64
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -282,10 +286,14 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 			}
 		}
 	}()
+	p.groups++
 	pending := batch[:0:0]
 	for _, r := range batch {
 		if r.state.CompareAndSwap(requestQueued, requestRunning) {
 			pending = append(pending, r)
+			if r.trace.traced {
+				r.trace.claimedAt, r.trace.group = time.Now(), p.groups
+			}
 		}
 	}
 	retries := 0
@@ -414,6 +422,9 @@ func (db *DB) answer(pending []*request, commitErr error, start time.Time) {
 		db.log.Error("group commit failed", "requests", len(pending), "err", commitErr)
 	}
 	for _, r := range pending {
+		if r.trace.traced {
+			r.trace.commitStart, r.trace.answeredAt, r.trace.groupSize = start, time.Now(), len(pending)
+		}
 		if r.err == nil && r.panicValue == nil {
 			r.err = commitErr
 		}
