@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -117,6 +118,14 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.metrics = server.NewEngineMetrics(registry)
+	tp, flush, err := a.serveTracing(ctx)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		a.tracerProvider = tp
+		defer func() { _ = flush(context.WithoutCancel(ctx)) }()
+	}
 	db, _, err := a.createDB(ctx)
 	if err != nil {
 		return err
@@ -128,7 +137,8 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		OutboxLease:    o.outboxLease,
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
-			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
+			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)},
+		TracerProvider: a.tracerProvider}
 	if isDatabaseURL(name) {
 		// The guard's SUCCESS records commit in the entries' transactions.
 		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true, Ledger: db})
