@@ -37,10 +37,10 @@ type Options struct {
 	// Metrics receives counters and timings; none when nil.
 	Metrics Metrics
 	// TracerProvider, when set, makes every Update, Append and
-	// AppendBatch that queues for the committer a span, a child of the
-	// span its context holds, that records the group commit it joined
-	// (see doc.go, Tracing). None when nil: the committer then reads no
-	// clock for tracing.
+	// AppendBatch that queues for the committer, from a context that
+	// holds a recording span, a span under it that records the group
+	// commit it joined (see the package documentation, Tracing). None
+	// when nil: the committer then reads no clock for tracing.
 	TracerProvider trace.TracerProvider
 	// NoTrees stops the upkeep of the chains' Merkle trees on append (see
 	// tree.go), to measure what it costs. Proofs and checkpoints then

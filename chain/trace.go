@@ -41,9 +41,13 @@ type requestTrace struct {
 
 // submitTraced is submit within a span of its own, a child of the caller's
 // span, which the transaction's context (Tx.Context) carries; the group
-// commit the request joined is recorded on it. An unsampled span is
-// submitted as if there were no tracing.
+// commit the request joined is recorded on it. A caller without a
+// recording span (background work, an unsampled request) is submitted as
+// if there were no tracing: the ledger's spans are never roots.
 func (db *DB) submitTraced(r *request, name string) error {
+	if !trace.SpanFromContext(r.ctx).IsRecording() {
+		return db.submitQueued(r)
+	}
 	ctx, span := db.tracer.Start(r.ctx, name)
 	if !span.IsRecording() {
 		span.End()
