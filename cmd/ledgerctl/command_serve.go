@@ -141,7 +141,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		TracerProvider: a.tracerProvider}
 	if isDatabaseURL(name) {
 		// The guard's SUCCESS records commit in the entries' transactions.
-		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true, Ledger: db})
+		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true, Ledger: db, TracerProvider: a.tracerProvider})
 		if err != nil {
 			return err
 		}
