@@ -30,7 +30,7 @@ type request struct {
 	appendRes  Result
 	notes      []string // channels the function's transaction notified
 	state      atomic.Int32
-	trace      requestTrace // set by submitTraced only
+	trace      *requestTrace // set by submitTraced only
 	err        error
 	panicValue any
 	// done receives one value when the request is finished; it is
@@ -291,7 +291,7 @@ func (db *DB) runGroup(batch []*request, p *pipeline) {
 	for _, r := range batch {
 		if r.state.CompareAndSwap(requestQueued, requestRunning) {
 			pending = append(pending, r)
-			if r.trace.traced {
+			if r.trace != nil {
 				r.trace.claimedAt, r.trace.group = time.Now(), p.groups
 			}
 		}
@@ -422,7 +422,7 @@ func (db *DB) answer(pending []*request, commitErr error, start time.Time) {
 		db.log.Error("group commit failed", "requests", len(pending), "err", commitErr)
 	}
 	for _, r := range pending {
-		if r.trace.traced {
+		if r.trace != nil {
 			r.trace.commitStart, r.trace.answeredAt, r.trace.groupSize = start, time.Now(), len(pending)
 		}
 		if r.err == nil && r.panicValue == nil {

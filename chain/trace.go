@@ -27,10 +27,9 @@ const (
 )
 
 // requestTrace is what the committer notes for a traced request (see
-// submitTraced); the committer reads only traced, so an untraced request
-// costs one test of a bool.
+// submitTraced); an untraced request has none, and costs the committer
+// one test of a nil pointer.
 type requestTrace struct {
-	traced      bool
 	queuedAt    time.Time
 	claimedAt   time.Time
 	commitStart time.Time
@@ -54,10 +53,10 @@ func (db *DB) submitTraced(r *request, name string) error {
 		return db.submitQueued(r)
 	}
 	r.ctx = ctx
-	r.trace.traced, r.trace.queuedAt = true, time.Now()
+	t := &requestTrace{queuedAt: time.Now()}
+	r.trace = t
 	defer span.End() // also when the function's panic is raised again
 	err := db.submitQueued(r)
-	t := &r.trace
 	if !t.claimedAt.IsZero() {
 		span.SetAttributes(attrWait.Int64(t.claimedAt.Sub(t.queuedAt).Nanoseconds()))
 	}
