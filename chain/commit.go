@@ -31,6 +31,7 @@ type request struct {
 	appendRes  Result
 	notes      []string // channels the function's transaction notified
 	state      atomic.Int32
+	trace      *requestTrace // set by submitTraced only
 	err        error
 	panicValue any
 	// done receives one value when the request is finished; it is
@@ -105,6 +106,9 @@ type pipeline struct {
 	trees *treeBatch
 	// atCommit is the group's Tx.atCommit.
 	atCommit []int
+	// groups counts the groups run, numbering them for the traced
+	// requests' spans.
+	groups uint64
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -311,6 +315,12 @@ func (db *DB) runPending(pending []*request, p *pipeline, learned *[]string) (as
 			}
 		}
 	}()
+	p.groups++
+	for _, r := range pending {
+		if r.trace != nil {
+			r.trace.claimedAt, r.trace.group = time.Now(), p.groups
+		}
+	}
 	retries, relearned := 0, 0
 	retry := func(err error) bool {
 		if errors.Is(err, storage.ErrRetry) && retries < commitRetriesMax {
@@ -463,6 +473,9 @@ func (db *DB) answer(pending []*request, commitErr error, start time.Time) {
 		db.log.Error("group commit failed", "requests", len(pending), "err", commitErr)
 	}
 	for _, r := range pending {
+		if r.trace != nil {
+			r.trace.commitStart, r.trace.answeredAt, r.trace.groupSize = start, time.Now(), len(pending)
+		}
 		if r.err == nil && r.panicValue == nil {
 			r.err = commitErr
 		}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ledgerworks/ledger/storage"
 	"github.com/ledgerworks/ledger/storage/bolt"
 )
@@ -34,6 +36,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics receives counters and timings; none when nil.
 	Metrics Metrics
+	// TracerProvider, when set, makes every Update, Append and
+	// AppendBatch that queues for the committer, from a context that
+	// holds a recording span, a span under it that records the group
+	// commit it joined (see the package documentation, Tracing). None
+	// when nil: the committer then reads no clock for tracing.
+	TracerProvider trace.TracerProvider
 	// NoTrees stops the upkeep of the chains' Merkle trees on append (see
 	// tree.go), to measure what it costs. Proofs and checkpoints then
 	// refuse the chains whose trees fell behind (ErrTreeBehind); the next
@@ -57,6 +65,7 @@ type DB struct {
 	clock    func() time.Time
 	log      *slog.Logger
 	metrics  Metrics
+	tracer   trace.Tracer // nil without Options.TracerProvider
 	readOnly bool
 	// prober, when the backend has one, rules new keys out without a read
 	// transaction (see Append).
@@ -116,6 +125,7 @@ func OpenBackend(backend storage.Backend, opts Options) (*DB, error) {
 		clock:    opts.Clock,
 		log:      opts.Logger,
 		metrics:  opts.Metrics,
+		tracer:   tracerOf(opts.TracerProvider),
 		readOnly: opts.ReadOnly,
 		queue:    make(chan *request, opts.BatchSizeMax),
 		closing:  make(chan struct{}),
@@ -332,6 +342,14 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // returns an error, with r not answered and not to be reused, when the
 // DB is closed or read-only or ctx ends before the committer took r.
 func (db *DB) submit(r *request) error {
+	if db.tracer != nil {
+		return db.submitTraced(r, r.spanName())
+	}
+	return db.submitQueued(r)
+}
+
+// submitQueued is submit without tracing.
+func (db *DB) submitQueued(r *request) error {
 	if err := db.enter(); err != nil {
 		return err
 	}

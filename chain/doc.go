@@ -83,6 +83,20 @@
 // internal/vectors (run by internal/vectorgen) writes the Format v1 test
 // vectors of testdata/ and the fuzz seeds.
 //
+// # Tracing
+//
+// With Options.TracerProvider, an Update, Append (one that queues for the
+// committer) or AppendBatch called with a context that holds a recording
+// span is a span under it, "chain.transaction" or "chain.append", and
+// Tx.Context carries that span to the transaction's function (outbox and
+// inbox make their spans under it). The span records the group commit the
+// call joined: ledger.group_commit.id (the same on every caller the commit
+// carried), .size, .wait_ns (queued until the committer took it) and
+// .commit_ns (the commit and its fsync, until answered). A call without a
+// recording span makes none, so background work and unsampled requests
+// cost a context lookup; without a provider the committer tests one bool
+// per request and reads no clock.
+//
 // # Caveats
 //
 // An Update function may run more than once (when another member of its group

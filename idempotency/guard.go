@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zeebo/blake3"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Guard is the HTTP replay guard of one route (or group of routes): its
@@ -35,7 +36,8 @@ type Guard struct {
 	replayAllowed map[string]bool
 	lastOperation atomic.Pointer[operationName]
 	beats         heartbeats
-	timed         bool // Options.Metrics is set: store calls are timed
+	timed         bool         // Options.Metrics is set: store calls are timed
+	tracer        trace.Tracer // nil without Options.TracerProvider
 }
 
 // New returns a Guard. It fails when Store or User is missing: a guard
@@ -97,6 +99,9 @@ func New(opts Options) (*Guard, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	if opts.TracerProvider != nil {
+		g.tracer = opts.TracerProvider.Tracer(TracerName)
+	}
 	if g.keyHeader == "" {
 		g.keyHeader = KeyHeaderDefault
 	}
@@ -129,7 +134,13 @@ func (g *Guard) Store() Store { return g.store }
 
 // Middleware wraps next with the guard.
 func (g *Guard) Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, next) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.tracer != nil {
+			g.serveTraced(w, r, next)
+			return
+		}
+		g.serve(w, r, next)
+	})
 }
 
 // tokenPrefix makes tokens unique across processes; the counter, within one.
@@ -243,6 +254,9 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			return
 		}
 		g.metrics.Request(OutcomeUnguarded)
+		if g.tracer != nil {
+			trace.SpanFromContext(r.Context()).SetAttributes(attrOutcome.String(string(OutcomeUnguarded)))
+		}
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -613,6 +627,9 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, c *Context, outco
 func (g *Guard) finish(r *http.Request, c *Context, outcome Outcome, status int, level slog.Level, extra ...slog.Attr) {
 	c.Outcome, c.Status = outcome, status
 	g.metrics.Request(outcome)
+	if g.tracer != nil {
+		g.traceOutcome(r, c, outcome, status)
+	}
 	if g.log.Enabled(r.Context(), level) {
 		attrs := append(g.attrs(r, c), slog.Int("status", status))
 		g.log.LogAttrs(r.Context(), level, "idempotency request", append(attrs, extra...)...)

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options.
@@ -115,6 +117,11 @@ type Options struct {
 	OnResponse func(r *http.Request, c *Context)
 	// Clock returns the time; time.Now when nil.
 	Clock func() time.Time
+	// TracerProvider, when set, makes each guarded request a span,
+	// "idempotency.guard", a child of the request's, that carries the
+	// outcome and the scope's digest (never the key); the handler runs
+	// within it. None when nil.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultReplayHeaders are the response headers stored and replayed when

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/outbox/signature"
 )
@@ -36,6 +38,10 @@ type HandlerOptions struct {
 	// Clock is the verifiers' time; time.Now when nil.
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// TracerProvider, when set, makes the verification a span (see
+	// Verify); the receipt's span comes with the ledger's (DB's
+	// chain.Options.TracerProvider). None when nil.
+	TracerProvider trace.TracerProvider
 }
 
 // NewHandler returns a net/http handler for one provider's webhooks. It
@@ -76,7 +82,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusRequestEntityTooLarge, "body_too_large")
 		return
 	}
-	id, err := h.o.Verifier.Verify(r.Header, body, h.o.Clock())
+	id, err := Verify(r.Context(), h.o.TracerProvider, h.o.Verifier, h.o.Provider, r.Header, body, h.o.Clock())
 	switch {
 	case errors.Is(err, signature.ErrInvalid):
 		h.o.Logger.Warn("inbox: signature refused", "provider", h.o.Provider, "err", err)

@@ -99,8 +99,17 @@ func eventPayload(d [32]byte, size int) []byte {
 // Duplicate set and writes nothing. Apply the event's effects in the same
 // transaction only when it is not a duplicate; they then commit together
 // with the receipt, or not at all. The same id with another body is
-// refused with ErrBodyMismatch. Receipts are kept for good.
-func ReceiveTx(tx *chain.Tx, r ReceiveRequest) (Receipt, error) {
+// refused with ErrBodyMismatch. Receipts are kept for good. When the
+// transaction's context holds a recording span, the receipt is a span of
+// its own under it, "inbox.record".
+func ReceiveTx(tx *chain.Tx, r ReceiveRequest) (rec Receipt, err error) {
+	if span := startRecordSpan(tx.Context(), &r); span != nil {
+		defer func() { endRecordSpan(span, &rec, err) }()
+	}
+	return receiveTx(tx, r)
+}
+
+func receiveTx(tx *chain.Tx, r ReceiveRequest) (Receipt, error) {
 	name, err := Chain(r.Tenant, r.Provider)
 	if err != nil {
 		return Receipt{}, err

@@ -77,6 +77,10 @@ type Message struct {
 	EnqueuedAt     time.Time
 	// Seq is the enqueue's seq on the topic's messages chain.
 	Seq uint64
+	// TraceParent is the W3C traceparent of the span that enqueued the
+	// message, or "" when none was recording; each delivery attempt's
+	// span links to it.
+	TraceParent string
 }
 
 // Header returns the value of the named header, or "".
@@ -540,7 +544,8 @@ func fillMessage(m *Message, tenant, topic string, e *chain.Entry) error {
 		return fmt.Errorf("entry %s seq %d: %w", e.Chain, e.Seq, err)
 	}
 	*m = Message{ID: m.ID, Key: m.ID.Key(), Tenant: tenant, Topic: topic, IdempotencyKey: e.IdempotencyKey,
-		OrderingKey: ev.OrderingKey, Headers: ev.Headers, Payload: ev.Payload, EnqueuedAt: time.Unix(0, e.TimeUnixNano), Seq: e.Seq}
+		OrderingKey: ev.OrderingKey, Headers: ev.Headers, Payload: ev.Payload, EnqueuedAt: time.Unix(0, e.TimeUnixNano), Seq: e.Seq,
+		TraceParent: ev.TraceParent}
 	return nil
 }
 

@@ -37,6 +37,7 @@ func (e *encoder) bytes(p []byte) { e.u32(uint32(len(p))); e.b = append(e.b, p..
 func (e *encoder) id(id ID)       { e.b = append(e.b, id[:]...) }
 func (e *encoder) count(n int)    { e.u32(uint32(n)) }
 func (e *encoder) result() []byte { return e.b }
+func (d *decoder) remaining() int { return len(d.b) }
 func (d *decoder) fail(f string, a ...any) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: %s", errDecode, fmt.Sprintf(f, a...))

@@ -68,6 +68,18 @@
 // lies below) and the lease index from its start, never from a cursor, so a message whose transaction
 // commits late is found however the commits interleave.
 //
+// # Tracing
+//
+// EnqueueTx under a recording span (the ledger's, see chain.Options) is a
+// span, "outbox.enqueue <topic>", and the message keeps its traceparent
+// (Message.TraceParent, the optional last field of the message encoding:
+// untraced messages encode as before, and a retry from another trace is a
+// replay). With WorkerOptions.TracerProvider each attempt is the root
+// span of a trace of its own, "outbox.deliver <topic>", linked to the
+// enqueue's span, with the attempt number and outcome; the webhook
+// deliverer sends its traceparent and records the answer's status. See
+// docs/OUTBOX.md, Tracing.
+//
 // # Caveats
 //
 // Delivery is at least once: a worker that crashes after its handler

@@ -1,12 +1,16 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledgerworks/ledger/chain"
 )
@@ -62,11 +66,27 @@ func Enqueue(ctx context.Context, db *chain.DB, r EnqueueRequest) (EnqueueResult
 // EnqueueTx enqueues a message in the caller's transaction, beside the
 // business entries that cause it: the message exists exactly when they do.
 // Workers are woken when the transaction commits.
-func EnqueueTx(tx *chain.Tx, r EnqueueRequest) (EnqueueResult, error) {
+//
+// When the transaction's context holds a recording span, the enqueue is a
+// span of its own under it, and the message keeps that span's traceparent
+// (Message.TraceParent): its delivery attempts link back to it. The trace
+// context is not part of the request a retry must repeat: a retry from
+// another trace replays the message.
+func EnqueueTx(tx *chain.Tx, r EnqueueRequest) (res EnqueueResult, err error) {
 	m, err := validateEnqueue(&r)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
+	if span := startEnqueueSpan(tx.Context(), &r); span != nil {
+		m.TraceParent = traceParentOf(trace.ContextWithSpan(tx.Context(), span))
+		defer func() { endEnqueueSpan(span, &res, err) }()
+	} else {
+		m.TraceParent = traceParentOf(tx.Context())
+	}
+	return enqueueTx(tx, &r, &m)
+}
+
+func enqueueTx(tx *chain.Tx, r *EnqueueRequest, m *messageEvent) (EnqueueResult, error) {
 	name, _ := MessagesChain(r.Tenant, r.Topic)
 	if m.OrderingKey != "" {
 		// Lock the deliveries chain: the ordering key's queue is read
@@ -78,6 +98,9 @@ func EnqueueTx(tx *chain.Tx, r EnqueueRequest) (EnqueueResult, error) {
 		}
 	}
 	res, err := tx.Append(chain.Request{Chain: name, IdempotencyKey: r.IdempotencyKey, Type: TypeMessage, Payload: m.encode()})
+	if ce := (*chain.ConflictError)(nil); errors.As(err, &ce) {
+		res, err = sameBeyondTrace(tx, ce, m)
+	}
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -86,11 +109,32 @@ func EnqueueTx(tx *chain.Tx, r EnqueueRequest) (EnqueueResult, error) {
 	if res.Replayed {
 		return out, nil
 	}
-	if err := applyMessage(newTxState(tx), r.Tenant, r.Topic, &res.Entry, &m, true); err != nil {
+	if err := applyMessage(newTxState(tx), r.Tenant, r.Topic, &res.Entry, m, true); err != nil {
 		return EnqueueResult{}, err
 	}
 	notify(tx, r.Tenant, r.Topic)
 	return out, nil
+}
+
+// sameBeyondTrace answers an enqueue whose key holds another entry: a
+// replay when that entry is the same message but for its trace context
+// (the retry of a request from another trace, or traced once and not the
+// other time), else the conflict.
+func sameBeyondTrace(tx *chain.Tx, ce *chain.ConflictError, m *messageEvent) (chain.Result, error) {
+	e, err := tx.Get(ce.Chain, ce.ExistingSeq)
+	if err != nil || e.Type != TypeMessage {
+		return chain.Result{}, ce
+	}
+	stored, err := decodeMessage(e.Payload)
+	if err != nil {
+		return chain.Result{}, ce
+	}
+	mine := *m
+	mine.TraceParent, stored.TraceParent = "", ""
+	if !bytes.Equal(mine.encode(), stored.encode()) {
+		return chain.Result{}, ce
+	}
+	return chain.Result{Entry: e, Replayed: true}, nil
 }
 
 func validateEnqueue(r *EnqueueRequest) (messageEvent, error) {

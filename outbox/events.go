@@ -14,6 +14,10 @@ type messageEvent struct {
 	NotBefore   int64 // unix nanoseconds; 0: at once
 	Headers     []Header
 	Payload     []byte
+	// TraceParent is the W3C traceparent of the span that enqueued the
+	// message, or "". It is the encoding's last field and is written only
+	// when set, so that a message without one encodes as before.
+	TraceParent string
 }
 
 func (m *messageEvent) encode() []byte {
@@ -26,6 +30,9 @@ func (m *messageEvent) encode() []byte {
 		e.str(h.Value)
 	}
 	e.bytes(m.Payload)
+	if m.TraceParent != "" {
+		e.str(m.TraceParent)
+	}
 	return e.result()
 }
 
@@ -45,6 +52,12 @@ func decodeMessage(b []byte) (messageEvent, error) {
 	}
 	if p := d.bytes(PayloadSizeMax); len(p) > 0 {
 		m.Payload = slices.Clone(p)
+	}
+	if d.err == nil && d.remaining() > 0 {
+		m.TraceParent = d.str(traceParentLength)
+		if d.err == nil && !validTraceParent(m.TraceParent) {
+			d.fail("trace context %q is not a W3C traceparent", m.TraceParent)
+		}
 	}
 	return m, d.end()
 }

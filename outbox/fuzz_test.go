@@ -12,6 +12,7 @@ import (
 func FuzzDecodeMessage(f *testing.F) {
 	f.Add((&messageEvent{OrderingKey: "cust-1", NotBefore: 5, Headers: []Header{{"A", "1"}, {"B", ""}}, Payload: []byte("{}")}).encode())
 	f.Add((&messageEvent{}).encode())
+	f.Add((&messageEvent{Payload: []byte("{}"), TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeMessage(b)
 		if err == nil && !bytes.Equal(m.encode(), b) {

@@ -67,7 +67,9 @@ var reservedHeaders = map[string]bool{"Idempotency-Key": true, "Webhook-Id": tru
 // 4xx other than 408 and 429 is permanent (dead letter); a refused
 // address (ErrAddressRefused) is permanent; anything else, a timeout or a
 // network error is transient (retry). The status and the start of the
-// answer are recorded with the outcome.
+// answer are recorded with the outcome. When the attempt is a span (the
+// worker's TracerProvider), the request carries its traceparent, in place
+// of a message header of that name, and the span the answer's status.
 func Webhook(o WebhookOptions) (Handler, error) {
 	return webhook(o, nil)
 }
@@ -117,6 +119,7 @@ func webhook(o WebhookOptions, resolver *net.Resolver) (Handler, error) {
 		req.Header.Set("Webhook-Id", m.Key)
 		req.Header.Set("Webhook-Timestamp", fmt.Sprint(now.Unix()))
 		req.Header.Set("Webhook-Signature", signature.SignStandard(key, m.Key, now, m.Payload))
+		injectTraceParent(ctx, req.Header)
 		resp, err := client.Do(req)
 		if err != nil {
 			if errors.Is(err, ErrAddressRefused) {
@@ -125,6 +128,7 @@ func webhook(o WebhookOptions, resolver *net.Resolver) (Handler, error) {
 			return fmt.Errorf("webhook %s: %w", u.Host, err)
 		}
 		defer resp.Body.Close()
+		traceWebhook(ctx, resp.StatusCode)
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			// Not followed: the Location could name any host, internal
 			// ones included, and a 307 would carry the signed body there.

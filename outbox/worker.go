@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ledgerworks/ledger/chain"
 )
 
@@ -86,6 +88,9 @@ type WorkerOptions struct {
 	Logger *slog.Logger
 	// Metrics receives counters and timings; none when nil.
 	Metrics Metrics
+	// TracerProvider, when set, makes each delivery attempt a span (see
+	// the package documentation, Tracing); none when nil.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker delivers a tenant's messages: per topic, a loop claims due
@@ -100,6 +105,7 @@ type Worker struct {
 	metrics Metrics
 	log     *slog.Logger
 	clock   func() time.Time
+	tracer  trace.Tracer // nil without Options.TracerProvider
 
 	mu      sync.Mutex
 	started bool
@@ -175,6 +181,9 @@ func NewWorker(db *chain.DB, o WorkerOptions) (*Worker, error) {
 	}
 	if w.clock == nil {
 		w.clock = time.Now
+	}
+	if o.TracerProvider != nil {
+		w.tracer = o.TracerProvider.Tracer(TracerName)
 	}
 	return w, nil
 }
@@ -466,8 +475,15 @@ func (r *topicRunner) handle(base context.Context) {
 		r.mu.Lock()
 		j.cancel = cancel
 		r.mu.Unlock()
+		var span trace.Span
+		if r.w.tracer != nil {
+			ctx, span = startDeliverySpan(ctx, r.w.tracer, r.w.opts.Tenant, &j.d)
+		}
 		start := time.Now()
 		err := callHandler(ctx, r.t.Handler, &j.d)
+		if span != nil {
+			endDeliverySpan(span, &j.d, err)
+		}
 		cancel()
 		r.outcomes <- finished{outcome: Outcome{ID: j.d.Message.ID, Token: j.d.Token, Attempt: j.d.Attempt, Err: err,
 			Detail: j.d.Detail, Duration: time.Since(start)}}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
 )
@@ -147,8 +149,13 @@ func (s *Server) buildHandler() http.Handler {
 		start := time.Now()
 		in := &info{id: s.requestID(r)}
 		w.Header().Set(api.HeaderRequestID, in.id)
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, in))
 		sw := &statusWriter{ResponseWriter: w}
+		if s.tracer != nil {
+			var span trace.Span
+			r, span = s.startSpan(r, in.id)
+			defer func() { s.endSpan(span, r, in, sw) }() // after the access log, and when a panic goes on
+		}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, in))
 		s.metrics.inFlight.Inc()
 		defer func() {
 			s.metrics.inFlight.Dec()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/audit"
@@ -131,6 +132,12 @@ type Options struct {
 	// check and the replay guard, given the route's ID. It is for tests
 	// (a handler held while a retry of its request arrives); leave it nil.
 	RouteHook func(routeID string, next http.Handler) http.Handler
+	// TracerProvider, when set, makes every request a span (a child of
+	// the traceparent it carries), and is handed to the replay guard, the
+	// outbox workers and the webhook verifications; see SERVER.md,
+	// Tracing. The ledger's spans come from chain.Options.TracerProvider
+	// of DB. None when nil: no span is started and no header read.
+	TracerProvider trace.TracerProvider
 }
 
 // CheckpointIntervalDefault is Options.CheckpointInterval's default.
@@ -151,6 +158,7 @@ type Server struct {
 	log       *slog.Logger
 	now       func() time.Time
 	registry  *prometheus.Registry
+	tracer    trace.Tracer // nil without Options.TracerProvider
 	metrics   *httpMetrics
 	outboxM   *outboxprom.Metrics
 	keyGuard  *idempotency.Guard
@@ -208,6 +216,9 @@ func New(opts Options) (*Server, error) {
 		s.registry = prometheus.NewRegistry()
 	}
 	s.idPrefix = newRequestIDPrefix()
+	if opts.TracerProvider != nil {
+		s.tracer = opts.TracerProvider.Tracer(TracerName)
+	}
 	var err error
 	if s.auth = opts.Auth; s.auth == nil {
 		if s.auth, err = apikey.NewAuthenticator(opts.DB, apikey.AuthOptions{}); err != nil {
@@ -256,6 +267,7 @@ func New(opts Options) (*Server, error) {
 		RequestID:          RequestIDFromContext,
 		Metrics:            guardMetrics,
 		Clock:              opts.Clock,
+		TracerProvider:     opts.TracerProvider,
 		// A refusal of the ledger (bad input, a conflict) is a 4xx and is
 		// stored like a success; a 5xx is a failure of the server, whose
 		// retry may succeed.

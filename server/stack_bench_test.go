@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/server"
@@ -37,28 +40,38 @@ func stackCPU() time.Duration {
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
+// discardExporter exports nothing: the traced sub-benchmarks measure what
+// making, recording and batching the spans costs, not a collector.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
 // BenchmarkStack is the CPU a raw append costs in the handlers, without
 // the network: the full stack of ledgerctl serve (rate limit, API key,
 // scope, replay guard, handler, request id, metrics, a discarding access
 // log) called in-process beside the bare handler (servertest.BareAppend),
 // in the same run, 64 goroutines, each request a new key (append) or a
 // retry of a finished one (replay). Compare cpu-ns/op and allocs/op of
-// the sub-benchmarks:
+// the sub-benchmarks. The traced ones are the full stack with every
+// request sampled (a span each for the request, the guard, the ledger
+// transaction) and a batching processor in front of an exporter that
+// discards: what tracing at 100% costs a request.
 //
 //	go test -run '^$' -bench BenchmarkStack -cpu 2 ./server
 func BenchmarkStack(b *testing.B) {
 	body := []byte(`{"type":"bench.event/v1","payload":"eyJldmVudCI6Imdvb2RzLnJlY2VpdmVkIiwicG8iOiJQTy0wMDA0NzExIn0="}`)
-	open := func(b *testing.B) *chain.DB {
-		db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{Logger: slog.New(slog.DiscardHandler)})
+	open := func(b *testing.B, tp trace.TracerProvider) *chain.DB {
+		db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { db.Close() })
 		return db
 	}
-	full := func(b *testing.B, db *chain.DB) (http.Handler, string) {
+	full := func(b *testing.B, db *chain.DB, tp trace.TracerProvider) (http.Handler, string) {
 		token := servertest.Key(b, db, "acme", apikey.ScopeRead, apikey.ScopeWrite)
-		srv, err := server.New(server.Options{DB: db, Logger: slog.New(slog.DiscardHandler),
+		srv, err := server.New(server.Options{DB: db, Logger: slog.New(slog.DiscardHandler), TracerProvider: tp,
 			RateLimit: ratelimit.Options{PerKey: 1e9, KeyBurst: ratelimit.BurstMax, PerAddr: 1e9, AddrBurst: ratelimit.BurstMax}})
 		if err != nil {
 			b.Fatal(err)
@@ -73,15 +86,23 @@ func BenchmarkStack(b *testing.B) {
 		name   string
 		bare   bool
 		replay bool
-	}{{"bare-append", true, false}, {"full-append", false, false}, {"bare-replay", true, true}, {"full-replay", false, true}} {
+		traced bool
+	}{{"bare-append", true, false, false}, {"full-append", false, false, false}, {"traced-append", false, false, true},
+		{"bare-replay", true, true, false}, {"full-replay", false, true, false}, {"traced-replay", false, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
-			db := open(b)
+			var tp trace.TracerProvider
+			if c.traced {
+				sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(discardExporter{}))
+				b.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
+				tp = sdk
+			}
+			db := open(b, tp)
 			var h http.Handler
 			token := ""
 			if c.bare {
 				h = servertest.BareAppend(db, "acme")
 			} else {
-				h, token = full(b, db)
+				h, token = full(b, db, tp)
 			}
 			var next atomic.Int64
 			serve := func(key int64, w *discardWriter) {

@@ -104,7 +104,7 @@ func (s *Server) receiveWebhook(c *call) {
 		s.problem(c.w, c.r, &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge, detail: err.Error()})
 		return
 	}
-	id, err := p.verifier.Verify(c.r.Header, body, s.now())
+	id, err := inbox.Verify(c.ctx, s.opts.TracerProvider, p.verifier, p.Name, c.r.Header, body, s.now())
 	switch {
 	case errors.Is(err, signature.ErrInvalid):
 		p.counts.badSignatures.Add(1)

@@ -113,7 +113,8 @@ func (s *Server) startWorkers(ctx context.Context) ([]*outbox.Worker, error) {
 		o, ok := byTenant[d.Tenant]
 		if !ok {
 			o = outbox.WorkerOptions{Tenant: d.Tenant, Topics: map[string]outbox.Topic{}, Concurrency: d.Concurrency,
-				LeaseDuration: s.opts.OutboxLease, Logger: s.log, Metrics: s.outboxM.Tenant(d.Tenant), Clock: s.opts.Clock}
+				LeaseDuration: s.opts.OutboxLease, Logger: s.log, Metrics: s.outboxM.Tenant(d.Tenant), Clock: s.opts.Clock,
+				TracerProvider: s.opts.TracerProvider}
 		}
 		// The worker's call timeout is the delivery's, and its lease
 		// (unless OutboxLease is set) is derived from the longest of them.

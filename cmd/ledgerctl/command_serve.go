@@ -162,6 +162,14 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	a.metrics = server.NewEngineMetrics(registry)
 	logger := a.serveLogger()
 	logVersion(logger)
+	tp, flush, err := a.serveTracing(ctx)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		a.tracerProvider = tp
+		defer func() { _ = flush(context.WithoutCancel(ctx)) }()
+	}
 	db, _, err := a.createDB(ctx)
 	if err != nil {
 		return err
@@ -177,10 +185,11 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		ReleaseOrphans: !o.keepOrphans && !isDatabaseURL(name), Clock: a.clock,
 		CheckpointSignerKey: signerKey, CheckpointInterval: o.checkpointInterval, RouteHook: a.serveRouteHook,
 		RateLimit: ratelimit.Options{PerKey: rate.Limit(o.ratePerKey), KeyBurst: burst(o.keyBurst, o.ratePerKey),
-			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)}}
+			PerAddr: rate.Limit(o.ratePerAddr), AddrBurst: burst(o.addrBurst, o.ratePerAddr)},
+		TracerProvider: a.tracerProvider}
 	if isDatabaseURL(name) {
 		// The guard's SUCCESS records commit in the entries' transactions.
-		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true, Ledger: db})
+		store, err := pgstore.Open(ctx, name, pgstore.Options{Migrate: true, Ledger: db, TracerProvider: a.tracerProvider})
 		if err != nil {
 			return err
 		}

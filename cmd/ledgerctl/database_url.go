@@ -15,7 +15,7 @@ func (a *app) postgresOptions(noMigrate bool) postgres.Options {
 	if timeout == 0 {
 		timeout = time.Millisecond // the backend reads zero as "wait as long as it takes"
 	}
-	return postgres.Options{NoMigrate: noMigrate, LockTimeout: timeout}
+	return postgres.Options{NoMigrate: noMigrate, LockTimeout: timeout, TracerProvider: a.tracerProvider}
 }
 
 // openURL opens a ledger kept in PostgreSQL. Only create applies missing

@@ -71,6 +71,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledgerworks/ledger/chain"
 )
@@ -130,6 +131,9 @@ type app struct {
 	clock func() time.Time
 	// metrics receives the engine's counters (serve sets it); none when nil.
 	metrics chain.Metrics
+	// tracerProvider receives the engine's spans (serve sets it when the
+	// OTEL_* variables ask for an exporter); none when nil.
+	tracerProvider trace.TracerProvider
 	// environment reads variables (os.Getenv unless a test replaces it).
 	environment func(string) string
 	// serveWrap, when set, wraps serve's HTTP handler. Only tests set it:
@@ -298,7 +302,8 @@ func (a *app) options(readOnly bool) chain.Options {
 	if timeout == 0 {
 		timeout = -1 // the engine reads zero as its default; -1 is "do not wait"
 	}
-	return chain.Options{Clock: a.clock, LockTimeout: timeout, ReadOnly: readOnly, Logger: a.logger(), Metrics: a.metrics}
+	return chain.Options{Clock: a.clock, LockTimeout: timeout, ReadOnly: readOnly, Logger: a.logger(), Metrics: a.metrics,
+		TracerProvider: a.tracerProvider}
 }
 
 // openDB opens the existing ledger. A missing file is an error (exit 5) and

@@ -12,9 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/internal/pgtrace"
 )
 
 // DefaultSchema is the schema of the tables when Options.Schema is empty:
@@ -42,6 +44,10 @@ type Options struct {
 	// the transaction of the handler's entries (Context.Update). It must
 	// be the same database, or every such transaction fails.
 	Ledger *chain.DB
+	// TracerProvider, when set, makes each statement a span under the
+	// span of the call's context, when that one records (the guard's
+	// span). None when nil.
+	TracerProvider trace.TracerProvider
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
@@ -62,6 +68,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if t := pgtrace.New(opts.TracerProvider); t != nil {
+		cfg.ConnConfig.Tracer = t
 	}
 	opts.Schema = schemaOf(cfg, opts.Schema)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ledgerworks/ledger/internal/pgtrace"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -77,6 +79,11 @@ type Options struct {
 
 	// CommitTimeout bounds COMMIT; 0 means DefaultCommitTimeout.
 	CommitTimeout time.Duration
+
+	// TracerProvider, when set, makes each statement and statement batch
+	// a span ("postgres SELECT", "postgres BATCH") under the span of the
+	// call's context, when that one records. None when nil.
+	TracerProvider trace.TracerProvider
 }
 
 // Backend is a storage.Backend on a PostgreSQL database. It is safe for
@@ -180,6 +187,9 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, string, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if t := pgtrace.New(opts.TracerProvider); t != nil {
+		cfg.ConnConfig.Tracer = t
 	}
 	return cfg, schema, nil
 }
