@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/ledgerworks/ledger/bench/workload"
 	"github.com/ledgerworks/ledger/chain"
 )
@@ -70,6 +72,15 @@ func ratio(a, b float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// tenths lists the rates of a stream's tenths, in thousands a second.
+func tenths(s workload.Stream) string {
+	parts := make([]string, 0, len(s.Tenths))
+	for _, r := range s.Tenths {
+		parts = append(parts, fmt.Sprintf("%.0f", r.PerSecond()/1000))
+	}
+	return strings.Join(parts, " ") + " k/s"
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -140,7 +151,9 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 	if err != nil {
 		return err
 	}
+	sampler := sampleRSS()
 	stream, err := workload.UpdateBatches(ctx, db, mainChain, 1, cfg.entries, workload.BatchSize)
+	anon, files := sampler.stop()
 	if err != nil {
 		return err
 	}
@@ -155,6 +168,9 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 		ratio(stream.Last.PerSecond(), rawStream.Last.PerSecond()), "", ""})
 	t.add(row{"P1", "last 10% ÷ first 10%", fmt.Sprintf("%.2f", lastFirst),
 		fmt.Sprintf("raw %.2f", rawStream.Last.PerSecond()/rawStream.First.PerSecond()), "", "≥ 0.80", yes(lastFirst >= 0.8)})
+	t.add(row{"P1", "each tenth, first to last", tenths(stream), "raw " + tenths(rawStream), "", "", ""})
+	t.add(row{"P1", "peak RSS of the process while the engine writes (sampled every 10 ms)",
+		fmt.Sprintf("%s not file-backed, %s file-backed", mib(anon), mib(files)), "", "", "", ""})
 	if !cfg.skipNaiveBaseline && cfg.runs("P1") {
 		naive, err := workload.RawOpen(join(dir, "p1.naive"))
 		if err != nil {
@@ -169,6 +185,12 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 			fmt.Sprintf("%s (first 10%% %s, last 10%% %s)", perSecond(ns.Total), perSecond(ns.First), perSecond(ns.Last)),
 			"raw bbolt sequential puts " + perSecond(rawStream.Total), ratio(ns.Total.PerSecond(), rawStream.Total.PerSecond()), "", ""})
 		os.Remove(join(dir, "p1.naive"))
+	}
+
+	if cfg.runs("P3") {
+		if err := durableOnFile(ctx, cfg, db, raw, t); err != nil {
+			return err
+		}
 	}
 
 	if cfg.runs("P4") {
@@ -358,6 +380,28 @@ func durable(ctx context.Context, cfg config, dir string, t *table) error {
 	t.add(row{"P3", "one durable append, no concurrency: p50 latency", fmt.Sprintf("%v (p99 %v, %s)", a1.P50.Round(time.Microsecond), a1.P99.Round(time.Microsecond), perSecond(a1.Rate)),
 		fmt.Sprintf("raw bbolt one-put tx %v (p99 %v)", b1.P50.Round(time.Microsecond), b1.P99.Round(time.Microsecond)),
 		fmt.Sprintf("%.2f×", r), "≤ 1.25×", yes(r <= 1.25)})
+	return nil
+}
+
+// durableOnFile is P3 on the P1 files, at their size: new keys appended
+// one durable append at a time to the chain P1 wrote, beside raw bbolt's
+// one-put transactions on its file of the same records.
+func durableOnFile(ctx context.Context, cfg config, db *chain.DB, raw *bbolt.DB, t *table) error {
+	half := cfg.durableAppends / 2
+	fmt.Fprintf(os.Stderr, "P3: %d single durable appends on the P1 files\n", half)
+	a, err := workload.DurableAppends(ctx, db, mainChain, 3, half)
+	if err != nil {
+		return err
+	}
+	b, err := workload.RawDurablePuts(raw, mainChain, 3, half)
+	if err != nil {
+		return err
+	}
+	r := float64(a.P50) / float64(b.P50)
+	t.add(row{"P3", fmt.Sprintf("(the same on the P1 file, %s entries)", count(float64(cfg.entries))),
+		fmt.Sprintf("%v (p99 %v)", a.P50.Round(time.Microsecond), a.P99.Round(time.Microsecond)),
+		fmt.Sprintf("raw bbolt one-put tx %v (p99 %v)", b.P50.Round(time.Microsecond), b.P99.Round(time.Microsecond)),
+		fmt.Sprintf("%.2f×", r), "", ""})
 	return nil
 }
 

@@ -352,12 +352,13 @@
 // docs/PERFORMANCE.md while other work ran (files of the benchmark, one
 // keyed entry each): 35 to 50 ms at 1,000,000 keys (the open, with its walk,
 // took 320 ms) and 1.2 to 1.4 s at 10,000,000 (the open took 3.1 to 3.3 s).
-// The filter is sized for three times the keys it holds, 1.25 to 3.75 bytes
-// per key (12.5 to 37.5 MiB at 10,000,000), its seq map for 1.25 times that
-// capacity, 10 to 30 bytes per key (at 10,000,000 keys, 100 MiB to the
-// default bound of 256 MiB; a filter built at 8,900,000 keys or more, for
-// three times as many, has a map of the bound's size, which may fill before
-// the filter is rebuilt), and both are rebuilt the same way by the
+// Without a memory bound (MemoryBytesMax negative) the filter is sized for
+// three times the keys it holds, 1.25 to 3.75 bytes per key (12.5 to 37.5
+// MiB at 10,000,000), its seq map for 1.25 times that capacity, 10 to 30
+// bytes per key (at 10,000,000 keys, 100 MiB to SeqMapBytesMaxDefault, 256
+// MiB; a filter built at 8,900,000 keys or more, for three times as many,
+// has a map of that size, which may fill before the filter is rebuilt);
+// under one they are smaller (see Memory). Both are rebuilt the same way by the
 // first write transaction after it has filled, so that transaction pays the
 // read of the index again: each time the keys triple, about half a read per
 // key over the life of a file. (A factor that is not a power of two keeps
