@@ -101,6 +101,8 @@ type Options struct {
 	// map that reaches it holds what it can, and the keys it lacks are read
 	// through the key runs; a file whose keys would fill more than 80% of
 	// a map of that size (26,800,000 keys under the default) has none.
+	// MemoryBytesMax may leave it less (see the package documentation,
+	// "Memory").
 	SeqMapBytesMax int64
 	// MemoryBytesMax bounds the memory a writable handle keeps apart from
 	// the file's map, whatever the ledger's size: the memory tables, the key
