@@ -19,8 +19,8 @@ const (
 	// the Go heap's garbage.
 	memtableShareDen = 16
 	// memoryReserveDen is the part of the bound kept for what the handle
-	// holds besides its tables and its key index: a checkpoint's bbolt
-	// transaction, the read pool, the write scratch, the runtime.
+	// holds besides its tables, merges and key index: the read pool, the
+	// write scratch, the chains' ids, the runtime.
 	memoryReserveDen = 32
 	// mergeShareDen is the part of the bound a merge of key runs may hold
 	// live: its records twice (the merged chunks and bbolt's pages of
@@ -34,8 +34,8 @@ const (
 type memoryBudget struct {
 	// bytesMax is Options.MemoryBytesMax, or negative when unbounded.
 	bytesMax int64
-	// memtableBytesMax is the bound of one memory table (0 without the
-	// log, whose tables then never fill).
+	// memtableBytesMax is the bound of one memory table, counted with or
+	// without the log (a handle may replay one a crash left).
 	memtableBytesMax int64
 }
 
