@@ -69,6 +69,7 @@ func main() {
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine figures to this file")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated figures to run (P1..P7); all when empty")
 	flag.StringVar(&cfg.log, "log", "default", "how the ledger files commit: on (write-ahead log), off (straight to bbolt) or default")
+	flag.Int64Var(&memoryBytesMax, "memory-bytes", 0, "the engine's bolt.Options.MemoryBytesMax: 0 its default (512 MiB), negative no bound")
 	flag.BoolVar(&noTrees, "no-trees", false, "write without the chains' Merkle trees (chain.Options.NoTrees), to measure what their upkeep costs")
 	flag.DurationVar(&cfg.budget, "budget", 15*time.Second, "time after which P2 and P4 stop early on a slow machine (0: none)")
 	flag.Parse()
@@ -163,6 +164,66 @@ func peakRSS() (int64, error) {
 	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
 
+// rssSampler records the process's peak resident memory, file-backed
+// (RssFile: the ledger's map) and not (RssAnon), sampled every 10 ms
+// until stop.
+type rssSampler struct {
+	stopped     chan struct{}
+	done        chan struct{}
+	anon, files int64
+}
+
+func sampleRSS() *rssSampler {
+	s := &rssSampler{stopped: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			anon, files := rssNow()
+			s.anon, s.files = max(s.anon, anon), max(s.files, files)
+			select {
+			case <-s.stopped:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the peaks in bytes.
+func (s *rssSampler) stop() (anon, files int64) {
+	close(s.stopped)
+	<-s.done
+	return s.anon, s.files
+}
+
+// rssNow reads RssAnon and RssFile from /proc/self/status, in bytes (zero
+// where there is none).
+func rssNow() (anon, files int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if !ok || (name != "RssAnon" && name != "RssFile") {
+			continue
+		}
+		kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if name == "RssAnon" {
+			anon = kib << 10
+		} else {
+			files = kib << 10
+		}
+	}
+	return anon, files
+}
+
 func machine() string {
 	model := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
@@ -245,10 +306,13 @@ var logMode = bolt.LogDefault
 // noTrees is -no-trees: the ledger files of the run keep no Merkle trees.
 var noTrees bool
 
+// memoryBytesMax is -memory-bytes: the engine's bound of its memory.
+var memoryBytesMax int64
+
 // openLedger is chain.Open with the -log and -no-trees modes.
 func openLedger(path string, opts chain.Options) (*chain.DB, error) {
 	opts.NoTrees = noTrees
-	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode, EntryKey: chain.RecordKey})
+	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode, EntryKey: chain.RecordKey, MemoryBytesMax: memoryBytesMax})
 	if err != nil {
 		return nil, err
 	}

@@ -103,6 +103,9 @@ func (r Rate) String() string { return fmt.Sprintf("%.0f/s", r.PerSecond()) }
 // its first and last tenth.
 type Stream struct {
 	Total, First, Last Rate
+	// Tenths are the rates of each tenth of the stream in order (at batch
+	// granularity: a tenth ends with the batch that crosses its end).
+	Tenths [10]Rate
 }
 
 // streamClock turns per-batch timings into a Stream.
@@ -113,6 +116,13 @@ type streamClock struct {
 	firstAt time.Duration
 	lastAt  time.Duration // time when the last tenth started
 	lastSet bool
+	// marks are the items done and the time when each tenth ended.
+	marks []streamMark
+}
+
+type streamMark struct {
+	done int64
+	at   time.Duration
 }
 
 func newStreamClock(total int64) *streamClock {
@@ -130,16 +140,27 @@ func (c *streamClock) advance(n int64) {
 	if !c.lastSet && c.done >= c.total-tenth {
 		c.lastAt, c.lastSet = elapsed, true
 	}
+	for len(c.marks) < 9 && c.done >= tenth*int64(len(c.marks)+1) {
+		c.marks = append(c.marks, streamMark{c.done, elapsed})
+	}
 }
 
 func (c *streamClock) result() Stream {
 	elapsed := time.Since(c.start)
 	tenth := c.total / 10
-	return Stream{
+	s := Stream{
 		Total: Rate{c.done, elapsed},
 		First: Rate{tenth, c.firstAt},
 		Last:  Rate{c.done - (c.total - tenth), elapsed - c.lastAt},
 	}
+	prev := streamMark{}
+	for i, m := range append(c.marks, streamMark{c.done, elapsed}) {
+		if i < len(s.Tenths) {
+			s.Tenths[i] = Rate{m.done - prev.done, m.at - prev.at}
+		}
+		prev = m
+	}
+	return s
 }
 
 // Latencies summarizes per-operation durations.

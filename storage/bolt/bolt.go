@@ -101,7 +101,20 @@ type Options struct {
 	// map that reaches it holds what it can, and the keys it lacks are read
 	// through the key runs; a file whose keys would fill more than 80% of
 	// a map of that size (26,800,000 keys under the default) has none.
+	// MemoryBytesMax may leave it less (see the package documentation,
+	// "Memory").
 	SeqMapBytesMax int64
+	// MemoryBytesMax bounds the memory a writable handle keeps apart from
+	// the file's map, whatever the ledger's size: the memory tables, the key
+	// index's filters and seq map, and what the Go heap adds to them before
+	// it collects (GOGC at its default). When zero, MemoryBytesMaxDefault,
+	// or 16 times MemtableBytesMax when that is larger; negative, no bound
+	// but the others. At least MemoryBytesMin, and at least 16 times
+	// MemtableBytesMax, which is at most MemoryBytesMax/16 when zero; Open
+	// returns ErrMemoryBound otherwise.
+	// Under it, the filter and the seq map are built smaller as the file's
+	// keys grow (see the package documentation, "Memory").
+	MemoryBytesMax int64
 	// Logger receives the warnings of what does not change an outcome (a
 	// log folder a clean close could not remove); slog.Default() when nil.
 	Logger *slog.Logger
@@ -150,6 +163,10 @@ var (
 
 // Open opens or creates the ledger file at path.
 func Open(path string, opts Options) (*Backend, error) {
+	opts, err := resolveMemory(opts)
+	if err != nil {
+		return nil, err
+	}
 	b, err := openFile(path, opts)
 	if err != nil {
 		return nil, err
@@ -168,6 +185,10 @@ func Open(path string, opts Options) (*Backend, error) {
 // openFile opens (or creates) the bbolt file and checks its format, the log
 // left alone.
 func openFile(path string, opts Options) (*Backend, error) {
+	opts, err := resolveMemory(opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.ReadOnly {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, storage.ErrNotFound)
@@ -204,6 +225,8 @@ func openFile(path string, opts Options) (*Backend, error) {
 		db.AllocSize = 0
 	}
 	b := &Backend{db: db, path: path, cache: newRunCache(), seqMapBytesMax: opts.SeqMapBytesMax, logger: cmp.Or(opts.Logger, slog.Default())}
+	b.cache.memory = memoryBudget{bytesMax: opts.MemoryBytesMax, memtableBytesMax: max(opts.MemtableBytesMax, 0)}
+	b.cache.runs.MergeRecordsMax = b.cache.memory.mergeRecordsMax()
 	b.setEntryKey(opts.EntryKey)
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
 		db.Close()

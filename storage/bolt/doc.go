@@ -277,6 +277,53 @@
 // SegmentBytesMax each): small commits write more bytes than with the log,
 // whose checkpoints rewrite a chain's last segment once per table.
 //
+// # Memory
+//
+// A writable handle keeps in memory, apart from the file's map (which the
+// kernel pages in and out and is not counted here), per key of the file:
+//
+//	run filters     1.25 bytes (10 bits): a copy of every run's Bloom
+//	                filter, so that a lookup the key filter cannot rule
+//	                out probes the runs without a page fault each
+//	key filter      1.25 to 3.75 bytes: one filter over every key, sized
+//	                for three times the keys it was built with, so that a
+//	                new key is proved new in one cache line
+//	seq map         10 to 30 bytes (8-byte slots, 1.25 per key of the
+//	                filter's capacity): names the entry a retry most
+//	                likely has, so that a replay reads it without the runs
+//	radix maps      2 bytes per 32 records of each run searched
+//
+// and, whatever the ledger's size: the memory tables (two of
+// MemtableBytesMax at most), a checkpoint's bbolt transaction (its dirty
+// pages, about one table's worth), a merge of key runs (its records and
+// bbolt's pages of them, 64 bytes a record) and the read pool.
+//
+// Options.MemoryBytesMax (MemoryBytesMaxDefault, 512 MiB) bounds all of
+// it. A Go heap grows to twice what is live before it collects (GOGC at
+// its default), so half the bound is what may be live: four memory tables
+// (the two tables and a checkpoint's transaction; MemtableBytesMax is at
+// most a sixteenth of the bound), an eighth of the bound for a merge
+// (runs whose merge would hold more records, 1,048,576 under the default,
+// stay unmerged at their level), a thirty-second kept for the rest, and
+// what remains for the index: the run filters first, then the key filter,
+// sized for three times the keys when that fits beside the run filters
+// grown as much, else for a quarter more keys, else as large as fits
+// (more false positives, rebuilt each quarter), then the seq map, which
+// takes what is left up to SeqMapBytesMax and is not built when that
+// holds too few slots for the keys. A rebuild that would hold the old
+// filter and the new one together past the bound drops the old one first
+// (lookups go to the runs until the new one is stored). Under the default
+// bound and memory tables that leaves 48 MiB to the index: a seq map up to
+// about 2,500,000 keys (replays of a larger file read the runs), a key
+// filter at its 1% rate up to about 16,000,000, then one smaller than its
+// keys need, down to one block at about 40,000,000 keys, past which every
+// lookup the transaction's own keys do not answer probes the run filters.
+// The run filters are the one part that grows with the keys whatever the
+// bound: their share is full at about 40,000,000 keys under the defaults,
+// and beyond it the handle holds 1.25 bytes a key more than the bound. A
+// smaller MemtableBytesMax leaves more of the bound to the index (8 MiB:
+// 144 MiB, run filters up to about 120,000,000 keys).
+//
 // # Caveats
 //
 // bbolt allows one process to open a file for writing. Open takes an
@@ -305,12 +352,13 @@
 // docs/PERFORMANCE.md while other work ran (files of the benchmark, one
 // keyed entry each): 35 to 50 ms at 1,000,000 keys (the open, with its walk,
 // took 320 ms) and 1.2 to 1.4 s at 10,000,000 (the open took 3.1 to 3.3 s).
-// The filter is sized for three times the keys it holds, 1.25 to 3.75 bytes
-// per key (12.5 to 37.5 MiB at 10,000,000), its seq map for 1.25 times that
-// capacity, 10 to 30 bytes per key (at 10,000,000 keys, 100 MiB to the
-// default bound of 256 MiB; a filter built at 8,900,000 keys or more, for
-// three times as many, has a map of the bound's size, which may fill before
-// the filter is rebuilt), and both are rebuilt the same way by the
+// Without a memory bound (MemoryBytesMax negative) the filter is sized for
+// three times the keys it holds, 1.25 to 3.75 bytes per key (12.5 to 37.5
+// MiB at 10,000,000), its seq map for 1.25 times that capacity, 10 to 30
+// bytes per key (at 10,000,000 keys, 100 MiB to SeqMapBytesMaxDefault, 256
+// MiB; a filter built at 8,900,000 keys or more, for three times as many,
+// has a map of that size, which may fill before the filter is rebuilt);
+// under one they are smaller (see Memory). Both are rebuilt the same way by the
 // first write transaction after it has filled, so that transaction pays the
 // read of the index again: each time the keys triple, about half a read per
 // key over the life of a file. (A factor that is not a power of two keeps

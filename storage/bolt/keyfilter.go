@@ -58,7 +58,15 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 	for _, r := range t.index.runs.Runs() {
 		keys += r.Count()
 	}
-	f := keyindex.NewFilter(keys, t.cache.seqMapBytesMax)
+	budget := t.cache.filterBudget()
+	if old := t.cache.filter.Load(); old != nil && budget.BytesMax >= 0 &&
+		old.Bytes()+keyindex.FilterBytesFor(keys, budget) > budget.BytesMax-budget.RunFilterBytes {
+		// The two do not fit the bound together (MemoryBytesMax): the old
+		// one goes first, and until the new one is stored lookups go to
+		// the runs, as on a handle without a filter.
+		t.cache.dropFilter()
+	}
+	f := keyindex.NewFilter(keys, budget)
 	cur := t.keys().Cursor()
 	var n uint64
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {

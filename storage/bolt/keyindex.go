@@ -59,10 +59,17 @@ type runCache struct {
 	// seqMapBytesMax bounds the seq map of each filter built (see
 	// newSeqMap): negative when the handle keeps none.
 	seqMapBytesMax int64
+	// memory is what Options.MemoryBytesMax leaves each filter built.
+	memory memoryBudget
 }
 
 func newRunCache() *runCache {
-	return &runCache{runs: keyrun.NewCache(), seqMapBytesMax: -1}
+	return &runCache{runs: keyrun.NewCache(), seqMapBytesMax: -1, memory: memoryBudget{bytesMax: -1}}
+}
+
+// filterBudget bounds the next filter built (see memoryBudget).
+func (c *runCache) filterBudget() keyindex.FilterBudget {
+	return c.memory.filterBudget(c.seqMapBytesMax, c.runs.FilterBytes())
 }
 
 // keyIndex is one transaction's view of the index.

@@ -235,9 +235,11 @@ func FilterHashes(chainID uint64, digest []byte) (uint64, uint64) {
 }
 
 func FilterWords(count uint64) []uint64 {
-	blocks := max((count*filterBitsPerKey+511)/512, 1)
-	return make([]uint64, blocks*FilterBlockWords)
+	return make([]uint64, filterBlocks(count)*FilterBlockWords)
 }
+
+// filterBlocks is the number of blocks of a filter for count keys.
+func filterBlocks(count uint64) uint64 { return max((count*filterBitsPerKey+511)/512, 1) }
 
 func FilterAdd(f []uint64, chainID uint64, digest []byte) {
 	h1, h2 := FilterHashes(chainID, digest)
@@ -398,9 +400,13 @@ type Filter struct {
 	// handle keeps no seq map.
 	Seqs *SeqMap
 	// capacity is the key count the filter was sized for; beyond it the
-	// false positive rate climbs and the next write transaction rebuilds it.
+	// false positive rate climbs.
 	capacity uint64
-	count    atomic.Uint64
+	// rebuildAt is the key count beyond which the next write transaction
+	// rebuilds it: capacity, or more when a FilterBudget held it below
+	// what its keys need (see NewFilter).
+	rebuildAt uint64
+	count     atomic.Uint64
 	// asOf is the id of the newest commit whose keys the filter holds.
 	asOf atomic.Uint64
 }
@@ -414,9 +420,19 @@ func (f *Filter) Count() uint64 { return f.count.Load() }
 // AsOf is the id of the newest commit whose keys the filter holds.
 func (f *Filter) AsOf() uint64 { return f.asOf.Load() }
 
-// Full reports that the filter holds more keys than it was sized for: its
-// false positive rate climbs, and the next write transaction rebuilds it.
-func (f *Filter) Full() bool { return f.count.Load() > f.capacity }
+// Full reports that the filter holds more keys than it is to hold before it
+// is rebuilt: its false positive rate climbs, and the next write
+// transaction rebuilds it.
+func (f *Filter) Full() bool { return f.count.Load() > f.rebuildAt }
+
+// Bytes is the memory of the filter and its seq map.
+func (f *Filter) Bytes() int64 {
+	n := int64(len(f.Words)) * 8
+	if f.Seqs != nil {
+		n += int64(len(f.Seqs.Slots)) * seqMapSlotBytes
+	}
+	return n
+}
 
 // Built records that the filter holds count keys, every key of the commit
 // asOf and of those before it.
@@ -456,11 +472,73 @@ const (
 	FilterGrowth = 3
 )
 
-// NewFilter returns a filter for keys keys and more, with a seq map
-// when seqMapBytesMax allows one (negative: never; see newSeqMap).
-func NewFilter(keys uint64, seqMapBytesMax int64) *Filter {
-	capacity := max(keys*FilterGrowth, FilterCapacityMin)
-	return &Filter{Words: FilterWords(capacity), Seqs: newSeqMap(keys, capacity, seqMapBytesMax), capacity: capacity}
+// FilterBudget bounds the memory of a filter and its seq map.
+type FilterBudget struct {
+	// SeqMapBytesMax bounds the seq map alone (negative: none; see
+	// newSeqMap).
+	SeqMapBytesMax int64
+	// BytesMax bounds the filter, its seq map and the run filters together
+	// (negative: no bound but SeqMapBytesMax).
+	BytesMax int64
+	// RunFilterBytes is the memory of the run filters now; they grow with
+	// the keys until the filter is rebuilt.
+	RunFilterBytes int64
+}
+
+// filterGrowthTight is the growth of a filter that the budget does not
+// allow FilterGrowth: rebuilt each time the keys grow by a quarter.
+const filterGrowthTightNum, filterGrowthTightDen = 5, 4
+
+// NewFilter returns a filter for keys keys and more, with a seq map when
+// the budget allows one. Under a bound, the filter is sized for
+// FilterGrowth times the keys when that fits beside the run filters grown
+// as much, else for a quarter more keys, else as large as fits (its false
+// positive rate above 1%, rebuilt when the keys have grown by a quarter,
+// when the bound is measured again); the seq map takes what is left, up
+// to SeqMapBytesMax.
+func NewFilter(keys uint64, b FilterBudget) *Filter {
+	capacity, rebuildAt, left := filterSizes(keys, b)
+	return &Filter{Words: FilterWords(capacity), Seqs: newSeqMap(keys, capacity, left), capacity: capacity, rebuildAt: rebuildAt}
+}
+
+// FilterBytesFor is the memory NewFilter(keys, b) allocates.
+func FilterBytesFor(keys uint64, b FilterBudget) int64 {
+	capacity, _, left := filterSizes(keys, b)
+	n := filterBytes(capacity)
+	if slots, ok := seqMapSlots(keys, capacity, left); ok {
+		n += int64(slots) * seqMapSlotBytes
+	}
+	return n
+}
+
+// filterSizes returns the capacity of NewFilter's filter, the count at
+// which it is rebuilt, and the bound of its seq map.
+func filterSizes(keys uint64, b FilterBudget) (capacity, rebuildAt uint64, left int64) {
+	capacity = max(keys*FilterGrowth, FilterCapacityMin)
+	rebuildAt = capacity
+	left = b.SeqMapBytesMax
+	if b.BytesMax >= 0 {
+		avail := b.BytesMax - b.RunFilterBytes*FilterGrowth
+		if filterBytes(capacity) > avail {
+			rebuildAt = max(keys*filterGrowthTightNum/filterGrowthTightDen, FilterCapacityMin)
+			avail = b.BytesMax - b.RunFilterBytes*filterGrowthTightNum/filterGrowthTightDen
+			capacity = min(rebuildAt, filterCapacityIn(avail))
+		}
+		if b.SeqMapBytesMax >= 0 {
+			left = max(min(left, avail-filterBytes(capacity)), 0)
+		}
+	}
+	return capacity, rebuildAt, left
+}
+
+// filterBytes is the size of a filter for count keys.
+func filterBytes(count uint64) int64 { return int64(filterBlocks(count)) * FilterBlockWords * 8 }
+
+// filterCapacityIn is the key count of the largest filter within bytes, of
+// one block at least.
+func filterCapacityIn(bytes int64) uint64 {
+	blocks := uint64(max(bytes/(FilterBlockWords*8), 1))
+	return blocks * 512 / filterBitsPerKey
 }
 
 // AddUnpublished sets a key's bits in a filter no other goroutine sees yet,

@@ -64,14 +64,23 @@ type SeqMap struct {
 // then fill before the filter is rebuilt, and become partial); nil when
 // bytesMax is negative or too small to hold the keys there are.
 func newSeqMap(keys, capacity uint64, bytesMax int64) *SeqMap {
-	if bytesMax < 0 {
+	n, ok := seqMapSlots(keys, capacity, bytesMax)
+	if !ok {
 		return nil
+	}
+	return &SeqMap{Slots: make([]uint64, n)}
+}
+
+// seqMapSlots is the size of newSeqMap's map; ok false when it has none.
+func seqMapSlots(keys, capacity uint64, bytesMax int64) (uint64, bool) {
+	if bytesMax < 0 {
+		return 0, false
 	}
 	n := min(capacity*seqMapLoadDen/seqMapLoadNum, uint64(bytesMax)/seqMapSlotBytes)
 	if keys*seqMapLoadDen/seqMapLoadNum > n {
-		return nil
+		return 0, false
 	}
-	return &SeqMap{Slots: make([]uint64, max(n, 1))}
+	return max(n, 1), true
 }
 
 // hashes returns the slot a key's search begins at and its fingerprint, in

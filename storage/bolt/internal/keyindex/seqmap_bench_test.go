@@ -27,7 +27,7 @@ func BenchmarkKeysCommitted(b *testing.B) {
 	}{{"filter", -1}, {"filter+map", SeqMapBytesMaxDefault}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				f := NewFilter(589_837, c.seqMapBytesMax)
+				f := NewFilter(589_837, FilterBudget{SeqMapBytesMax: c.seqMapBytesMax, BytesMax: -1})
 				for seq, d := range digests {
 					f.Add(7, d, uint64(seq))
 				}

@@ -92,10 +92,15 @@ func Level(count uint64) uint8 {
 // filters of committed runs, and the list of runs as of one committed
 // transaction id. Both are only ever filled from committed state.
 type Cache struct {
-	mu          sync.Mutex
-	filters     map[Name]*Run
-	deletedUpTo uint64 // the newest commit that deleted runs
-	list        atomic.Pointer[runList]
+	// MergeRecordsMax bounds the records of one merge (0: none), set
+	// before the cache is used: a merge holds its records twice while its
+	// transaction commits (the merged chunks, and bbolt's pages of them).
+	// Runs of a level whose merge would hold more are left as they are.
+	MergeRecordsMax uint64
+	mu              sync.Mutex
+	filters         map[Name]*Run
+	deletedUpTo     uint64 // the newest commit that deleted runs
+	list            atomic.Pointer[runList]
 }
 
 type runList struct {
@@ -111,6 +116,29 @@ func (c *Cache) Get(name Name) *Run {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.filters[name]
+}
+
+// mayMerge reports whether runs fit one merge under MergeRecordsMax.
+func (c *Cache) mayMerge(runs []*Run) bool {
+	if c.MergeRecordsMax == 0 {
+		return true
+	}
+	var total uint64
+	for _, r := range runs {
+		total += r.count
+	}
+	return total <= c.MergeRecordsMax
+}
+
+// FilterBytes is the memory of the cached runs' filters.
+func (c *Cache) FilterBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, r := range c.filters {
+		n += int64(len(r.filter)) * 8
+	}
+	return n
 }
 
 // Latest returns the runs of the last list cached (of some committed
@@ -593,7 +621,7 @@ func (v *View) Add(h Host, records []byte) error {
 				same = append(same, other)
 			}
 		}
-		if len(same) < Fanout {
+		if len(same) < Fanout || !h.RunCache().mayMerge(same) {
 			return nil
 		}
 		if r, err = v.merge(h, same); err != nil {
