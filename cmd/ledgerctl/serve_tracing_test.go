@@ -138,6 +138,7 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chains/c/entries", strings.NewReader(`{"type":"t","payload":"cA=="}`))
 	req.Header.Set("Authorization", "Bearer "+key.Token)
 	req.Header.Set("Idempotency-Key", "k")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Traceparent", "00-"+traceID+"-"+parentID+"-01")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
