@@ -3,7 +3,6 @@ package reliability
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,23 +23,7 @@ type pgLedger struct {
 // init` and `ledgerctl apikey create` on it.
 func newPGLedger(t *testing.T) *pgLedger {
 	t.Helper()
-	base := pgtest.URL(t)
-	schema := pgtest.NewSchema(t, base)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgtest.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	separator := "?"
-	if strings.Contains(base, "?") {
-		separator = "&"
-	}
-	l := &pgLedger{url: base + separator + "search_path=" + schema}
+	l := &pgLedger{url: pgtest.SchemaURL(t, pgtest.URL(t))}
 	if r := runLedgerctl(t, nil, "--db", l.url, "init"); r.exitCode != 0 {
 		t.Fatalf("init: exit %d\n%s", r.exitCode, r.stderr)
 	}

@@ -53,13 +53,7 @@ func serveChild(t *testing.T, db string, extra ...string) string {
 // process they let about three bursts through), every other one is
 // answered 429 with Retry-After, and none 5xx.
 func TestThreeServersShareTheKeyRate(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.NewSchema(t, url)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	db := url + sep + "search_path=" + schema
+	db := pgtest.SchemaURL(t, pgtest.URL(t))
 	ledgerctl(t, "--db", db, "init")
 	var key struct{ Token string }
 	out := ledgerctl(t, "--db", db, "apikey", "create", "--tenant", "acme", "--scopes", "read,write", "-o", "json")
