@@ -3,7 +3,6 @@ package chain_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,10 +10,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 )
 
 func int64Attr(s sdktrace.ReadOnlySpan, key string) (int64, bool) {
@@ -31,13 +30,7 @@ func int64Attr(s sdktrace.ReadOnlySpan, key string) (int64, bool) {
 // context carries the span. A failed transaction's span is an error; an
 // unsampled caller gets no span.
 func TestTraceGroupCommit(t *testing.T) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	db, err := chain.Open(filepath.Join(t.TempDir(), "ledger.db"), chain.Options{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, tp, sr := chaintest.OpenTraced(t)
 	tracer := tp.Tracer("test")
 
 	release := blockCommitter(t, db)

@@ -1,23 +1,17 @@
 package client_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/ledgerworks/ledger/internal/testbin"
-	"io"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ledgerworks/ledger/client"
+	"github.com/ledgerworks/ledger/internal/testbin"
 )
 
 func TestMain(m *testing.M) {
@@ -67,13 +61,8 @@ func createKey(t testing.TB, db, tenant, scopes string) string {
 
 // served is a `ledgerctl serve` child process.
 type served struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	URL    string // http://127.0.0.1:PORT
-	Addr   string
-	done   chan struct{}
-	mu     sync.Mutex
-	output bytes.Buffer // its stdout after the first line, and its stderr
+	*testbin.Served
+	t testing.TB
 }
 
 // serve starts ledgerctl serve on db at addr (127.0.0.1:0 for any port)
@@ -91,82 +80,19 @@ func serve(t testing.TB, db, addr string, extra ...string) *served {
 // startServe is serve for goroutines other than the test's, once serve
 // has built the binary: it returns its failure instead of ending the test.
 func startServe(t testing.TB, db, addr string, extra ...string) (*served, error) {
-	args := append([]string{"--db", db, "serve", "--addr", addr}, extra...)
-	bin := testbin.Built()
-	if bin == "" {
-		return nil, errors.New("ledgerctl is not built: call serve on the test's goroutine first")
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "LEDGER_DB=")
-	stdout, err := cmd.StdoutPipe()
+	s, err := testbin.StartServe(nil, 30*time.Second, append([]string{"--db", db, "serve", "--addr", addr}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	s := &served{t: t, cmd: cmd, done: make(chan struct{})}
-	cmd.Stderr = (*lockedWriter)(s)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	first := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		first <- line
-		io.Copy((*lockedWriter)(s), r)
-		cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() { s.Kill() })
-	select {
-	case line := <-first:
-		url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-		if !ok || !strings.HasPrefix(url, "http://") {
-			s.Kill()
-			return nil, fmt.Errorf("ledgerctl serve printed %q first, want \"listening on http://ADDR\"\n%s", line, s.Output())
-		}
-		s.URL, s.Addr = url, strings.TrimPrefix(url, "http://")
-	case <-time.After(30 * time.Second):
-		s.Kill()
-		return nil, fmt.Errorf("ledgerctl serve did not start within 30 s\n%s", s.Output())
-	}
-	return s, nil
-}
-
-type lockedWriter served
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.output.Write(p)
-}
-
-// Output returns what the server wrote after its first line.
-func (s *served) Output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.output.String()
-}
-
-// Kill ends the server with SIGKILL: no shutdown, no flush, no close.
-func (s *served) Kill() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGKILL)
-		<-s.done
-	}
+	t.Cleanup(s.Kill)
+	return &served{Served: s, t: t}, nil
 }
 
 // Stop ends the server with SIGTERM and waits for its graceful shutdown.
 func (s *served) Stop() {
 	s.t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		s.Kill()
-		s.t.Fatalf("ledgerctl serve did not stop within 30 s of SIGTERM\n%s", s.Output())
-	}
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
-		s.t.Fatalf("ledgerctl serve exited %d after SIGTERM\n%s", code, s.Output())
+	if err := s.Served.Stop(30 * time.Second); err != nil {
+		s.t.Fatal(err)
 	}
 }
 

@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/inbox"
 	"github.com/ledgerworks/ledger/outbox/signature"
 )
@@ -23,13 +21,7 @@ import (
 // whether it was a duplicate; a refused signature records nothing but
 // its verify span.
 func TestTraceVerifyAndRecord(t *testing.T) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	db, err := chain.Open(filepath.Join(t.TempDir(), "ledger.db"), chain.Options{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, tp, sr := chaintest.OpenTraced(t)
 	h, err := inbox.NewHandler(inbox.HandlerOptions{DB: db, Tenant: "acme", Provider: "gh", Verifier: inbox.GitHub{Secrets: []string{"s"}},
 		Apply: applyEffect, Clock: func() time.Time { return now }, TracerProvider: tp})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/decimal"
 	"github.com/ledgerworks/ledger/financial"
+	"github.com/ledgerworks/ledger/internal/cputime"
 	"github.com/ledgerworks/ledger/outbox"
 	"github.com/ledgerworks/ledger/stockmovement"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
@@ -267,7 +268,7 @@ func BenchmarkDeliver(b *testing.B) {
 			var mem runtime.MemStats
 			runtime.ReadMemStats(&mem)
 			startMallocs := mem.Mallocs
-			start, startCPU := time.Now(), processCPU()
+			start, startCPU := time.Now(), cputime.Process()
 			if err := w.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -275,7 +276,7 @@ func BenchmarkDeliver(b *testing.B) {
 			if err := w.Stop(ctx); err != nil {
 				b.Fatal(err)
 			}
-			measured, measuredCPU := time.Since(start), processCPU()-startCPU
+			measured, measuredCPU := time.Since(start), cputime.Process()-startCPU
 			runtime.ReadMemStats(&mem)
 			mallocs := mem.Mallocs - startMallocs
 			stopProfile()
@@ -285,7 +286,7 @@ func BenchmarkDeliver(b *testing.B) {
 				b.Fatalf("after the run: %+v %v", s, err)
 			}
 			base := open()
-			start, startCPU = time.Now(), processCPU()
+			start, startCPU = time.Now(), cputime.Process()
 			reqs := make([]chain.Request, 0, 1000)
 			for first := 0; first < n; first += 1000 {
 				reqs = reqs[:0]
@@ -296,7 +297,7 @@ func BenchmarkDeliver(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			baseline, baselineCPU := time.Since(start), processCPU()-startCPU
+			baseline, baselineCPU := time.Since(start), cputime.Process()-startCPU
 			b.ReportMetric(float64(n)/measured.Seconds(), "messages/s")
 			b.ReportMetric(float64(mallocs)/float64(n), "allocs/message")
 			if dc, _ := outbox.DeliveriesChain("acme", "bench"); dc != "" {

@@ -68,8 +68,8 @@ type cluster struct {
 	dbURL   string // l.url, naming the servers' sessions
 	flags   []string
 	mu      sync.Mutex
-	servers []*served
-	all     []*served // every server started, for their logs
+	servers []*testbin.Served
+	all     []*testbin.Served // every server started, for their logs
 	http    *http.Client
 }
 
@@ -77,7 +77,7 @@ type cluster struct {
 func (c *cluster) url() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.servers[rand.IntN(len(c.servers))].url
+	return c.servers[rand.IntN(len(c.servers))].URL
 }
 
 // restart kills server i with SIGKILL and starts another in its place.
@@ -85,7 +85,7 @@ func (c *cluster) restart(i int) error {
 	c.mu.Lock()
 	old := c.servers[i]
 	c.mu.Unlock()
-	old.kill()
+	old.Kill()
 	s, err := startServer(c.dbURL, c.flags...)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (c *cluster) failures(n int) []string {
 	defer c.mu.Unlock()
 	var lines []string
 	for _, s := range c.all {
-		out := strings.Split(s.out(), "\n")
+		out := strings.Split(s.Output(), "\n")
 		failed := map[string]bool{} // request ids answered 500
 		for _, line := range out {
 			if strings.Contains(line, "msg=\"http request\"") && strings.Contains(line, " status=500 ") {
@@ -162,7 +162,7 @@ func TestClusterSurvivesKillsAndTerminatedSessions(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, s := range c.servers {
-			s.kill()
+			s.Kill()
 		}
 	})
 	c.fixture()

@@ -23,7 +23,7 @@ func TestCrashedServersKeyIsFreeWithinFifteenSeconds(t *testing.T) {
 	a := mustStartServer(t, l.url)
 	b := mustStartServer(t, l.url)
 	ctx := context.Background()
-	cb, err := client.New(client.Options{BaseURL: b.url, Token: l.token})
+	cb, err := client.New(client.Options{BaseURL: b.URL, Token: l.token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,14 +43,14 @@ func TestCrashedServersKeyIsFreeWithinFifteenSeconds(t *testing.T) {
 	req := api.AppendRequest{Type: "t", Payload: []byte("once")}
 	sent := make(chan error, 1)
 	go func() {
-		ca, err := client.New(client.Options{BaseURL: a.url, Token: l.token, MaxAttempts: 1})
+		ca, err := client.New(client.Options{BaseURL: a.URL, Token: l.token, MaxAttempts: 1})
 		if err == nil {
 			_, err = ca.AppendEntry(ctx, "held", req, client.WithIdempotencyKey("crash-key"))
 		}
 		sent <- err
 	}()
 	waitForLockWaiter(t, l)
-	a.kill()
+	a.Kill()
 	died := time.Now()
 	if err := <-sent; client.ErrorCode(err) != client.CodeNetworkError {
 		t.Fatalf("the request to the killed server: %v, want no answer", err)
@@ -61,14 +61,14 @@ func TestCrashedServersKeyIsFreeWithinFifteenSeconds(t *testing.T) {
 
 	// The first retry on B: the key is held by A's attempt, for the rest
 	// of its lease, which Retry-After tells.
-	status, retryAfter, code := rawAppend(t, b.url, l.token, "crash-key", req)
+	status, retryAfter, code := rawAppend(t, b.URL, l.token, "crash-key", req)
 	if status != http.StatusConflict || code != api.CodeInProgress || retryAfter < 1 || retryAfter > 10 {
 		t.Fatalf("first retry: %d %s Retry-After %d, want 409 REQUEST_IN_PROGRESS with 1..10 s", status, code, retryAfter)
 	}
 	res, err := cb.AppendEntry(ctx, "held", req, client.WithIdempotencyKey("crash-key"))
 	took := time.Since(died)
 	if err != nil {
-		t.Fatalf("retry on the other server: %v (after %v)\nA: %s\nB: %s", err, took, a.out(), b.out())
+		t.Fatalf("retry on the other server: %v (after %v)\nA: %s\nB: %s", err, took, a.Output(), b.Output())
 	}
 	if took > crashFreeBound {
 		t.Fatalf("the key answered %v after its server died, want within %v", took, crashFreeBound)

@@ -119,6 +119,20 @@ func (r response) decode(t *testing.T, status int, v any) {
 	}
 }
 
+// deadLetters polls GET /v1/outbox/dead for up to 10 s until it lists a
+// message, and returns the list; false when none came.
+func (ts *testServer) deadLetters(t *testing.T, token string) (api.OutboxMessageList, bool) {
+	t.Helper()
+	var dead api.OutboxMessageList
+	for deadline := time.Now().Add(10 * time.Second); len(dead.Messages) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return dead, false
+		}
+		ts.do(http.MethodGet, "/v1/outbox/dead", token, "", nil).decode(t, http.StatusOK, &dead)
+	}
+	return dead, true
+}
+
 // do sends a request: body is JSON-encoded unless it is a string or nil;
 // key, when set, is the Idempotency-Key.
 func (ts *testServer) do(method, path, token, key string, body any) response {

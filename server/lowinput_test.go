@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ledgerworks/ledger/api"
 	"github.com/ledgerworks/ledger/apikey"
@@ -72,13 +71,9 @@ func TestRequeueListsAMessageOnce(t *testing.T) {
 	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	token := ts.key("acme", allScopes...)
 	fixture(t, ts, token)
-	var dead api.OutboxMessageList
-	for deadline := time.Now().Add(10 * time.Second); len(dead.Messages) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no dead letter")
-		}
-		time.Sleep(20 * time.Millisecond)
-		ts.do(http.MethodGet, "/v1/outbox/dead", token, "", nil).decode(t, http.StatusOK, &dead)
+	dead, ok := ts.deadLetters(t, token)
+	if !ok {
+		t.Fatal("no dead letter")
 	}
 	id := dead.Messages[0].ID
 	var res api.OutboxRequeueResponse

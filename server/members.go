@@ -143,20 +143,28 @@ func (w *memberWalker) array(elem reflect.Type, depth int) error {
 			}
 			return err
 		}
-		w.ws()
-		if w.pos >= len(w.in) {
-			return errNotJSON
-		}
-		switch w.in[w.pos] {
-		case ',':
-			w.pos++
-		case ']':
-			w.pos++
-			return nil
-		default:
-			return errNotJSON
+		if end, err := w.next(']'); end || err != nil {
+			return err
 		}
 	}
+}
+
+// next reads what follows an element or a member: a comma (more follow)
+// or closer, which ends the array or object (end).
+func (w *memberWalker) next(closer byte) (end bool, err error) {
+	w.ws()
+	if w.pos >= len(w.in) {
+		return false, errNotJSON
+	}
+	switch w.in[w.pos] {
+	case ',':
+		w.pos++
+		return false, nil
+	case closer:
+		w.pos++
+		return true, nil
+	}
+	return false, errNotJSON
 }
 
 // object reads an object's members.
@@ -245,18 +253,8 @@ func (w *memberWalker) object(t reflect.Type, depth int) error {
 			}
 			return err
 		}
-		w.ws()
-		if w.pos >= len(w.in) {
-			return errNotJSON
-		}
-		switch w.in[w.pos] {
-		case ',':
-			w.pos++
-		case '}':
-			w.pos++
-			return nil
-		default:
-			return errNotJSON
+		if end, err := w.next('}'); end || err != nil {
+			return err
 		}
 	}
 }

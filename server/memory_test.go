@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,39 +27,10 @@ import (
 )
 
 // serveChild runs `ledgerctl --db path serve` on a free port of 127.0.0.1
-// until the test ends, and returns its process and URL.
-func serveChild(t *testing.T, path string) (*exec.Cmd, string) {
+// until the test ends.
+func serveChild(t *testing.T, path string) *testbin.Served {
 	t.Helper()
-	cmd := exec.Command(testbin.Ledgerctl(t), "--db", path, "serve", "--addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "LEDGER_DB=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	first := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		first <- line
-		io.Copy(io.Discard, r)
-	}()
-	select {
-	case line := <-first:
-		url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-		if !ok {
-			t.Fatalf("ledgerctl serve printed %q\n%s", line, stderr.String())
-		}
-		return cmd, url
-	case <-time.After(30 * time.Second):
-		t.Fatalf("ledgerctl serve did not start\n%s", stderr.String())
-	}
-	return nil, ""
+	return testbin.Serve(t, nil, 30*time.Second, "--db", path, "serve", "--addr", "127.0.0.1:0")
 }
 
 // vmHWM is the peak resident set of a process, in bytes (Linux).
@@ -115,7 +84,8 @@ func TestLargePagesBoundServerMemory(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cmd, url := serveChild(t, path)
+	child := serveChild(t, path)
+	url := child.URL
 	get := func(from uint64) (api.EntryPage, error) {
 		req, _ := http.NewRequest(http.MethodGet, url+"/v1/chains/big/entries?limit=1000&from="+strconv.FormatUint(from, 10), nil)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -134,7 +104,7 @@ func TestLargePagesBoundServerMemory(t *testing.T) {
 	if _, err := get(entries); err != nil { // warm: one entry
 		t.Fatal(err)
 	}
-	base := vmHWM(t, cmd.Process.Pid)
+	base := vmHWM(t, child.Pid())
 	for range 3 {
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)
@@ -161,7 +131,7 @@ func TestLargePagesBoundServerMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	peak := vmHWM(t, cmd.Process.Pid)
+	peak := vmHWM(t, child.Pid())
 	t.Logf("VmHWM %d MiB before the reads, %d MiB after (+%d MiB)", base>>20, peak>>20, (peak-base)>>20)
 	if peak-base > peakGrowthMax {
 		t.Fatalf("the reads grew the server's peak resident set by %d MiB, want at most %d MiB", (peak-base)>>20, peakGrowthMax>>20)

@@ -119,13 +119,9 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	ts := startServer(t, db, server.Options{Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true}}})
 	token := ts.key("acme", allScopes...)
 	fixture(t, ts, token)
-	var dead api.OutboxMessageList
-	for deadline := time.Now().Add(10 * time.Second); len(dead.Messages) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no dead letter")
-		}
-		time.Sleep(20 * time.Millisecond)
-		ts.do(http.MethodGet, "/v1/outbox/dead", token, "", nil).decode(t, http.StatusOK, &dead)
+	dead, ok := ts.deadLetters(t, token)
+	if !ok {
+		t.Fatal("no dead letter")
 	}
 	if dead.Messages[0].Payload == "" {
 		t.Fatalf("dead letter without its payload: %+v", dead)
@@ -222,12 +218,9 @@ func TestDeliveryMaxAge(t *testing.T) {
 		Deliveries: []server.Delivery{{Tenant: "acme", Topic: api.TopicDefault, URL: url, Secret: whsec, AllowPrivateAddresses: true, MaxAge: server.Duration(time.Hour)}}})
 	token := ts.key("acme", allScopes...)
 	fixture(t, ts, token)
-	var dead api.OutboxMessageList
-	for deadline := time.Now().Add(10 * time.Second); len(dead.Messages) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no dead letter")
-		}
-		ts.do(http.MethodGet, "/v1/outbox/dead", token, "", nil).decode(t, http.StatusOK, &dead)
+	dead, ok := ts.deadLetters(t, token)
+	if !ok {
+		t.Fatal("no dead letter")
 	}
 	var hist api.OutboxMessageHistory
 	ts.do(http.MethodGet, "/v1/outbox/messages/"+dead.Messages[0].ID, token, "", nil).decode(t, http.StatusOK, &hist)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ledgerworks/ledger/api"
-	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/chain/chaintest"
 	"github.com/ledgerworks/ledger/server"
 )
 
@@ -74,14 +73,7 @@ func childOf(t *testing.T, child, parent sdktrace.ReadOnlySpan) {
 // the receiver gets. The idempotency key is never recorded; a replay is a
 // guard span with outcome replayed.
 func TestTracePurchaseReceipt(t *testing.T) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
-	db, err := chain.Open(filepath.Join(t.TempDir(), "ledger.db"), chain.Options{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, tp, sr := chaintest.OpenTraced(t)
 
 	parents := make(chan string, 10)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

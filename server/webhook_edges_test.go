@@ -42,12 +42,9 @@ func TestDeliveryRedirectsNotFollowed(t *testing.T) {
 			URL: receiver.URL, Secret: whsec, AllowPrivateAddresses: true}}})
 		token := ts.key("acme", allScopes...)
 		fixture(t, ts, token)
-		var dead api.OutboxMessageList
-		for deadline := time.Now().Add(10 * time.Second); len(dead.Messages) == 0; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("HTTP %d: no dead letter", code)
-			}
-			ts.do(http.MethodGet, "/v1/outbox/dead", token, "", nil).decode(t, http.StatusOK, &dead)
+		dead, ok := ts.deadLetters(t, token)
+		if !ok {
+			t.Fatalf("HTTP %d: no dead letter", code)
 		}
 		var hist api.OutboxMessageHistory
 		ts.do(http.MethodGet, "/v1/outbox/messages/"+dead.Messages[0].ID, token, "", nil).decode(t, http.StatusOK, &hist)

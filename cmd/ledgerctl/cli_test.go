@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/ledgerworks/ledger/chain"
@@ -56,23 +55,7 @@ func testLedgers(t *testing.T) []*testLedger {
 // newPostgresLedger creates an empty schema (dropped at cleanup) and returns
 // a URL whose search_path selects it.
 func newPostgresLedger(t *testing.T) *testLedger {
-	base := pgtest.URL(t)
-	schema := pgtest.NewSchema(t, base)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	separator := "?"
-	if strings.Contains(base, "?") {
-		separator = "&"
-	}
-	return &testLedger{t: t, backend: "postgres", name: base + separator + "search_path=" + schema, dir: t.TempDir(), next: clockStart}
+	return &testLedger{t: t, backend: "postgres", name: pgtest.SchemaURL(t, pgtest.URL(t)), dir: t.TempDir(), next: clockStart}
 }
 
 // cliResult is what one command line produced.

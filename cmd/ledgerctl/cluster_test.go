@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,11 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ledgerworks/ledger/api"
+	"github.com/ledgerworks/ledger/internal/testbin"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
@@ -49,26 +48,13 @@ func TestBinaryServersShareOnePostgres(t *testing.T) {
 	bases := make([]string, servers)
 	for i := range bases {
 		// Stopped by SIGTERM at cleanup, after ctx ends.
-		cmd, _, stderr := p.command(context.Background(), "--db", l.name, "serve", "--addr", "127.0.0.1:0")
-		cmd.Stdout = nil
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		s := testbin.Serve(t, p.env, time.Minute, "--db", l.name, "serve", "--addr", "127.0.0.1:0")
 		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("serve %d: %v\n%s", i, err, stderr)
+			if err := s.Stop(2 * time.Minute); err != nil {
+				t.Errorf("serve %d: %v", i, err)
 			}
 		})
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			t.Fatalf("serve %d: no address: %v\n%s", i, err, stderr)
-		}
-		bases[i] = strings.TrimSpace(strings.TrimPrefix(line, "listening on "))
+		bases[i] = s.URL
 	}
 	post := func(base, chainName, idemKey string) (int, string, error) {
 		body := fmt.Sprintf(`{"type":"load/v1","payload":"%s"}`, "eyJuIjoxfQ==")

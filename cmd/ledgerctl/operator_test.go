@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,10 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,48 +18,17 @@ import (
 
 // serveChild is a `ledgerctl serve` child process on 127.0.0.1.
 type serveChild struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	base   string // http://127.0.0.1:PORT
-	stderr *bytes.Buffer
-	done   chan error
+	*testbin.Served
+	t    *testing.T
+	base string // http://127.0.0.1:PORT
 }
 
 // startServe starts `ledgerctl --db db serve` and waits for its address.
 func startServe(t *testing.T, db string, extra ...string) *serveChild {
 	t.Helper()
-	cmd := exec.Command(testbin.Ledgerctl(t), append([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, extra...)...)
-	cmd.Env = newProcess(t).env
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &serveChild{t: t, cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	first := make(chan string, 1)
-	go func() {
-		if lines.Scan() {
-			first <- lines.Text()
-		}
-		close(first)
-		io.Copy(io.Discard, stdout)
-		s.done <- cmd.Wait()
-	}()
-	select {
-	case line := <-first:
-		if !strings.HasPrefix(line, "listening on ") {
-			cmd.Process.Kill()
-			t.Fatalf("serve's first line %q (stderr %s)", line, s.stderr)
-		}
-		s.base = strings.TrimPrefix(line, "listening on ")
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("serve did not start: %s", s.stderr)
-	}
+	s := &serveChild{t: t, Served: testbin.Serve(t, newProcess(t).env, 30*time.Second,
+		append([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, extra...)...)}
+	s.base = s.URL
 	// Ready once its workers have started: a SIGTERM before that ends the
 	// start, not the serving.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -74,32 +40,17 @@ func startServe(t *testing.T, db string, extra ...string) *serveChild {
 			}
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("serve not ready: %v; stderr %s", err, s.stderr)
+			t.Fatalf("serve not ready: %v; stderr %s", err, s.Output())
 		}
 	}
-	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			s.cmd.Process.Kill()
-			<-s.done
-		}
-	})
 	return s
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (s *serveChild) stop() {
 	s.t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := s.Stop(30 * time.Second); err != nil {
 		s.t.Fatal(err)
-	}
-	select {
-	case err := <-s.done:
-		if err != nil {
-			s.t.Fatalf("serve exited with %v; stderr %s", err, s.stderr)
-		}
-	case <-time.After(30 * time.Second):
-		s.t.Fatal("serve did not stop")
 	}
 }
 
@@ -222,8 +173,7 @@ func TestOperatorSocketRefuses(t *testing.T) {
 		expect(t, exitStorage, "`ledgerctl serve` holds it (operator socket "+socket+")")
 	// A server killed outright leaves its socket: nothing answers there, so
 	// the commands open the file, and the next server replaces it.
-	server.cmd.Process.Kill()
-	<-server.done
+	server.Kill()
 	if _, err := os.Stat(socket); err != nil {
 		t.Fatalf("the killed server's socket: %v", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ledgerworks/ledger/internal/cputime"
 )
 
 // WaitFile waits up to 30 s for the file at path (written by a child
@@ -52,7 +54,7 @@ func RunClients(b *testing.B, h http.Handler, clients int, keys int64, prefix st
 	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, startCPU := time.Now(), processCPU()
+	start, startCPU := time.Now(), cputime.Process()
 	b.RunParallel(func(pb *testing.PB) {
 		c := newBenchClient(prefix)
 		for pb.Next() {
@@ -65,7 +67,7 @@ func RunClients(b *testing.B, h http.Handler, clients int, keys int64, prefix st
 			}
 		}
 	})
-	elapsed, cpu := time.Since(start), processCPU()-startCPU
+	elapsed, cpu := time.Since(start), cputime.Process()-startCPU
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(b.N), "cpu-us/req")

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/internal/pgschema"
 	"github.com/ledgerworks/ledger/internal/pgtrace"
 )
 
@@ -72,7 +71,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if t := pgtrace.New(opts.TracerProvider); t != nil {
 		cfg.ConnConfig.Tracer = t
 	}
-	opts.Schema = schemaOf(cfg, opts.Schema)
+	opts.Schema = pgschema.Choose(cfg, opts.Schema, DefaultSchema)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
@@ -115,33 +114,11 @@ func (s *Store) Close() {
 	}
 }
 
-// schemaOf is the schema Open and Migrate use: schema, else the first of the
-// connection string's search_path, else DefaultSchema (as the ledger's
-// PostgreSQL backend chooses its own).
-func schemaOf(cfg *pgxpool.Config, schema string) string {
-	if schema != "" {
-		return schema
-	}
-	if sp := cfg.ConnConfig.RuntimeParams["search_path"]; sp != "" {
-		first, _, _ := strings.Cut(sp, ",")
-		if first = strings.Trim(strings.TrimSpace(first), `"`); first != "" && first != "$user" {
-			return first
-		}
-	}
-	return DefaultSchema
-}
-
 // Migrate creates the tables in the schema (see Options.Schema; the
 // connection string's search_path when schema is empty) of the database
 // at url, when they are missing.
 func Migrate(ctx context.Context, url, schema string) error {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return fmt.Errorf("pgstore: %w", err)
-	}
-	cfg.MaxConns = 1
-	schema = schemaOf(cfg, schema)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, schema, err := pgschema.MigrationPool(ctx, url, schema, DefaultSchema)
 	if err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
@@ -154,27 +131,7 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("pgstore: migrate: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	h := fnv.New64a()
-	h.Write([]byte("idempotency/migrate\x00" + schema))
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
-		return fmt.Errorf("pgstore: migrate: %w", err)
-	}
-	sc := pgx.Identifier{schema}.Sanitize()
-	for _, stmt := range []string{
-		"CREATE SCHEMA IF NOT EXISTS " + sc,
-		"SET LOCAL search_path TO " + sc,
-		schemaSQL,
-	} {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("pgstore: migrate: %w", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := pgschema.Apply(ctx, pool, "idempotency/migrate", schema, schemaSQL); err != nil {
 		return fmt.Errorf("pgstore: migrate: %w", err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledgerworks/ledger/apikey"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/internal/cputime"
 	"github.com/ledgerworks/ledger/server/ratelimit"
 )
 
@@ -73,7 +74,7 @@ func BenchmarkGuards(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := cputime.Process()
 			b.RunParallel(func(pb *testing.PB) {
 				req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/v1/x", nil)
 				req.RemoteAddr = "127.0.0.1:40000"
@@ -83,7 +84,7 @@ func BenchmarkGuards(b *testing.B) {
 					c.h.ServeHTTP(w, req)
 				}
 			})
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -114,7 +115,7 @@ func BenchmarkGuardsLoopback(b *testing.B) {
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
 			defer client.CloseIdleConnections()
 			b.SetParallelism(32) // with -cpu 2: 64 clients
-			start, cpu := time.Now(), processCPU()
+			start, cpu := time.Now(), cputime.Process()
 			b.RunParallel(func(pb *testing.PB) {
 				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 				req.Header.Set("Authorization", "Bearer "+token)
@@ -133,7 +134,7 @@ func BenchmarkGuardsLoopback(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

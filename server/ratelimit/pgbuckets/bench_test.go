@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerworks/ledger/internal/cputime"
 	"github.com/ledgerworks/ledger/server/ratelimit"
 	"github.com/ledgerworks/ledger/server/ratelimit/pgbuckets"
 	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
@@ -88,7 +89,7 @@ func BenchmarkSharedBuckets(b *testing.B) {
 				for k := range 3 {
 					var next atomic.Int64
 					var wg sync.WaitGroup
-					start, startCPU := time.Now(), processCPU()
+					start, startCPU := time.Now(), cputime.Process()
 					for g := range goroutines {
 						wg.Add(1)
 						go func() {
@@ -108,7 +109,7 @@ func BenchmarkSharedBuckets(b *testing.B) {
 					}
 					wg.Wait()
 					took[k] += time.Since(start)
-					cpu[k] += processCPU() - startCPU
+					cpu[k] += cputime.Process() - startCPU
 				}
 			}
 			b.StopTimer()

@@ -1,7 +1,6 @@
 package pgbuckets_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,50 +43,8 @@ func ledgerctl(t *testing.T, args ...string) string {
 // base URL once it listens; the child is killed at the end of the test.
 func serveChild(t *testing.T, db string, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(testbin.Ledgerctl(t), append([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, extra...)...)
-	cmd.Env = append(os.Environ(), "LEDGER_DB=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var stderr bytes.Buffer
-	cmd.Stderr = writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return stderr.Write(p) })
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	first := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		first <- line
-		io.Copy(io.Discard, r)
-		cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-	})
-	select {
-	case line := <-first:
-		url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-		if !ok {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("serve printed %q first\n%s", line, stderr.String())
-		}
-		return url
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not start within a minute")
-	}
-	return ""
+	return testbin.Serve(t, nil, time.Minute, append([]string{"--db", db, "serve", "--addr", "127.0.0.1:0"}, extra...)...).URL
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestThreeServersShareTheKeyRate: three `ledgerctl serve` processes on
 // one PostgreSQL database, each with --rate-per-key 10 --rate-key-burst
@@ -97,13 +53,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // process they let about three bursts through), every other one is
 // answered 429 with Retry-After, and none 5xx.
 func TestThreeServersShareTheKeyRate(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.NewSchema(t, url)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	db := url + sep + "search_path=" + schema
+	db := pgtest.SchemaURL(t, pgtest.URL(t))
 	ledgerctl(t, "--db", db, "init")
 	var key struct{ Token string }
 	out := ledgerctl(t, "--db", db, "apikey", "create", "--tenant", "acme", "--scopes", "read,write", "-o", "json")

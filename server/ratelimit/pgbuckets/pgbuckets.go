@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerworks/ledger/internal/pgschema"
 	"github.com/ledgerworks/ledger/server/ratelimit"
 )
 
@@ -89,7 +89,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// the database forgets at most the last moments' spending, which
 	// lets a few requests more through once, never fewer.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	schema := schemaOf(cfg, opts.Schema)
+	schema := pgschema.Choose(cfg, opts.Schema, DefaultSchema)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgbuckets: %w", err)
@@ -263,32 +263,11 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	return ct.RowsAffected(), nil
 }
 
-// schemaOf is the schema Open and Migrate use: schema, else the first of
-// the connection string's search_path, else DefaultSchema.
-func schemaOf(cfg *pgxpool.Config, schema string) string {
-	if schema != "" {
-		return schema
-	}
-	if sp := cfg.ConnConfig.RuntimeParams["search_path"]; sp != "" {
-		first, _, _ := strings.Cut(sp, ",")
-		if first = strings.Trim(strings.TrimSpace(first), `"`); first != "" && first != "$user" {
-			return first
-		}
-	}
-	return DefaultSchema
-}
-
 // Migrate creates the table in the schema (the connection string's
 // search_path when schema is empty) of the database at url, when it is
 // missing.
 func Migrate(ctx context.Context, url, schema string) error {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return fmt.Errorf("pgbuckets: %w", err)
-	}
-	cfg.MaxConns = 1
-	schema = schemaOf(cfg, schema)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, schema, err := pgschema.MigrationPool(ctx, url, schema, DefaultSchema)
 	if err != nil {
 		return fmt.Errorf("pgbuckets: %w", err)
 	}
@@ -301,23 +280,7 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("pgbuckets: migrate: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	h := fnv.New64a()
-	h.Write([]byte("ratelimit/migrate\x00" + schema))
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
-		return fmt.Errorf("pgbuckets: migrate: %w", err)
-	}
-	sc := pgx.Identifier{schema}.Sanitize()
-	for _, stmt := range []string{"CREATE SCHEMA IF NOT EXISTS " + sc, "SET LOCAL search_path TO " + sc, schemaSQL} {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("pgbuckets: migrate: %w", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := pgschema.Apply(ctx, pool, "ratelimit/migrate", schema, schemaSQL); err != nil {
 		return fmt.Errorf("pgbuckets: migrate: %w", err)
 	}
 	return nil

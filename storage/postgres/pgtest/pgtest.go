@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,30 @@ func NewSchema(t testing.TB, url string) string {
 		}
 	})
 	return schema
+}
+
+// SchemaURL creates a fresh, empty schema (dropped, with everything in it,
+// when the test ends) and returns url with a search_path that selects it:
+// a database of its own for a process that takes only a URL, such as
+// `ledgerctl`.
+func SchemaURL(t testing.TB, url string) string {
+	t.Helper()
+	schema := NewSchema(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	separator := "?"
+	if strings.Contains(url, "?") {
+		separator = "&"
+	}
+	return url + separator + "search_path=" + schema
 }
 
 // Connect opens a single connection to the database at url, which may

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package ratelimit_test
-
-import "time"
-
-// processCPU is not measured here: the CPU figures read zero.
-func processCPU() time.Duration { return 0 }
