@@ -5,6 +5,8 @@
 //
 //	go run ./bench                      # 1,000,000 entries, RSS at 10,000,000
 //	go run ./bench -entries 200000 -rss-entries 0   # a quick run
+//	go run ./bench -entries 100000000 -rss-entries 100000000 -reference-entries 1000000 \
+//	    -only P1,P3,P4,P5 -skip-naive -replay-batch 1   # 100M beside 1M (docs/PERFORMANCE.md)
 //
 // Every figure is durable: the engine and the baselines commit with fsync.
 package main
@@ -37,6 +39,7 @@ type config struct {
 	dir               string
 	entries           int
 	rssEntries        int
+	referenceEntries  int
 	concurrentEntries int
 	durableAppends    int
 	replays           int
@@ -57,6 +60,7 @@ func main() {
 	flag.StringVar(&cfg.dir, "dir", "", "folder for the ledger files (a new temporary folder when empty)")
 	flag.IntVar(&cfg.entries, "entries", 1_000_000, "entries written by P1 and read by P4-P7")
 	flag.IntVar(&cfg.rssEntries, "rss-entries", 10_000_000, "entries of the file whose verify RSS is measured (0: skip)")
+	flag.IntVar(&cfg.referenceEntries, "reference-entries", 0, "first run P1, P3, P4 and P5 at this many entries, and print each of their figures at -entries as a ratio to it (0: no reference run)")
 	flag.IntVar(&cfg.concurrentEntries, "concurrent-entries", 200_000, "entries written by the concurrent appenders of P2")
 	flag.IntVar(&cfg.durableAppends, "durable-appends", 2_000, "single durable appends timed for P3")
 	flag.IntVar(&cfg.replays, "replays", 1_000_000, "replays timed for P4")
@@ -105,6 +109,9 @@ func (c *config) check() error {
 	}
 	if c.rssEntries != 0 && (c.rssEntries < 10 || c.rssEntries > entriesMax) {
 		return fmt.Errorf("-rss-entries %d outside 10..%d (or 0)", c.rssEntries, entriesMax)
+	}
+	if c.referenceEntries != 0 && (c.referenceEntries < 10 || c.referenceEntries > entriesMax) {
+		return fmt.Errorf("-reference-entries %d outside 10..%d (or 0)", c.referenceEntries, entriesMax)
 	}
 	if c.appenders < 1 || c.appenders > goroutinesMax || c.readers < 1 || c.readers > goroutinesMax {
 		return fmt.Errorf("-appenders and -readers must be within 1..%d", goroutinesMax)
@@ -276,23 +283,31 @@ func fileSize(path string) (int64, error) {
 	return info.Size(), nil
 }
 
+// verified is what a verify child reported.
+type verified struct {
+	rate workload.Rate
+	cpu  time.Duration // user + system time of the child, from its rusage
+	hwm  int64         // peak RSS of the child, bytes
+}
+
 // childVerify runs verifyChild in a new process of this program.
-func childVerify(path string) (workload.Rate, int64, error) {
+func childVerify(path string) (verified, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return workload.Rate{}, 0, err
+		return verified{}, err
 	}
 	cmd := exec.Command(exe, "-verify-child", path)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return workload.Rate{}, 0, fmt.Errorf("verify child: %w", err)
+		return verified{}, fmt.Errorf("verify child: %w", err)
 	}
 	var count, nanos, hwm int64
 	if _, err := fmt.Sscan(string(out), &count, &nanos, &hwm); err != nil {
-		return workload.Rate{}, 0, fmt.Errorf("verify child printed %q: %w", out, err)
+		return verified{}, fmt.Errorf("verify child printed %q: %w", out, err)
 	}
-	return workload.Rate{Count: count, Duration: time.Duration(nanos)}, hwm, nil
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return verified{workload.Rate{Count: count, Duration: time.Duration(nanos)}, cpu, hwm}, nil
 }
 
 func join(dir, name string) string { return filepath.Join(dir, name) }

@@ -25,7 +25,10 @@ type row struct {
 	met              string
 }
 
-type table struct{ rows []row }
+type table struct {
+	rows []row
+	fig  sizeFigures // the figures the ratio table of -reference-entries compares
+}
 
 func (t *table) add(r row) {
 	t.rows = append(t.rows, r)
@@ -93,7 +96,12 @@ func run(ctx context.Context, cfg config) error {
 	defer cleanup()
 	fmt.Printf("machine: %s\n", machine())
 	fmt.Printf("command: go run ./bench %s\n", strings.Join(os.Args[1:], " "))
-	fmt.Printf("files: %s\n\n", dir)
+	fmt.Printf("files: %s\n", dir)
+	if err := checkSpace(cfg, dir); err != nil {
+		os.Remove(dir) // the folder this run made, still empty
+		return err
+	}
+	fmt.Println()
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
 		if err != nil {
@@ -104,6 +112,12 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	var ref *table
+	if cfg.referenceEntries > 0 {
+		if ref, err = referenceRun(ctx, cfg, dir); err != nil {
+			return err
+		}
 	}
 	var t table
 	steps := []struct {
@@ -128,22 +142,40 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 	fmt.Println()
+	if ref != nil {
+		fmt.Printf("reference run, %s entries:\n\n", count(float64(cfg.referenceEntries)))
+		ref.print()
+		fmt.Printf("\n%s entries:\n\n", count(float64(cfg.entries)))
+	}
 	t.print()
+	if ref != nil {
+		printScale(ref.fig, t.fig)
+	}
 	return nil
 }
 
 const mainChain = "bench/p1"
 
-// mainFile writes the P1 stream into one ledger and the same bytes into a
-// raw file, then reads both for P4–P7.
+// rawFigures are raw bbolt's figures on its file of the P1 records.
+type rawFigures struct {
+	stream   workload.Stream
+	naive    workload.Stream // the naive layout's P1, when measured
+	durable  workload.Latencies
+	gets     workload.Rate
+	scan     workload.Rate
+	scanRuns string
+	cold     workload.Rate
+	size     int64
+}
+
+// mainFile writes the P1 stream into a raw file and measures raw bbolt on
+// it, removes it, then writes the same records into one ledger and
+// measures the engine on it for P3–P7. One file at a time: at
+// 100,000,000 entries each is about 38 GB.
 func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 	path, rawPath := join(dir, "p1.ledger"), join(dir, "p1.raw")
 	fmt.Fprintf(os.Stderr, "P1: %d entries, %d per Update, random 32-byte keys\n", cfg.entries, workload.BatchSize)
-	raw, err := workload.RawOpen(rawPath)
-	if err != nil {
-		return err
-	}
-	rawStream, err := workload.RawSequentialPuts(raw, mainChain, 1, cfg.entries, workload.BatchSize)
+	rf, err := rawFile(cfg, dir, rawPath)
 	if err != nil {
 		return err
 	}
@@ -155,15 +187,18 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 	stream, err := workload.UpdateBatches(ctx, db, mainChain, 1, cfg.entries, workload.BatchSize)
 	anon, files := sampler.stop()
 	if err != nil {
+		db.Close()
 		return err
 	}
-	p1 := stream.Total.PerSecond()
+	p1, rawStream := stream.Total.PerSecond(), rf.stream
+	t.fig.entries, t.fig.p1, t.fig.p1Raw = cfg.entries, p1, rawStream.Total.PerSecond()
 	t.add(row{"P1", fmt.Sprintf("Update, %d appends per tx (one AppendBatch), random keys, %s entries", workload.BatchSize, count(float64(cfg.entries))),
 		perSecond(stream.Total), "raw bbolt sequential puts " + perSecond(rawStream.Total),
 		ratio(p1, rawStream.Total.PerSecond()), "≥ 300,000/s", yes(p1 >= 300_000)})
 	t.add(row{"P1", "first 10%", perSecond(stream.First), "raw " + perSecond(rawStream.First),
 		ratio(stream.First.PerSecond(), rawStream.First.PerSecond()), "", ""})
 	lastFirst := stream.Last.PerSecond() / stream.First.PerSecond()
+	t.fig.p1LastFirst = lastFirst
 	t.add(row{"P1", "last 10%", perSecond(stream.Last), "raw " + perSecond(rawStream.Last),
 		ratio(stream.Last.PerSecond(), rawStream.Last.PerSecond()), "", ""})
 	t.add(row{"P1", "last 10% ÷ first 10%", fmt.Sprintf("%.2f", lastFirst),
@@ -171,26 +206,65 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 	t.add(row{"P1", "each tenth, first to last", tenths(stream), "raw " + tenths(rawStream), "", "", ""})
 	t.add(row{"P1", "peak RSS of the process while the engine writes (sampled every 10 ms)",
 		fmt.Sprintf("%s not file-backed, %s file-backed", mib(anon), mib(files)), "", "", "", ""})
-	if !cfg.skipNaiveBaseline && cfg.runs("P1") {
-		naive, err := workload.RawOpen(join(dir, "p1.naive"))
-		if err != nil {
-			return err
-		}
-		ns, err := workload.RawIndexedPuts(naive, mainChain, 1, cfg.entries, workload.BatchSize)
-		naive.Close()
-		if err != nil {
-			return err
-		}
+	if ns := rf.naive; ns.Total.Count > 0 {
 		t.add(row{"P1", "reference: naive layout (entry + random key B-tree + head) in raw bbolt",
 			fmt.Sprintf("%s (first 10%% %s, last 10%% %s)", perSecond(ns.Total), perSecond(ns.First), perSecond(ns.Last)),
 			"raw bbolt sequential puts " + perSecond(rawStream.Total), ratio(ns.Total.PerSecond(), rawStream.Total.PerSecond()), "", ""})
-		os.Remove(join(dir, "p1.naive"))
+	}
+	if err := engineFigures(ctx, cfg, db, rf, t); err != nil {
+		db.Close()
+		return err
+	}
+	if err := db.Close(); err != nil {
+		return err
 	}
 
-	if cfg.runs("P3") {
-		if err := durableOnFile(ctx, cfg, db, raw, t); err != nil {
+	if cfg.runs("P6") {
+		fmt.Fprintf(os.Stderr, "P6: verify %d entries, cold\n", cfg.entries)
+		v, disk, err := coldVerify(ctx, path, cfg.entries)
+		if err != nil {
 			return err
 		}
+		t.add(row{"P6", "verify, file just evicted from the page cache", perSecond(v),
+			"raw cold cursor scan + BLAKE3 " + perSecond(rf.cold), ratio(v.PerSecond(), rf.cold.PerSecond()), "≥ 1,000,000/s", yes(v.PerSecond() >= 1_000_000)})
+		t.add(row{"P6", "reference: the disk's ceiling, the evicted ledger file read sequentially (1 MiB reads), as entries/s", perSecond(disk),
+			"", ratio(v.PerSecond(), disk.PerSecond()) + " of it", "", ""})
+	}
+
+	if cfg.runs("P7") {
+		size, err := fileSize(path)
+		if err != nil {
+			return err
+		}
+		logical := workload.LogicalSize() * int64(cfg.entries)
+		r := float64(size) / float64(logical)
+		t.add(row{"P7", fmt.Sprintf("file size ÷ (payload + fixed fields) (%d B per entry)", workload.LogicalSize()),
+			fmt.Sprintf("%.2f (%s, %.0f B per entry)", r, mib(size), float64(size)/float64(cfg.entries)),
+			fmt.Sprintf("raw bbolt file of the records %.2f (%s)", float64(rf.size)/float64(logical), mib(rf.size)),
+			ratio(float64(size), float64(rf.size)), "≤ 1.30", yes(r <= 1.3)})
+	}
+	if !cfg.verifiesP1File() {
+		return cfg.remove(path)
+	}
+	return nil
+}
+
+// engineFigures measures P3–P5 on the engine's P1 file, open in db.
+func engineFigures(ctx context.Context, cfg config, db *chain.DB, rf rawFigures, t *table) error {
+	if cfg.runs("P3") {
+		half := cfg.durableAppends / 2
+		fmt.Fprintf(os.Stderr, "P3: %d single durable appends on the P1 file\n", half)
+		a, err := workload.DurableAppends(ctx, db, mainChain, 3, half)
+		if err != nil {
+			return err
+		}
+		b := rf.durable
+		r := float64(a.P50) / float64(b.P50)
+		t.fig.p3P50 = a.P50
+		t.add(row{"P3", fmt.Sprintf("(the same on the P1 file, %s entries)", count(float64(cfg.entries))),
+			fmt.Sprintf("%v (p99 %v)", a.P50.Round(time.Microsecond), a.P99.Round(time.Microsecond)),
+			fmt.Sprintf("raw bbolt one-put tx %v (p99 %v)", b.P50.Round(time.Microsecond), b.P99.Round(time.Microsecond)),
+			fmt.Sprintf("%.2f×", r), "", ""})
 	}
 
 	if cfg.runs("P4") {
@@ -199,10 +273,8 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 		if err != nil {
 			return err
 		}
-		rg, err := workload.RawGets(raw, cfg.entries, cfg.readers, cfg.replays, cfg.budget)
-		if err != nil {
-			return err
-		}
+		rg := rf.gets
+		t.fig.p4 = rp.PerSecond()
 		t.add(row{"P4", fmt.Sprintf("replays of existing keys, %d callers", cfg.readers), measured(rp),
 			"raw bbolt read tx + get " + measured(rg), ratio(rp.PerSecond(), rg.PerSecond()), "≥ 1,000,000/s", yes(rp.PerSecond() >= 1_000_000)})
 		if cfg.replayBatch > 1 {
@@ -222,57 +294,103 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 		if err != nil {
 			return err
 		}
-		rs, rss, err := median(warmRuns, func() (workload.Rate, error) { return workload.RawScanHash(raw) })
-		if err != nil {
-			return err
-		}
+		rs := rf.scan
 		t.add(row{"P5", fmt.Sprintf("verify %s entries, page cache warm, median of %d", count(float64(v.Count)), warmRuns),
-			perSecond(v) + " (" + vs + ")", "raw cursor scan + BLAKE3, 1 core " + perSecond(rs) + " (" + rss + ")",
+			perSecond(v) + " (" + vs + ")", "raw cursor scan + BLAKE3, 1 core " + perSecond(rs) + " (" + rf.scanRuns + ")",
 			ratio(v.PerSecond(), rs.PerSecond()), "≥ 5,000,000/s", yes(v.PerSecond() >= 5_000_000)})
-	}
-	if err := db.Close(); err != nil {
-		return err
-	}
-	if err := raw.Close(); err != nil {
-		return err
-	}
-
-	if cfg.runs("P6") {
-		fmt.Fprintf(os.Stderr, "P6: verify %d entries, cold\n", cfg.entries)
-		v, rs, disk, err := coldVerify(ctx, path, rawPath, cfg.entries)
-		if err != nil {
-			return err
-		}
-		t.add(row{"P6", "verify, file just evicted from the page cache", perSecond(v),
-			"raw cold cursor scan + BLAKE3 " + perSecond(rs), ratio(v.PerSecond(), rs.PerSecond()), "≥ 1,000,000/s", yes(v.PerSecond() >= 1_000_000)})
-		t.add(row{"P6", "reference: the disk's ceiling, the evicted ledger file read sequentially (1 MiB reads), as entries/s", perSecond(disk),
-			"", ratio(v.PerSecond(), disk.PerSecond()) + " of it", "", ""})
-	}
-
-	if cfg.runs("P7") {
-		size, err := fileSize(path)
-		if err != nil {
-			return err
-		}
-		rawSize, err := fileSize(rawPath)
-		if err != nil {
-			return err
-		}
-		logical := workload.LogicalSize() * int64(cfg.entries)
-		r := float64(size) / float64(logical)
-		t.add(row{"P7", fmt.Sprintf("file size ÷ (payload + fixed fields) (%d B per entry)", workload.LogicalSize()),
-			fmt.Sprintf("%.2f (%s, %.0f B per entry)", r, mib(size), float64(size)/float64(cfg.entries)),
-			fmt.Sprintf("raw bbolt file of the records %.2f (%s)", float64(rawSize)/float64(logical), mib(rawSize)),
-			ratio(float64(size), float64(rawSize)), "≤ 1.30", yes(r <= 1.3)})
 	}
 	return nil
 }
 
-// coldVerify measures, each right after evicting its file: the engine's
-// verify, the raw scan of the raw file (opened read-only, so that nothing
-// reads the file before the scan), and a plain sequential read of the
-// engine's file, the disk's ceiling for any scan of it (as entries/s).
-func coldVerify(ctx context.Context, path, rawPath string, entries int) (v, rs, disk workload.Rate, err error) {
+// rawFile writes raw bbolt's file of the P1 records (and the naive
+// layout's, for P1's reference row), measures on it what the engine's
+// figures are compared with, and removes it.
+func rawFile(cfg config, dir, rawPath string) (rawFigures, error) {
+	var rf rawFigures
+	if !cfg.skipNaiveBaseline && cfg.runs("P1") {
+		naivePath := join(dir, "p1.naive")
+		naive, err := workload.RawOpen(naivePath)
+		if err != nil {
+			return rf, err
+		}
+		rf.naive, err = workload.RawIndexedPuts(naive, mainChain, 1, cfg.entries, workload.BatchSize)
+		if cerr := naive.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return rf, err
+		}
+		if err := cfg.remove(naivePath); err != nil {
+			return rf, err
+		}
+	}
+	raw, err := workload.RawOpen(rawPath)
+	if err != nil {
+		return rf, err
+	}
+	if err := rawMeasure(cfg, raw, &rf); err != nil {
+		raw.Close()
+		return rf, err
+	}
+	if err := raw.Close(); err != nil {
+		return rf, err
+	}
+	if cfg.runs("P6") {
+		if rf.cold, err = rawCold(rawPath); err != nil {
+			return rf, err
+		}
+	}
+	if rf.size, err = fileSize(rawPath); err != nil {
+		return rf, err
+	}
+	return rf, cfg.remove(rawPath)
+}
+
+// rawMeasure writes the P1 records into raw and measures P3–P5's
+// baselines on it.
+func rawMeasure(cfg config, raw *bbolt.DB, rf *rawFigures) error {
+	fmt.Fprintf(os.Stderr, "  raw bbolt first\n")
+	var err error
+	if rf.stream, err = workload.RawSequentialPuts(raw, mainChain, 1, cfg.entries, workload.BatchSize); err != nil {
+		return err
+	}
+	if cfg.runs("P3") {
+		if rf.durable, err = workload.RawDurablePuts(raw, mainChain, 3, cfg.durableAppends/2); err != nil {
+			return err
+		}
+	}
+	if cfg.runs("P4") {
+		if rf.gets, err = workload.RawGets(raw, cfg.entries, cfg.readers, cfg.replays, cfg.budget); err != nil {
+			return err
+		}
+	}
+	if cfg.runs("P5") {
+		workload.RawScanHash(raw) // warm the page cache with one pass, as the engine's verify
+		if rf.scan, rf.scanRuns, err = median(warmRuns, func() (workload.Rate, error) { return workload.RawScanHash(raw) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawCold is the raw scan of the raw file just evicted from the page cache,
+// opened read-only so that nothing reads the file before the scan.
+func rawCold(rawPath string) (workload.Rate, error) {
+	if err := evict(rawPath); err != nil {
+		return workload.Rate{}, err
+	}
+	raw, err := workload.RawOpenReadOnly(rawPath)
+	if err != nil {
+		return workload.Rate{}, err
+	}
+	defer raw.Close()
+	return workload.RawScanHash(raw)
+}
+
+// coldVerify measures, each right after evicting the file: the engine's
+// verify, and a plain sequential read of the file, the disk's ceiling for
+// any scan of it (as entries/s).
+func coldVerify(ctx context.Context, path string, entries int) (v, disk workload.Rate, err error) {
 	if err = evict(path); err != nil {
 		return
 	}
@@ -285,23 +403,11 @@ func coldVerify(ctx context.Context, path, rawPath string, entries int) (v, rs, 
 	if err != nil {
 		return
 	}
-	if err = evict(rawPath); err != nil {
-		return
-	}
-	raw, err := workload.RawOpenReadOnly(rawPath)
-	if err != nil {
-		return
-	}
-	rs, err = workload.RawScanHash(raw)
-	raw.Close()
-	if err != nil {
-		return
-	}
 	if err = evict(path); err != nil {
 		return
 	}
 	took, err := workload.ReadFile(path)
-	return v, rs, workload.Rate{Count: int64(entries), Duration: took}, err
+	return v, workload.Rate{Count: int64(entries), Duration: took}, err
 }
 
 // concurrent is P2: appenders each waiting for their own durable append.
@@ -384,54 +490,41 @@ func durable(ctx context.Context, cfg config, dir string, t *table) error {
 }
 
 // rssVerify verifies the ledger at path in a child process and adds P5's
-// row of its peak RSS.
+// rows of its CPU time and peak RSS.
 func rssVerify(path string, t *table) error {
 	size, err := fileSize(path)
 	if err != nil {
 		return err
 	}
-	v, hwm, err := childVerify(path)
+	c, err := childVerify(path)
 	if err != nil {
 		return err
 	}
+	v := c.rate
+	entries := float64(max(v.Count, 1))
+	t.fig.p5Entries, t.fig.p5CPUNs, t.fig.p5RSS = v.Count, float64(c.cpu.Nanoseconds())/entries, c.hwm
+	t.add(row{"P5", fmt.Sprintf("verify in a child process, %s entries: CPU an entry (user + system, rusage)", count(float64(v.Count))),
+		fmt.Sprintf("%.3f µs (%v of CPU; wall %.3f µs an entry, %s)", float64(c.cpu.Nanoseconds())/entries/1e3, c.cpu.Round(time.Millisecond),
+			v.Duration.Seconds()*1e6/entries, perSecond(v)), "", "", "", ""})
 	t.add(row{"P5", fmt.Sprintf("verify peak RSS (VmHWM, child process), %s entries", count(float64(v.Count))),
-		fmt.Sprintf("%s (at %s, %.2f µs of wall time an entry)", mib(hwm), perSecond(v), v.Duration.Seconds()*1e6/float64(max(v.Count, 1))), "file size " + mib(size),
-		ratio(float64(hwm), float64(size)), "≤ 64 MiB", yes(hwm <= 64<<20)})
-	return nil
-}
-
-// durableOnFile is P3 on the P1 files, at their size: new keys appended
-// one durable append at a time to the chain P1 wrote, beside raw bbolt's
-// one-put transactions on its file of the same records.
-func durableOnFile(ctx context.Context, cfg config, db *chain.DB, raw *bbolt.DB, t *table) error {
-	half := cfg.durableAppends / 2
-	fmt.Fprintf(os.Stderr, "P3: %d single durable appends on the P1 files\n", half)
-	a, err := workload.DurableAppends(ctx, db, mainChain, 3, half)
-	if err != nil {
-		return err
-	}
-	b, err := workload.RawDurablePuts(raw, mainChain, 3, half)
-	if err != nil {
-		return err
-	}
-	r := float64(a.P50) / float64(b.P50)
-	t.add(row{"P3", fmt.Sprintf("(the same on the P1 file, %s entries)", count(float64(cfg.entries))),
-		fmt.Sprintf("%v (p99 %v)", a.P50.Round(time.Microsecond), a.P99.Round(time.Microsecond)),
-		fmt.Sprintf("raw bbolt one-put tx %v (p99 %v)", b.P50.Round(time.Microsecond), b.P99.Round(time.Microsecond)),
-		fmt.Sprintf("%.2f×", r), "", ""})
+		mib(c.hwm), "file size " + mib(size), ratio(float64(c.hwm), float64(size)), "≤ 64 MiB", yes(c.hwm <= 64<<20)})
 	return nil
 }
 
 // rss is the memory half of P5: a child process verifies a file of
-// rssEntries entries and reports its peak RSS.
+// rssEntries entries and reports its CPU time and peak RSS.
 func rss(ctx context.Context, cfg config, dir string, t *table) error {
 	if cfg.rssEntries == 0 {
 		return nil
 	}
-	if cfg.rssEntries == cfg.entries && cfg.runs("P5") {
+	if cfg.verifiesP1File() {
 		// The P1 file has that size already: verify it rather than write
-		// another (at 100,000,000 entries, 36 GB).
-		return rssVerify(join(dir, "p1.ledger"), t)
+		// another (at 100,000,000 entries, 38 GB).
+		path := join(dir, "p1.ledger")
+		if err := rssVerify(path, t); err != nil {
+			return err
+		}
+		return cfg.remove(path)
 	}
 	path := join(dir, "rss.ledger")
 	fmt.Fprintf(os.Stderr, "P5 RSS: writing %d entries\n", cfg.rssEntries)
@@ -453,7 +546,7 @@ func rss(ctx context.Context, cfg config, dir string, t *table) error {
 	t.add(row{"P1", fmt.Sprintf("(same writer, %s entries)", count(float64(cfg.rssEntries))),
 		fmt.Sprintf("%s (first 10%% %s, last 10%% %s)", perSecond(stream.Total), perSecond(stream.First), perSecond(stream.Last)),
 		"", "", "", ""})
-	return nil
+	return cfg.remove(path)
 }
 
 // warmRuns is how many warm verifies P5 times: one moves by up to 2× between
