@@ -282,9 +282,6 @@
 // A writable handle keeps in memory, apart from the file's map (which the
 // kernel pages in and out and is not counted here), per key of the file:
 //
-//	run filters     1.25 bytes (10 bits): a copy of every run's Bloom
-//	                filter, so that a lookup the key filter cannot rule
-//	                out probes the runs without a page fault each
 //	key filter      1.25 to 3.75 bytes: one filter over every key, sized
 //	                for three times the keys it was built with, so that a
 //	                new key is proved new in one cache line
@@ -296,7 +293,13 @@
 // and, whatever the ledger's size: the memory tables (two of
 // MemtableBytesMax at most), a checkpoint's bbolt transaction (its dirty
 // pages, about one table's worth), a merge of key runs (its records and
-// bbolt's pages of them, 64 bytes a record) and the read pool.
+// bbolt's pages of them, 64 bytes a record) and the read pool. The runs'
+// Bloom filters (1.25 bytes a key, 10 bits) are not copied: a transaction
+// reads each run's filter where it lies in the file's map, at its first
+// lookup, and probes it there (file-backed pages, which the kernel keeps
+// while lookups use them and drops under pressure; bbolt remaps the file
+// only when no read transaction is open, and a write transaction's own
+// remap comes in its commit, after its lookups).
 //
 // Options.MemoryBytesMax (MemoryBytesMaxDefault, 512 MiB) bounds all of
 // it. A Go heap grows to twice what is live before it collects (GOGC at
@@ -305,9 +308,8 @@
 // most a sixteenth of the bound), an eighth of the bound for a merge
 // (runs whose merge would hold more records, 1,048,576 under the default,
 // stay unmerged at their level), a thirty-second kept for the rest, and
-// what remains for the index: the run filters first, then the key filter,
-// sized for three times the keys when that fits beside the run filters
-// grown as much, else for a quarter more keys, else as large as fits
+// what remains for the index: the key filter, sized for three times the
+// keys when that fits, else for a quarter more keys, else as large as fits
 // (more false positives, rebuilt each quarter), then the seq map, which
 // takes what is left up to SeqMapBytesMax and is not built when that
 // holds too few slots for the keys. A rebuild that would hold the old
@@ -315,14 +317,14 @@
 // (lookups go to the runs until the new one is stored). Under the default
 // bound and memory tables that leaves 48 MiB to the index: a seq map up to
 // about 2,500,000 keys (replays of a larger file read the runs), a key
-// filter at its 1% rate up to about 16,000,000, then one smaller than its
-// keys need, down to one block at about 40,000,000 keys, past which every
-// lookup the transaction's own keys do not answer probes the run filters.
-// The run filters are the one part that grows with the keys whatever the
-// bound: their share is full at about 40,000,000 keys under the defaults,
-// and beyond it the handle holds 1.25 bytes a key more than the bound. A
-// smaller MemtableBytesMax leaves more of the bound to the index (8 MiB:
-// 144 MiB, run filters up to about 120,000,000 keys).
+// filter at its 1% rate up to about 32,000,000, then one smaller than its
+// keys need (about 4 bits a key at 100,000,000 keys, which lets about a
+// quarter of new keys through to the run filters). Of what the handle
+// holds per key only the radix maps are not sized within the index's
+// share (2 bytes per 32 records, about 6 MiB at 100,000,000 keys): they
+// come out of the thirty-second kept for the rest. A smaller
+// MemtableBytesMax leaves more of the bound to the index (8 MiB: 144 MiB,
+// a key filter at its 1% rate up to about 96,000,000 keys).
 //
 // # Caveats
 //

@@ -60,7 +60,7 @@ func (t *tx) buildKeyFilter(snapshot uint64) (*keyindex.Filter, error) {
 	}
 	budget := t.cache.filterBudget()
 	if old := t.cache.filter.Load(); old != nil && budget.BytesMax >= 0 &&
-		old.Bytes()+keyindex.FilterBytesFor(keys, budget) > budget.BytesMax-budget.RunFilterBytes {
+		old.Bytes()+keyindex.FilterBytesFor(keys, budget) > budget.BytesMax {
 		// The two do not fit the bound together (MemoryBytesMax): the old
 		// one goes first, and until the new one is stored lookups go to
 		// the runs, as on a handle without a filter.

@@ -69,7 +69,7 @@ func newRunCache() *runCache {
 
 // filterBudget bounds the next filter built (see memoryBudget).
 func (c *runCache) filterBudget() keyindex.FilterBudget {
-	return c.memory.filterBudget(c.seqMapBytesMax, c.runs.FilterBytes())
+	return c.memory.filterBudget(c.seqMapBytesMax)
 }
 
 // keyIndex is one transaction's view of the index.

@@ -73,15 +73,15 @@ func resolveMemory(opts Options) (Options, error) {
 // filterBudget is the bound of the next key filter and its seq map: half
 // the handle's bound (a Go heap grows to twice what is live before it
 // collects, with GOGC at its default of 100), less the memory tables and a
-// checkpoint's transaction (four tables), the reserve and the run filters,
-// which the index holds in memory as well.
-func (m memoryBudget) filterBudget(seqMapBytesMax, runFilterBytes int64) keyindex.FilterBudget {
+// checkpoint's transaction (four tables), a merge's share and the reserve.
+// The run filters take none of it: lookups read them where they lie in the
+// file's map (keyrun.View), file-backed memory the kernel pages in and out.
+func (m memoryBudget) filterBudget(seqMapBytesMax int64) keyindex.FilterBudget {
 	if m.bytesMax < 0 {
 		return keyindex.FilterBudget{SeqMapBytesMax: seqMapBytesMax, BytesMax: -1}
 	}
 	return keyindex.FilterBudget{
 		SeqMapBytesMax: seqMapBytesMax,
 		BytesMax:       m.bytesMax/2 - 4*m.memtableBytesMax - m.bytesMax/mergeShareDen - m.bytesMax/memoryReserveDen,
-		RunFilterBytes: runFilterBytes,
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"runtime/debug"
 
 	"github.com/ledgerworks/ledger/storage"
-	"github.com/ledgerworks/ledger/storage/bolt/internal/keyindex"
 	"github.com/ledgerworks/ledger/storage/bolt/internal/memtable"
 )
 
@@ -47,11 +45,7 @@ func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, d
 	id, idKnown := b.cache.chains.get(chain)
 	likely, absent := b.likelySeq(id, idKnown, &digest)
 	if likely.ok {
-		return b.readView(chain, key, id, idKnown, &digest, 0, likely)
-	}
-	var touched byte
-	if !absent {
-		touched = b.touchRunFilters(id, idKnown, &digest)
+		return b.readView(chain, key, id, idKnown, &digest, likely)
 	}
 	if absent || !b.fileMayHoldID(id, idKnown, &digest) {
 		if !b.overlay {
@@ -67,7 +61,7 @@ func (b *Backend) ReadKey(ctx context.Context, chain, key string) (seq uint64, d
 			return 0, nil, false, nil
 		}
 	}
-	return b.readView(chain, key, id, idKnown, &digest, touched, candidate{})
+	return b.readView(chain, key, id, idKnown, &digest, candidate{})
 }
 
 // candidate is the seq a seq map gives for a key, when ok.
@@ -95,30 +89,6 @@ func (b *Backend) likelySeq(id uint64, idKnown bool, digest *[KeyDigestSize]byte
 func (b *Backend) holdsKey(stored []byte, key string) bool {
 	k, ok := b.entryKey(stored)
 	return ok && string(k) == key
-}
-
-// touchRunFilters loads the line of each run's filter that a lookup of the
-// key would probe, from the backend's last list of runs, and returns a
-// byte of them for the caller to keep (a load whose value is dropped is
-// dropped too). Issued before the file's filter is probed, and not waiting
-// on it, the loads are in flight together with its line, so that the run
-// filters a retry then probes (1.7 of them in a file of 1,000,000 keys)
-// are read from the cache instead of one miss after another. A list of an
-// older snapshot only touches lines in vain: the lookup reads its own
-// transaction's runs. A new key pays for the loads, not for their wait.
-func (b *Backend) touchRunFilters(id uint64, idKnown bool, digest *[KeyDigestSize]byte) byte {
-	runs := b.cache.runs.Latest()
-	if runs == nil || !idKnown {
-		return 0
-	}
-	h1, _ := keyindex.FilterHashes(id, digest[:])
-	var touched uint64
-	for _, r := range runs {
-		filter := r.Filter()
-		block, _ := bits.Mul64(h1, uint64(len(filter)/keyindex.FilterBlockWords))
-		touched ^= filter[block*keyindex.FilterBlockWords]
-	}
-	return byte(touched)
 }
 
 // ReadKeyBesideClose reports that ReadKey may run beside Close and after
@@ -182,7 +152,7 @@ func (b *Backend) readTables(tables []*memtable.Table, asOf uint64, chain, key s
 
 // readView reads the key in a read view: the file, then (with the log) the
 // view's memory tables.
-func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte, touched byte, likely candidate) (seq uint64, data []byte, found bool, err error) {
+func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[KeyDigestSize]byte, likely candidate) (seq uint64, data []byte, found bool, err error) {
 	var v *memView
 	var t *tx
 	if b.overlay {
@@ -196,7 +166,6 @@ func (b *Backend) readView(chain, key string, id uint64, idKnown bool, digest *[
 		}
 		t = &tx{tx: btx, path: b.path, cache: b.cache}
 	}
-	t.segmentIndex.Touched ^= touched
 	seq, data, found, broken, err := b.readFile(t, chain, key, id, idKnown, digest, likely)
 	b.endRead(t, broken)
 	if err != nil || found || v == nil {

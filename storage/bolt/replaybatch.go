@@ -32,10 +32,9 @@ type keyReads struct {
 var keyReadsPool = sync.Pool{New: func() any { return new(keyReads) }}
 
 // ReadKeys implements storage.KeyBatchReader: ReadKey for every key, with
-// the keys digested together in lanes, the seq map's lines (or, without a
-// map, the run filters' lines a lookup probes) asked for all the keys
-// before the first lookup waits for one, one read view for the keys the
-// file may hold, and one allocation for the entries' copies.
+// the keys digested together in lanes, the seq map's lines asked for all
+// the keys before the first lookup waits for one, one read view for the
+// keys the file may hold, and one allocation for the entries' copies.
 func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads []storage.KeyRead) error {
 	if err := storage.BeginReadKeys(ctx, keys, reads); err != nil {
 		return err
@@ -49,7 +48,7 @@ func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads [
 		clear(s.stored)
 		keyReadsPool.Put(s)
 	}()
-	touched := s.prepare(b, keys)
+	s.prepare(b, keys)
 	for i, k := range keys {
 		var absent bool
 		if s.likely[i], absent = b.likelySeq(s.ids[i], s.idKnown[i], &s.digests[i]); s.likely[i].ok ||
@@ -77,14 +76,12 @@ func (b *Backend) ReadKeys(ctx context.Context, keys []storage.ChainKey, reads [
 	if len(s.inView) == 0 {
 		return nil
 	}
-	return b.readViewKeys(keys, reads, s, touched)
+	return b.readViewKeys(keys, reads, s)
 }
 
 // prepare digests the keys, resolves their chains' ids and asks for the
-// seq map's lines their searches begin at; without a map that holds every
-// key, it loads the run filters' lines their lookups probe (see
-// touchRunFilters).
-func (s *keyReads) prepare(b *Backend, keys []storage.ChainKey) byte {
+// seq map's lines their searches begin at.
+func (s *keyReads) prepare(b *Backend, keys []storage.ChainKey) {
 	n := len(keys)
 	s.likely = slices.Grow(s.likely[:0], n)[:n]
 	s.keys = slices.Grow(s.keys[:0], n)[:n]
@@ -106,22 +103,19 @@ func (s *keyReads) prepare(b *Backend, keys []storage.ChainKey) byte {
 	if f := b.cache.filter.Load(); f != nil {
 		m = f.Seqs
 	}
-	var touched byte
-	for i := range keys {
-		if m != nil && s.idKnown[i] {
-			m.Prefetch(s.ids[i], s.digests[i][:])
-			if !m.Partial.Load() {
-				continue
-			}
-		}
-		touched ^= b.touchRunFilters(s.ids[i], s.idKnown[i], &s.digests[i])
+	if m == nil {
+		return
 	}
-	return touched
+	for i := range keys {
+		if s.idKnown[i] {
+			m.Prefetch(s.ids[i], s.digests[i][:])
+		}
+	}
 }
 
 // readViewKeys looks the keys of s.inView up in one read view: the file,
 // then (with the log) the view's memory tables for those the file lacks.
-func (b *Backend) readViewKeys(keys []storage.ChainKey, reads []storage.KeyRead, s *keyReads, touched byte) error {
+func (b *Backend) readViewKeys(keys []storage.ChainKey, reads []storage.KeyRead, s *keyReads) error {
 	var v *memView
 	var t *tx
 	if b.overlay {
@@ -136,7 +130,6 @@ func (b *Backend) readViewKeys(keys []storage.ChainKey, reads []storage.KeyRead,
 		}
 		t = &tx{tx: btx, path: b.path, cache: b.cache}
 	}
-	t.segmentIndex.Touched ^= touched
 	broken, err := b.readFileKeys(t, keys, reads, s)
 	b.endRead(t, broken)
 	if err != nil || v == nil {

@@ -264,6 +264,22 @@ func FilterMayContain(f []uint64, chainID uint64, digest []byte) bool {
 	return true
 }
 
+// FilterBytesMayContain is FilterMayContain of a filter as stored in a run's
+// bucket (its words little-endian), read where it lies in the file's map:
+// the bytes need no alignment, and only the key's block is read.
+func FilterBytesMayContain(f []byte, chainID uint64, digest []byte) bool {
+	h1, h2 := FilterHashes(chainID, digest)
+	block, _ := bits.Mul64(h1, uint64(len(f)/(FilterBlockWords*8)))
+	line := f[block*FilterBlockWords*8 : (block+1)*FilterBlockWords*8]
+	for i := range filterProbes {
+		bit := (h2 >> (9 * i)) & 511
+		if binary.LittleEndian.Uint64(line[bit/64*8:])&(1<<(bit%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // ChunkRecord returns the seq of the i-th record of chunk when it is want.
 func ChunkRecord(chunk []byte, i int, want Prefix) (uint64, bool, error) {
 	if i < len(chunk)/RecordSize && LoadPrefix(chunk, i) == want {
@@ -477,12 +493,9 @@ type FilterBudget struct {
 	// SeqMapBytesMax bounds the seq map alone (negative: none; see
 	// newSeqMap).
 	SeqMapBytesMax int64
-	// BytesMax bounds the filter, its seq map and the run filters together
-	// (negative: no bound but SeqMapBytesMax).
+	// BytesMax bounds the filter and its seq map together (negative: no
+	// bound but SeqMapBytesMax).
 	BytesMax int64
-	// RunFilterBytes is the memory of the run filters now; they grow with
-	// the keys until the filter is rebuilt.
-	RunFilterBytes int64
 }
 
 // filterGrowthTight is the growth of a filter that the budget does not
@@ -491,11 +504,10 @@ const filterGrowthTightNum, filterGrowthTightDen = 5, 4
 
 // NewFilter returns a filter for keys keys and more, with a seq map when
 // the budget allows one. Under a bound, the filter is sized for
-// FilterGrowth times the keys when that fits beside the run filters grown
-// as much, else for a quarter more keys, else as large as fits (its false
-// positive rate above 1%, rebuilt when the keys have grown by a quarter,
-// when the bound is measured again); the seq map takes what is left, up
-// to SeqMapBytesMax.
+// FilterGrowth times the keys when that fits, else for a quarter more
+// keys, else as large as fits (its false positive rate above 1%, rebuilt
+// when the keys have grown by a quarter, when the bound is measured
+// again); the seq map takes what is left, up to SeqMapBytesMax.
 func NewFilter(keys uint64, b FilterBudget) *Filter {
 	capacity, rebuildAt, left := filterSizes(keys, b)
 	return &Filter{Words: FilterWords(capacity), Seqs: newSeqMap(keys, capacity, left), capacity: capacity, rebuildAt: rebuildAt}
@@ -518,10 +530,9 @@ func filterSizes(keys uint64, b FilterBudget) (capacity, rebuildAt uint64, left 
 	rebuildAt = capacity
 	left = b.SeqMapBytesMax
 	if b.BytesMax >= 0 {
-		avail := b.BytesMax - b.RunFilterBytes*FilterGrowth
+		avail := b.BytesMax
 		if filterBytes(capacity) > avail {
 			rebuildAt = max(keys*filterGrowthTightNum/filterGrowthTightDen, FilterCapacityMin)
-			avail = b.BytesMax - b.RunFilterBytes*filterGrowthTightNum/filterGrowthTightDen
 			capacity = min(rebuildAt, filterCapacityIn(avail))
 		}
 		if b.SeqMapBytesMax >= 0 {

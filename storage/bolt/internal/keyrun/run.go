@@ -54,12 +54,13 @@ var (
 	CountKey  = []byte("count")
 )
 
-// Run is what a lookup needs to know of a run without reading it: its
-// name, size and filter (a copy, so it outlives transactions and remaps).
+// Run is what a lookup needs to know of a run across transactions: its
+// name and size. Its filter stays in the file: each View reads it where it
+// lies in the file's map (View.filter), which holds it still while the
+// transaction lives, so that the filters take no heap.
 type Run struct {
-	name   Name
-	count  uint64
-	filter []uint64
+	name  Name
+	count uint64
 	// radix maps digests to ranges of the run's chunks; nil until a
 	// write of the run or a read transaction's table of it builds one.
 	radix atomic.Pointer[keyindex.Radix]
@@ -70,10 +71,6 @@ func (r *Run) Name() Name { return r.name }
 
 // Count is how many records the run holds.
 func (r *Run) Count() uint64 { return r.count }
-
-// Filter is the run's Bloom filter (keyindex.FilterMayContain); callers
-// only read it.
-func (r *Run) Filter() []uint64 { return r.filter }
 
 // Radix is the run's radix map, or nil while it has none.
 func (r *Run) Radix() *keyindex.Radix { return r.radix.Load() }
@@ -89,7 +86,7 @@ func Level(count uint64) uint8 {
 }
 
 // Cache holds what the backend knows of the runs across transactions: the
-// filters of committed runs, and the list of runs as of one committed
+// committed runs by name, and the list of runs as of one committed
 // transaction id. Both are only ever filled from committed state.
 type Cache struct {
 	// MergeRecordsMax bounds the records of one merge (0: none), set
@@ -98,7 +95,7 @@ type Cache struct {
 	// Runs of a level whose merge would hold more are left as they are.
 	MergeRecordsMax uint64
 	mu              sync.Mutex
-	filters         map[Name]*Run
+	byName          map[Name]*Run
 	deletedUpTo     uint64 // the newest commit that deleted runs
 	list            atomic.Pointer[runList]
 }
@@ -109,13 +106,13 @@ type runList struct {
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{filters: map[Name]*Run{}} }
+func NewCache() *Cache { return &Cache{byName: map[Name]*Run{}} }
 
 // Get returns the cached run of the name, or nil.
 func (c *Cache) Get(name Name) *Run {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.filters[name]
+	return c.byName[name]
 }
 
 // mayMerge reports whether runs fit one merge under MergeRecordsMax.
@@ -128,17 +125,6 @@ func (c *Cache) mayMerge(runs []*Run) bool {
 		total += r.count
 	}
 	return total <= c.MergeRecordsMax
-}
-
-// FilterBytes is the memory of the cached runs' filters.
-func (c *Cache) FilterBytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n int64
-	for _, r := range c.filters {
-		n += int64(len(r.filter)) * 8
-	}
-	return n
 }
 
 // Latest returns the runs of the last list cached (of some committed
@@ -156,7 +142,7 @@ func (c *Cache) remember(r *Run, snapshotTxid uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if snapshotTxid >= c.deletedUpTo {
-		c.filters[r.name] = r
+		c.byName[r.name] = r
 	}
 }
 
@@ -164,10 +150,10 @@ func (c *Cache) remember(r *Run, snapshotTxid uint64) {
 func (c *Cache) committed(txid uint64, runs []*Run, created []*Run, deleted []Name) {
 	c.mu.Lock()
 	for _, r := range created {
-		c.filters[r.name] = r
+		c.byName[r.name] = r
 	}
 	for _, n := range deleted {
-		delete(c.filters, n)
+		delete(c.byName, n)
 	}
 	if len(deleted) > 0 {
 		c.deletedUpTo = txid
@@ -180,8 +166,14 @@ func (c *Cache) committed(txid uint64, runs []*Run, created []*Run, deleted []Na
 // View serves one transaction, which passes itself as the Host of every
 // call.
 type View struct {
-	runs    []*Run
-	loaded  bool
+	runs   []*Run
+	loaded bool
+	// filters holds the filter of each run of runs as it lies in the
+	// file's map (or, for a run this write transaction wrote, in bbolt's
+	// node), read at its first lookup: valid while the transaction lives,
+	// since bbolt remaps the file only when no read transaction is open,
+	// and a write transaction's own remap happens in its commit.
+	filters [][]byte
 	created []*Run
 	deleted []Name
 	changed bool
@@ -312,11 +304,30 @@ func read(h Host, name Name) (*Run, error) {
 	if len(cv) != 8 || len(fv) == 0 || len(fv)%(keyindex.FilterBlockWords*8) != 0 {
 		return nil, fmt.Errorf("%s: %w: key run %x header", h.FilePath(), storage.ErrCorrupt, name)
 	}
-	r := &Run{name: name, count: binary.BigEndian.Uint64(cv), filter: make([]uint64, len(fv)/8)}
-	for i := range r.filter {
-		r.filter[i] = binary.LittleEndian.Uint64(fv[8*i:])
+	return &Run{name: name, count: binary.BigEndian.Uint64(cv)}, nil
+}
+
+// filter returns the filter of the run at index i of the view's runs, read
+// from its bucket at the view's first use of it. Only the value's length is
+// checked: its pages are read where a lookup probes them.
+func (v *View) filter(h Host, i int) ([]byte, error) {
+	if len(v.filters) != len(v.runs) {
+		v.filters = make([][]byte, len(v.runs))
 	}
-	return r, nil
+	if f := v.filters[i]; f != nil {
+		return f, nil
+	}
+	name := v.runs[i].name
+	b := v.Bucket(h, name)
+	if b == nil {
+		return nil, fmt.Errorf("%s: %w: key run %x missing", h.FilePath(), storage.ErrCorrupt, name)
+	}
+	f := b.Get(FilterKey)
+	if len(f) == 0 || len(f)%(keyindex.FilterBlockWords*8) != 0 {
+		return nil, fmt.Errorf("%s: %w: key run %x filter of %d bytes", h.FilePath(), storage.ErrCorrupt, name, len(f))
+	}
+	v.filters[i] = f
+	return f, nil
 }
 
 // ScanNames returns the names of the runs, in the order of the index. A
@@ -370,7 +381,11 @@ func (v *View) Lookup(h Host, chainID uint64, digest *[storage.KeyDigestSize]byt
 	copy(target[8:], digest[:])
 	for i := len(v.runs) - 1; i >= 0; i-- {
 		r := v.runs[i]
-		if !keyindex.FilterMayContain(r.filter, chainID, digest[:]) {
+		f, err := v.filter(h, i)
+		if err != nil {
+			return 0, false, err
+		}
+		if !keyindex.FilterBytesMayContain(f, chainID, digest[:]) {
 			continue
 		}
 		seq, ok, err := v.search(h, i, r, target[:])
@@ -512,11 +527,13 @@ func (t *table) radix(r *Run, i int) *keyindex.Radix {
 // digest would read first in each run whose filter may hold it, where the
 // read transaction has the run's table and radix map: a batch of lookups
 // asks for every key's records before the first lookup, so that their
-// misses overlap. The run filters' lines are expected loaded already.
+// misses overlap. A run with a table has had its filter read (search
+// follows a lookup's probe of it).
 func (v *View) Prefetch(chainID uint64, digest *[storage.KeyDigestSize]byte) {
 	want := keyindex.Prefix{ChainID: chainID, DigestHigh: binary.BigEndian.Uint64(digest[0:8]), DigestLow: binary.BigEndian.Uint64(digest[8:16])}
 	for i, t := range v.tableAt {
-		if t == nil || t.last == nil || !keyindex.FilterMayContain(v.runs[i].filter, chainID, digest[:]) {
+		if t == nil || t.last == nil || i >= len(v.filters) || v.filters[i] == nil ||
+			!keyindex.FilterBytesMayContain(v.filters[i], chainID, digest[:]) {
 			continue
 		}
 		if low := t.chunkOf(want); low < len(t.chunks) {
@@ -632,15 +649,16 @@ func (v *View) Add(h Host, records []byte) error {
 
 func (v *View) write(h Host, records []byte) (*Run, error) {
 	count := uint64(len(records) / keyindex.RecordSize)
-	r := &Run{name: NewName(Level(count), uint64(h.BoltTx().ID())), count: count, filter: keyindex.FilterWords(count)}
+	r := &Run{name: NewName(Level(count), uint64(h.BoltTx().ID())), count: count}
 	b, err := h.RunsBucket().CreateBucket(r.name[:])
 	if err != nil {
 		return nil, h.WriteError(err)
 	}
 	b.FillPercent = 1.0
+	words := keyindex.FilterWords(count)
 	for o := 0; o < len(records); o += keyindex.RecordSize {
 		rec := records[o : o+keyindex.RecordSize]
-		keyindex.FilterAdd(r.filter, binary.BigEndian.Uint64(rec[:8]), rec[8:keyindex.RecordPrefixSize])
+		keyindex.FilterAdd(words, binary.BigEndian.Uint64(rec[:8]), rec[8:keyindex.RecordPrefixSize])
 	}
 	var chunks [][]byte
 	for o := 0; o < len(records); o += keyindex.ChunkRecords * keyindex.RecordSize {
@@ -652,8 +670,8 @@ func (v *View) write(h Host, records []byte) (*Run, error) {
 		chunks = append(chunks, chunk)
 	}
 	r.radix.Store(keyindex.NewRadix(chunks))
-	filter := make([]byte, 0, len(r.filter)*8)
-	for _, w := range r.filter {
+	filter := make([]byte, 0, len(words)*8)
+	for _, w := range words {
 		filter = binary.LittleEndian.AppendUint64(filter, w)
 	}
 	if err := b.Put(FilterKey, filter); err != nil {
@@ -663,6 +681,11 @@ func (v *View) write(h Host, records []byte) (*Run, error) {
 		return nil, h.WriteError(err)
 	}
 	v.runs = append(v.runs, r)
+	if len(v.filters) == len(v.runs)-1 {
+		v.filters = append(v.filters, filter)
+	} else {
+		v.filters = nil // read again at the next lookup
+	}
 	v.created = append(v.created, r)
 	v.changed = true
 	return r, nil
@@ -745,6 +768,7 @@ func (v *View) merge(h Host, runs []*Run) (*Run, error) {
 			return nil, h.WriteError(err)
 		}
 		v.runs = slices.DeleteFunc(v.runs, func(x *Run) bool { return x == r })
+		v.filters = nil // read again at the next lookup
 		if i := slices.IndexFunc(v.created, func(x *Run) bool { return x == r }); i >= 0 {
 			v.created = slices.Delete(v.created, i, i+1)
 		} else {

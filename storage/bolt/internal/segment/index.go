@@ -46,8 +46,7 @@ type Index struct {
 	unmappable bool
 	// Touched takes a byte of what a read of the transaction loads ahead
 	// of need, so that the load is not dropped: a segment's likely entry
-	// line (see MappedEntry), and the key index's run filters' lines and
-	// chunk records near the first one read.
+	// line (see MappedEntry).
 	Touched byte
 }
 
