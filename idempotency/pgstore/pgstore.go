@@ -60,10 +60,16 @@ type Store struct {
 	// synchronous_commit in a transaction of their own.
 	claims   *pgxpool.Pool
 	ownsPool bool
-	schema   string
-	records  string // qualified table names
-	retries  string
-	ledger   *chain.DB // Options.Ledger
+	// claimBatch and successes gather concurrent claims (on the claims
+	// pool) and SUCCESS records into one statement each.
+	claimBatch   *batcher[idempotency.Claim, claimed1]
+	successes    *batcher[success, bool]
+	claimsSQL    string
+	successesSQL string
+	schema       string
+	records      string // qualified table names
+	retries      string
+	ledger       *chain.DB // Options.Ledger
 }
 
 // Open connects to the database at url and returns its store; Close
@@ -93,6 +99,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := New(pool, opts.Schema)
 	s.claims, s.ownsPool, s.ledger = claims, true, opts.Ledger
+	s.claimsSQL = claimsSQL(s.records, s.retries)
+	s.claimBatch = &batcher[idempotency.Claim, claimed1]{send: s.sendClaims}
 	if err := s.check(ctx, opts.Migrate); err != nil {
 		s.Close()
 		return nil, err
@@ -123,9 +131,12 @@ func New(pool *pgxpool.Pool, schema string) *Store {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	return &Store{pool: pool, schema: schema,
+	s := &Store{pool: pool, schema: schema,
 		records: pgx.Identifier{schema, "idempotency_records"}.Sanitize(),
 		retries: pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize()}
+	s.successesSQL = successesSQL(s.records)
+	s.successes = &batcher[success, bool]{send: s.sendSuccesses}
+	return s
 }
 
 // Close closes the pools Open made.
@@ -269,8 +280,9 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 
 // insertProcessing runs the INSERT of a PROCESSING record in a transaction
 // that does not wait for its WAL flush (synchronous_commit off), in one
-// round trip: one autocommit statement on the claims pool, whose sessions
-// default to it, else BEGIN, SET LOCAL, the INSERT and COMMIT in one batch.
+// round trip: on the claims pool, whose sessions default to it, one
+// autocommit statement with the claims made meanwhile (sendClaims); else
+// BEGIN, SET LOCAL, the INSERT and COMMIT in one batch.
 // A PROCESSING record is a lease, not a result: one lost in a server crash
 // frees the key, and the retry's handler is kept exactly once by the
 // ledger's UNIQUE(chain, key). Its uniqueness is not relaxed: the row is
@@ -278,9 +290,11 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 // FAILED records are committed durably (the other pool, and the ledger's).
 func (s *Store) insertProcessing(ctx context.Context, insert string, c idempotency.Claim) (idempotency.Record, error) {
 	if s.claims != nil {
-		var attempt int
-		err := s.claims.QueryRow(ctx, insert, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt).Scan(&attempt)
-		return claimed(c, attempt), err
+		r, err := s.claimBatch.do(ctx, c)
+		if err == nil && !r.created {
+			err = pgx.ErrNoRows
+		}
+		return claimed(c, r.attempt), err
 	}
 	var b pgx.Batch
 	b.Queue("BEGIN")
@@ -357,13 +371,25 @@ func (s *Store) Extend(ctx context.Context, sc idempotency.Scope, token string, 
 	return s.update(ctx, sc, token, now, `lease_expires_at = $6, updated_at = $5`, leaseExpiresAt)
 }
 
-// Succeed implements idempotency.Store.
+// Succeed implements idempotency.Store. Concurrent calls are written in one
+// statement (one transaction, one WAL flush).
 func (s *Store) Succeed(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
-	args, err := successArgs(resp, expiresAt)
+	headers, err := json.Marshal(resp.Header)
 	if err != nil {
 		return err
 	}
-	return s.update(ctx, sc, token, now, successSet, args...)
+	body := resp.Body
+	if body == nil {
+		body = []byte{}
+	}
+	held, err := s.successes.do(ctx, success{sc: sc, token: token, now: now, status: resp.Status, headers: string(headers), body: body, expiresAt: expiresAt})
+	if err != nil {
+		return err
+	}
+	if !held {
+		return idempotency.ErrLeaseLost
+	}
+	return nil
 }
 
 // successSet is the SET clause of a SUCCESS record, whose arguments
