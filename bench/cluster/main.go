@@ -112,10 +112,26 @@ func parseCounts(s string, limit int) ([]int, error) {
 	return out, nil
 }
 
-// result is one round's count of answers.
+// result is one round's count of answers, and the CPU time spent during
+// the measured time by the servers, their PostgreSQL backends and this
+// load generator.
 type result struct {
 	ok, status4xx, status5xx, failed int64
 	elapsed                          time.Duration
+	cpu                              cpuTimes
+}
+
+// cpuTimes is CPU time by the part of the setup that spent it.
+type cpuTimes struct {
+	serve, postgres, client time.Duration
+}
+
+// perRequest is d over the round's successful requests, in microseconds.
+func (r result) perRequest(d time.Duration) float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(r.ok)
 }
 
 func (r result) perSecond() float64 { return float64(r.ok) / r.elapsed.Seconds() }
@@ -166,6 +182,19 @@ func (f *figure) median() float64 {
 	return rates[len(rates)/2]
 }
 
+// cpu is the CPU time a request took over all rounds, by part.
+func (f *figure) cpu() string {
+	var sum result
+	for _, r := range f.results {
+		sum.ok += r.ok
+		sum.cpu.serve += r.cpu.serve
+		sum.cpu.postgres += r.cpu.postgres
+		sum.cpu.client += r.cpu.client
+	}
+	total := sum.perRequest(sum.cpu.serve + sum.cpu.postgres + sum.cpu.client)
+	return fmt.Sprintf("%.0f (%.0f + %.0f + %.0f)", total, sum.perRequest(sum.cpu.serve), sum.perRequest(sum.cpu.postgres), sum.perRequest(sum.cpu.client))
+}
+
 func (f *figure) errors() (c4, c5, failed int64) {
 	for _, r := range f.results {
 		c4 += r.status4xx
@@ -210,7 +239,8 @@ func run(ctx context.Context, cfg config) error {
 			order = append(order, id)
 		}
 		f.results = append(f.results, r)
-		fmt.Fprintf(os.Stderr, "%-44s %8.0f/s  5xx %d  4xx %d  failed %d  (load %s)\n", id, r.perSecond(), r.status5xx, r.status4xx, r.failed, loadAverage())
+		fmt.Fprintf(os.Stderr, "%-44s %8.0f/s  5xx %d  4xx %d  failed %d  CPU µs/request: serve %.0f, PostgreSQL %.0f, client %.0f  (load %s)\n",
+			id, r.perSecond(), r.status5xx, r.status4xx, r.failed, r.perRequest(r.cpu.serve), r.perRequest(r.cpu.postgres), r.perRequest(r.cpu.client), loadAverage())
 	}
 	for round := range cfg.rounds {
 		for _, clients := range cfg.clients {
@@ -240,17 +270,17 @@ func run(ctx context.Context, cfg config) error {
 			}
 		}
 	}
-	fmt.Printf("\n| figure | per second | baseline | baseline per second | ratio | 5xx | 4xx | failed |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("\n| figure | per second | baseline | baseline per second | ratio | CPU µs/request (serve + PostgreSQL + client) | 5xx | 4xx | failed |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, id := range order {
 		f := figures[id]
 		c4, c5, failed := f.errors()
 		base, ok := id.baseline(cfg)
 		b, measured := figures[base]
 		if !ok || !measured {
-			fmt.Printf("| %s | %.0f | | | | %d | %d | %d |\n", id, f.median(), c5, c4, failed)
+			fmt.Printf("| %s | %.0f | | | | %s | %d | %d | %d |\n", id, f.median(), f.cpu(), c5, c4, failed)
 			continue
 		}
-		fmt.Printf("| %s | %.0f | %s | %.0f | %.2f | %d | %d | %d |\n", id, f.median(), base, b.median(), f.median()/b.median(), c5, c4, failed)
+		fmt.Printf("| %s | %.0f | %s | %.0f | %.2f | %s | %d | %d | %d |\n", id, f.median(), base, b.median(), f.median()/b.median(), f.cpu(), c5, c4, failed)
 	}
 	fmt.Printf("\nload average at the end: %s\n", loadAverage())
 	return nil
@@ -268,7 +298,9 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// schemaURL returns the URL with search_path set to schema.
+// schemaURL returns the URL with search_path set to schema, and the
+// sessions named by it (application_name), so that the round finds its
+// PostgreSQL backends.
 func schemaURL(base, schema string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
@@ -276,6 +308,7 @@ func schemaURL(base, schema string) (string, error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
@@ -383,6 +416,7 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 		return result{}, fmt.Errorf("apikey create: no token in %q", out.String())
 	}
 	var bases []string
+	probe := &cpuProbe{admin: admin, app: schema}
 	for i := range n {
 		log, err := os.Create(filepath.Join(dir, fmt.Sprintf("round%d-%dservers-%dclients-%d.log", round, n, clients, i)))
 		if err != nil {
@@ -398,6 +432,7 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 		if err := cmd.Start(); err != nil {
 			return result{}, err
 		}
+		probe.serve = append(probe.serve, cmd.Process.Pid)
 		defer func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			cmd.Wait()
@@ -413,7 +448,7 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 			return result{}, err
 		}
 	}
-	return drive(ctx, cfg, clients, func(i int64) (*http.Request, error) {
+	return drive(ctx, cfg, clients, probe, func(i int64) (*http.Request, error) {
 		return req(bases[i%int64(len(bases))], key.Token, i, cfg.chains)
 	})
 }
@@ -421,11 +456,11 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 // drive runs clients goroutines sending requests until the warm-up and
 // the measured time have passed, and counts the answers of the measured
 // time.
-func drive(ctx context.Context, cfg config, clients int, next func(i int64) (*http.Request, error)) (result, error) {
+func drive(ctx context.Context, cfg config, clients int, probe *cpuProbe, next func(i int64) (*http.Request, error)) (result, error) {
 	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	defer transport.CloseIdleConnections()
 	hc := &http.Client{Transport: transport, Timeout: time.Minute}
-	return measure(cfg, clients, func(i int64) (int, error) {
+	return measure(ctx, cfg, clients, probe, func(i int64) (int, error) {
 		r, err := next(i)
 		if err != nil {
 			return 0, err
@@ -442,8 +477,8 @@ func drive(ctx context.Context, cfg config, clients int, next func(i int64) (*ht
 
 // measure runs op from clients goroutines, numbering the operations, and
 // counts the outcomes of those that start after the warm-up and before its
-// end.
-func measure(cfg config, clients int, op func(i int64) (status int, err error)) (result, error) {
+// end, and the CPU time the probe's processes spent meanwhile.
+func measure(ctx context.Context, cfg config, clients int, probe *cpuProbe, op func(i int64) (status int, err error)) (result, error) {
 	var (
 		next               atomic.Int64
 		ok, c4, c5, failed atomic.Int64
@@ -476,16 +511,98 @@ func measure(cfg config, clients int, op func(i int64) (status int, err error)) 
 		}()
 	}
 	time.Sleep(cfg.warmup)
+	before := probe.sample(ctx)
 	measuring.Store(true)
 	start := time.Now()
 	time.Sleep(cfg.duration)
 	stopped.Store(true)
 	elapsed := time.Since(start)
+	cpu := probe.sample(ctx).since(before)
 	wg.Wait()
 	if e := firstErr.Load(); e != nil {
 		fmt.Fprintln(os.Stderr, "cluster: first failed request:", e)
 	}
-	return result{ok: ok.Load(), status4xx: c4.Load(), status5xx: c5.Load(), failed: failed.Load(), elapsed: elapsed}, nil
+	return result{ok: ok.Load(), status4xx: c4.Load(), status5xx: c5.Load(), failed: failed.Load(), elapsed: elapsed, cpu: cpu}, nil
+}
+
+// clockTicksPerSecond is the unit of the CPU times of /proc/PID/stat
+// (USER_HZ, 100 on Linux).
+const clockTicksPerSecond = 100
+
+// cpuProbe reads the CPU time of a round's processes: the servers, by
+// pid, and the PostgreSQL backends whose application_name is app, through
+// /proc (so only when PostgreSQL runs on this machine; else they count 0).
+type cpuProbe struct {
+	admin *pgxpool.Pool
+	app   string
+	serve []int
+}
+
+// cpuSample is CPU time by pid, and this process's own.
+type cpuSample struct {
+	serve, postgres map[int]time.Duration
+	client          time.Duration
+}
+
+func (p *cpuProbe) sample(ctx context.Context) cpuSample {
+	out := cpuSample{serve: map[int]time.Duration{}, postgres: map[int]time.Duration{}}
+	for _, pid := range p.serve {
+		out.serve[pid] = processCPU(pid)
+	}
+	rows, err := p.admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", p.app)
+	if err == nil {
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cluster: backends:", err)
+		}
+		for _, pid := range pids {
+			out.postgres[pid] = processCPU(pid)
+		}
+	} else {
+		fmt.Fprintln(os.Stderr, "cluster: backends:", err)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		out.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return out
+}
+
+// since is the CPU time spent from before to s, by part. A process
+// missing from before started meanwhile: all of its time counts.
+func (s cpuSample) since(before cpuSample) cpuTimes {
+	delta := func(now, then map[int]time.Duration) (d time.Duration) {
+		for pid, t := range now {
+			d += t - then[pid]
+		}
+		return d
+	}
+	return cpuTimes{serve: delta(s.serve, before.serve), postgres: delta(s.postgres, before.postgres), client: s.client - before.client}
+}
+
+// processCPU is the user and system time of process pid, 0 when it cannot
+// be read.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which ends at the last ')':
+	// state is the first, utime the 12th, stime the 13th.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicksPerSecond
 }
 
 // bareRound measures one INSERT … ON CONFLICT DO NOTHING per request, each
@@ -505,6 +622,7 @@ func bareRound(ctx context.Context, cfg config, admin *pgxpool.Pool, clients int
 		return result{}, err
 	}
 	pc.MaxConns, pc.MinConns = int32(clients), int32(clients)
+	pc.ConnConfig.RuntimeParams["application_name"] = schema
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return result{}, err
@@ -512,7 +630,7 @@ func bareRound(ctx context.Context, cfg config, admin *pgxpool.Pool, clients int
 	defer pool.Close()
 	insert := "INSERT INTO " + schema + ".bare (chain_id, idempotency_key, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 	data := []byte(`{"n":1}`)
-	return measure(cfg, clients, func(i int64) (int, error) {
+	return measure(ctx, cfg, clients, &cpuProbe{admin: admin, app: schema}, func(i int64) (int, error) {
 		_, err := pool.Exec(ctx, insert, "load/"+strconv.FormatInt(i%int64(cfg.chains), 10), "raw-"+strconv.FormatInt(i, 10), data)
 		if err != nil {
 			return 0, err
