@@ -65,6 +65,7 @@ type Store struct {
 	claimBatch   *batcher[idempotency.Claim, claimed1]
 	successes    *batcher[success, bool]
 	claimsSQL    string
+	claimSQL     string // one claim in the transaction of New's store
 	successesSQL string
 	schema       string
 	records      string // qualified table names
@@ -135,6 +136,7 @@ func New(pool *pgxpool.Pool, schema string) *Store {
 		records: pgx.Identifier{schema, "idempotency_records"}.Sanitize(),
 		retries: pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize()}
 	s.successesSQL = successesSQL(s.records)
+	s.claimSQL = claimSQL(s.records, s.retries)
 	s.successes = &batcher[success, bool]{send: s.sendSuccesses}
 	return s
 }
@@ -243,16 +245,8 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 	if err := c.Scope.Validate(); err != nil {
 		return idempotency.CreateResult{}, err
 	}
-	insert := `INSERT INTO ` + s.records + ` (operation, user_id, key, status, request_hash, token, attempt,
-			created_at, updated_at, lease_expires_at, expires_at)
-		SELECT $1, $2, $3, 'PROCESSING', $4, $5,
-			1 + coalesce((SELECT retries FROM ` + s.retries + `
-				WHERE operation = $1 AND user_id = $2 AND key = $3 AND expires_at > $6), 0),
-			$6, $6, $7, $8
-		ON CONFLICT (operation, user_id, key) DO NOTHING
-		RETURNING attempt`
 	for range 8 {
-		rec, err := s.insertProcessing(ctx, insert, c)
+		rec, err := s.insertProcessing(ctx, c)
 		if err == nil {
 			return idempotency.CreateResult{Created: true, Record: rec}, nil
 		}
@@ -288,7 +282,7 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 // ledger's UNIQUE(chain, key). Its uniqueness is not relaxed: the row is
 // visible, and conflicts, as soon as the commit returns. SUCCESS and
 // FAILED records are committed durably (the other pool, and the ledger's).
-func (s *Store) insertProcessing(ctx context.Context, insert string, c idempotency.Claim) (idempotency.Record, error) {
+func (s *Store) insertProcessing(ctx context.Context, c idempotency.Claim) (idempotency.Record, error) {
 	if s.claims != nil {
 		r, err := s.claimBatch.do(ctx, c)
 		if err == nil && !r.created {
@@ -299,7 +293,7 @@ func (s *Store) insertProcessing(ctx context.Context, insert string, c idempoten
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit TO OFF")
-	b.Queue(insert, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt)
+	b.Queue(s.claimSQL, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt)
 	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, &b)
 	var rec idempotency.Record
