@@ -63,6 +63,7 @@ type config struct {
 	bare      bool
 	receipts  bool
 	keepLogs  bool
+	metrics   bool
 }
 
 func main() {
@@ -79,6 +80,7 @@ func main() {
 	flag.BoolVar(&cfg.bare, "bare", true, "measure a bare INSERT … ON CONFLICT DO NOTHING per request beside one server")
 	flag.BoolVar(&cfg.receipts, "receipts", true, "measure purchase receipts beside the raw appends, on as many servers")
 	flag.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep the servers' logs")
+	flag.BoolVar(&cfg.metrics, "metrics", false, "serve the servers' metrics and report, for each round, where a request's time went (claim, group, commit)")
 	flag.Parse()
 	var err error
 	if cfg.servers, err = parseCounts(servers, serversMax); err == nil {
@@ -119,6 +121,7 @@ type result struct {
 	ok, status4xx, status5xx, failed int64
 	elapsed                          time.Duration
 	cpu                              cpuTimes
+	stages                           string // -metrics: where the time went
 }
 
 // cpuTimes is CPU time by the part of the setup that spent it.
@@ -241,6 +244,9 @@ func run(ctx context.Context, cfg config) error {
 		f.results = append(f.results, r)
 		fmt.Fprintf(os.Stderr, "%-44s %8.0f/s  5xx %d  4xx %d  failed %d  CPU µs/request: serve %.0f, PostgreSQL %.0f, client %.0f  (load %s)\n",
 			id, r.perSecond(), r.status5xx, r.status4xx, r.failed, r.perRequest(r.cpu.serve), r.perRequest(r.cpu.postgres), r.perRequest(r.cpu.client), loadAverage())
+		if r.stages != "" {
+			fmt.Fprintf(os.Stderr, "%-44s %s\n", "", r.stages)
+		}
 	}
 	for round := range cfg.rounds {
 		for _, clients := range cfg.clients {
@@ -431,7 +437,11 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 			return result{}, err
 		}
 		defer log.Close()
-		cmd := exec.Command(cfg.ledgerctl, "--db", db, "--log-level", "error", "serve", "--addr", "127.0.0.1:0")
+		args := []string{"--db", db, "--log-level", "error", "serve", "--addr", "127.0.0.1:0"}
+		if cfg.metrics {
+			args = append(args, "--metrics-addr", "127.0.0.1:0")
+		}
+		cmd := exec.Command(cfg.ledgerctl, args...)
 		cmd.Stderr = log
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -445,11 +455,19 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 			cmd.Process.Signal(syscall.SIGTERM)
 			cmd.Wait()
 		}()
-		line, err := bufio.NewReader(stdout).ReadString('\n')
+		lines := bufio.NewReader(stdout)
+		line, err := lines.ReadString('\n')
 		if err != nil {
 			return result{}, fmt.Errorf("serve: no address (see %s): %w", log.Name(), err)
 		}
 		bases = append(bases, strings.TrimSpace(strings.TrimPrefix(line, "listening on ")))
+		if cfg.metrics {
+			line, err := lines.ReadString('\n')
+			if err != nil || !strings.HasPrefix(line, "metrics on ") {
+				return result{}, fmt.Errorf("serve: no metrics address (see %s): %q %v", log.Name(), line, err)
+			}
+			probe.metrics = append(probe.metrics, strings.TrimSpace(strings.TrimPrefix(line, "metrics on ")))
+		}
 	}
 	if setup != nil {
 		if err := setup(bases[0], key.Token, cfg.chains); err != nil {
@@ -525,12 +543,13 @@ func measure(ctx context.Context, cfg config, clients int, probe *cpuProbe, op f
 	time.Sleep(cfg.duration)
 	stopped.Store(true)
 	elapsed := time.Since(start)
-	cpu := probe.sample(ctx).since(before)
+	after := probe.sample(ctx)
 	wg.Wait()
 	if e := firstErr.Load(); e != nil {
 		fmt.Fprintln(os.Stderr, "cluster: first failed request:", e)
 	}
-	return result{ok: ok.Load(), status4xx: c4.Load(), status5xx: c5.Load(), failed: failed.Load(), elapsed: elapsed, cpu: cpu}, nil
+	return result{ok: ok.Load(), status4xx: c4.Load(), status5xx: c5.Load(), failed: failed.Load(), elapsed: elapsed,
+		cpu: after.since(before), stages: stages(before.stages, after.stages)}, nil
 }
 
 // clockTicksPerSecond is the unit of the CPU times of /proc/PID/stat
@@ -544,16 +563,91 @@ type cpuProbe struct {
 	admin *pgxpool.Pool
 	app   string
 	serve []int
+	// metrics are the servers' metrics URLs (-metrics), whose stageSums
+	// each sample adds up.
+	metrics []string
 }
 
-// cpuSample is CPU time by pid, and this process's own.
+// cpuSample is CPU time by pid, and this process's own; and the sums of
+// the servers' stageSums.
 type cpuSample struct {
 	serve, postgres map[int]time.Duration
 	client          time.Duration
+	stages          map[string]float64
+}
+
+// stageSums are the metrics -metrics reads: the sums and counts of the
+// request's duration, the guard's claim, and the group commit's duration
+// and size.
+var stageSums = []string{
+	`ledger_http_request_duration_seconds_sum{route="POST /v1/chains/{name}/entries"}`,
+	`ledger_http_request_duration_seconds_count{route="POST /v1/chains/{name}/entries"}`,
+	`idempotency_store_duration_seconds_sum{op="create"}`,
+	`idempotency_store_duration_seconds_count{op="create"}`,
+	`ledger_group_commit_duration_seconds_sum`,
+	`ledger_group_commit_duration_seconds_count`,
+	`ledger_group_commit_requests_sum`,
+}
+
+// readStages adds the stageSums of the metrics page at url to sums.
+func readStages(ctx context.Context, url string, sums map[string]float64) error {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ') // a label's value may hold spaces
+		if i < 0 || !slices.Contains(stageSums, line[:i]) {
+			continue
+		}
+		name, value := line[:i], line[i+1:]
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", url, name, err)
+		}
+		sums[name] += v
+	}
+	return sc.Err()
+}
+
+// stages describes where the requests of a round spent their time, from
+// the stageSums' growth over it (-metrics).
+func stages(before, after map[string]float64) string {
+	d := func(i int) float64 { return after[stageSums[i]] - before[stageSums[i]] }
+	ms := func(sum, count int) string {
+		if d(count) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f ms", 1000*d(sum)/d(count))
+	}
+	if d(3) == 0 && d(5) == 0 {
+		return ""
+	}
+	groupSize := 0.0
+	if d(5) > 0 {
+		groupSize = d(6) / d(5)
+	}
+	return fmt.Sprintf("raw append %s, claim %s, groups of %.1f requests, commit %s", ms(0, 1), ms(2, 3), groupSize, ms(4, 5))
 }
 
 func (p *cpuProbe) sample(ctx context.Context) cpuSample {
-	out := cpuSample{serve: map[int]time.Duration{}, postgres: map[int]time.Duration{}}
+	out := cpuSample{serve: map[int]time.Duration{}, postgres: map[int]time.Duration{}, stages: map[string]float64{}}
+	for _, u := range p.metrics {
+		if err := readStages(ctx, u, out.stages); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster: metrics:", err)
+		}
+	}
 	for _, pid := range p.serve {
 		out.serve[pid] = processCPU(pid)
 	}
