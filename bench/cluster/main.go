@@ -63,6 +63,7 @@ type config struct {
 	bare      bool
 	receipts  bool
 	keepLogs  bool
+	metrics   bool
 }
 
 func main() {
@@ -79,6 +80,7 @@ func main() {
 	flag.BoolVar(&cfg.bare, "bare", true, "measure a bare INSERT … ON CONFLICT DO NOTHING per request beside one server")
 	flag.BoolVar(&cfg.receipts, "receipts", true, "measure purchase receipts beside the raw appends, on as many servers")
 	flag.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep the servers' logs")
+	flag.BoolVar(&cfg.metrics, "metrics", false, "serve the servers' metrics and report, for each round, where a request's time went (claim, group, commit)")
 	flag.Parse()
 	var err error
 	if cfg.servers, err = parseCounts(servers, serversMax); err == nil {
@@ -112,10 +114,27 @@ func parseCounts(s string, limit int) ([]int, error) {
 	return out, nil
 }
 
-// result is one round's count of answers.
+// result is one round's count of answers, and the CPU time spent during
+// the measured time by the servers, their PostgreSQL backends and this
+// load generator.
 type result struct {
 	ok, status4xx, status5xx, failed int64
 	elapsed                          time.Duration
+	cpu                              cpuTimes
+	stages                           string // -metrics: where the time went
+}
+
+// cpuTimes is CPU time by the part of the setup that spent it.
+type cpuTimes struct {
+	serve, postgres, client time.Duration
+}
+
+// perRequest is d over the round's successful requests, in microseconds.
+func (r result) perRequest(d time.Duration) float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(r.ok)
 }
 
 func (r result) perSecond() float64 { return float64(r.ok) / r.elapsed.Seconds() }
@@ -166,6 +185,19 @@ func (f *figure) median() float64 {
 	return rates[len(rates)/2]
 }
 
+// cpu is the CPU time a request took over all rounds, by part.
+func (f *figure) cpu() string {
+	var sum result
+	for _, r := range f.results {
+		sum.ok += r.ok
+		sum.cpu.serve += r.cpu.serve
+		sum.cpu.postgres += r.cpu.postgres
+		sum.cpu.client += r.cpu.client
+	}
+	total := sum.perRequest(sum.cpu.serve + sum.cpu.postgres + sum.cpu.client)
+	return fmt.Sprintf("%.0f (%.0f + %.0f + %.0f)", total, sum.perRequest(sum.cpu.serve), sum.perRequest(sum.cpu.postgres), sum.perRequest(sum.cpu.client))
+}
+
 func (f *figure) errors() (c4, c5, failed int64) {
 	for _, r := range f.results {
 		c4 += r.status4xx
@@ -210,7 +242,11 @@ func run(ctx context.Context, cfg config) error {
 			order = append(order, id)
 		}
 		f.results = append(f.results, r)
-		fmt.Fprintf(os.Stderr, "%-44s %8.0f/s  5xx %d  4xx %d  failed %d  (load %s)\n", id, r.perSecond(), r.status5xx, r.status4xx, r.failed, loadAverage())
+		fmt.Fprintf(os.Stderr, "%-44s %8.0f/s  5xx %d  4xx %d  failed %d  CPU µs/request: serve %.0f, PostgreSQL %.0f, client %.0f  (load %s)\n",
+			id, r.perSecond(), r.status5xx, r.status4xx, r.failed, r.perRequest(r.cpu.serve), r.perRequest(r.cpu.postgres), r.perRequest(r.cpu.client), loadAverage())
+		if r.stages != "" {
+			fmt.Fprintf(os.Stderr, "%-44s %s\n", "", r.stages)
+		}
 	}
 	for round := range cfg.rounds {
 		for _, clients := range cfg.clients {
@@ -240,17 +276,17 @@ func run(ctx context.Context, cfg config) error {
 			}
 		}
 	}
-	fmt.Printf("\n| figure | per second | baseline | baseline per second | ratio | 5xx | 4xx | failed |\n|---|---:|---|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("\n| figure | per second | baseline | baseline per second | ratio | CPU µs/request (serve + PostgreSQL + client) | 5xx | 4xx | failed |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, id := range order {
 		f := figures[id]
 		c4, c5, failed := f.errors()
 		base, ok := id.baseline(cfg)
 		b, measured := figures[base]
 		if !ok || !measured {
-			fmt.Printf("| %s | %.0f | | | | %d | %d | %d |\n", id, f.median(), c5, c4, failed)
+			fmt.Printf("| %s | %.0f | | | | %s | %d | %d | %d |\n", id, f.median(), f.cpu(), c5, c4, failed)
 			continue
 		}
-		fmt.Printf("| %s | %.0f | %s | %.0f | %.2f | %d | %d | %d |\n", id, f.median(), base, b.median(), f.median()/b.median(), c5, c4, failed)
+		fmt.Printf("| %s | %.0f | %s | %.0f | %.2f | %s | %d | %d | %d |\n", id, f.median(), base, b.median(), f.median()/b.median(), f.cpu(), c5, c4, failed)
 	}
 	fmt.Printf("\nload average at the end: %s\n", loadAverage())
 	return nil
@@ -268,7 +304,9 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// schemaURL returns the URL with search_path set to schema.
+// schemaURL returns the URL with search_path set to schema, and the
+// sessions named by it (application_name), so that the round finds its
+// PostgreSQL backends.
 func schemaURL(base, schema string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
@@ -276,6 +314,7 @@ func schemaURL(base, schema string) (string, error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
@@ -299,13 +338,18 @@ func dropSchema(admin *pgxpool.Pool, schema string) {
 // request makes the HTTP request a client sends for its i-th operation.
 type request func(base, token string, i int64, chains int) (*http.Request, error)
 
+// rawBody is the body of every raw append: payload {"n":1}, as the bare
+// INSERT's data.
+const rawBody = `{"type":"load/v1","payload":"eyJuIjoxfQ=="}`
+
+// rawAppend builds its request with as little work as the bare INSERT's
+// client does for its statement: no formatting, the headers set in place.
 func rawAppend(base, token string, i int64, chains int) (*http.Request, error) {
-	body := fmt.Sprintf(`{"type":"load/v1","payload":"%s"}`, "eyJuIjoxfQ==")
-	r, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/v1/chains/load/%d/entries", base, i%int64(chains)), strings.NewReader(body))
+	r, err := http.NewRequest(http.MethodPost, base+"/v1/chains/load/"+strconv.FormatInt(i%int64(chains), 10)+"/entries", strings.NewReader(rawBody))
 	if err != nil {
 		return nil, err
 	}
-	r.Header.Set("Idempotency-Key", fmt.Sprintf("raw-%d", i))
+	r.Header["Idempotency-Key"] = []string{"raw-" + strconv.FormatInt(i, 10)}
 	return authorized(r, token), nil
 }
 
@@ -320,9 +364,12 @@ func purchaseReceipt(base, token string, i int64, chains int) (*http.Request, er
 	return authorized(r, token), nil
 }
 
+// jsonType is the Content-Type header of every request.
+var jsonType = []string{"application/json"}
+
 func authorized(r *http.Request, token string) *http.Request {
-	r.Header.Set("Authorization", "Bearer "+token)
-	r.Header.Set("Content-Type", "application/json")
+	r.Header["Authorization"] = []string{"Bearer " + token}
+	r.Header["Content-Type"] = jsonType
 	return r
 }
 
@@ -383,13 +430,18 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 		return result{}, fmt.Errorf("apikey create: no token in %q", out.String())
 	}
 	var bases []string
+	probe := &cpuProbe{admin: admin, app: schema}
 	for i := range n {
 		log, err := os.Create(filepath.Join(dir, fmt.Sprintf("round%d-%dservers-%dclients-%d.log", round, n, clients, i)))
 		if err != nil {
 			return result{}, err
 		}
 		defer log.Close()
-		cmd := exec.Command(cfg.ledgerctl, "--db", db, "--log-level", "error", "serve", "--addr", "127.0.0.1:0")
+		args := []string{"--db", db, "--log-level", "error", "serve", "--addr", "127.0.0.1:0"}
+		if cfg.metrics {
+			args = append(args, "--metrics-addr", "127.0.0.1:0")
+		}
+		cmd := exec.Command(cfg.ledgerctl, args...)
 		cmd.Stderr = log
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -398,22 +450,31 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 		if err := cmd.Start(); err != nil {
 			return result{}, err
 		}
+		probe.serve = append(probe.serve, cmd.Process.Pid)
 		defer func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			cmd.Wait()
 		}()
-		line, err := bufio.NewReader(stdout).ReadString('\n')
+		lines := bufio.NewReader(stdout)
+		line, err := lines.ReadString('\n')
 		if err != nil {
 			return result{}, fmt.Errorf("serve: no address (see %s): %w", log.Name(), err)
 		}
 		bases = append(bases, strings.TrimSpace(strings.TrimPrefix(line, "listening on ")))
+		if cfg.metrics {
+			line, err := lines.ReadString('\n')
+			if err != nil || !strings.HasPrefix(line, "metrics on ") {
+				return result{}, fmt.Errorf("serve: no metrics address (see %s): %q %v", log.Name(), line, err)
+			}
+			probe.metrics = append(probe.metrics, strings.TrimSpace(strings.TrimPrefix(line, "metrics on ")))
+		}
 	}
 	if setup != nil {
 		if err := setup(bases[0], key.Token, cfg.chains); err != nil {
 			return result{}, err
 		}
 	}
-	return drive(ctx, cfg, clients, func(i int64) (*http.Request, error) {
+	return drive(ctx, cfg, clients, probe, func(i int64) (*http.Request, error) {
 		return req(bases[i%int64(len(bases))], key.Token, i, cfg.chains)
 	})
 }
@@ -421,11 +482,11 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 // drive runs clients goroutines sending requests until the warm-up and
 // the measured time have passed, and counts the answers of the measured
 // time.
-func drive(ctx context.Context, cfg config, clients int, next func(i int64) (*http.Request, error)) (result, error) {
+func drive(ctx context.Context, cfg config, clients int, probe *cpuProbe, next func(i int64) (*http.Request, error)) (result, error) {
 	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	defer transport.CloseIdleConnections()
 	hc := &http.Client{Transport: transport, Timeout: time.Minute}
-	return measure(cfg, clients, func(i int64) (int, error) {
+	return measure(ctx, cfg, clients, probe, func(i int64) (int, error) {
 		r, err := next(i)
 		if err != nil {
 			return 0, err
@@ -442,8 +503,8 @@ func drive(ctx context.Context, cfg config, clients int, next func(i int64) (*ht
 
 // measure runs op from clients goroutines, numbering the operations, and
 // counts the outcomes of those that start after the warm-up and before its
-// end.
-func measure(cfg config, clients int, op func(i int64) (status int, err error)) (result, error) {
+// end, and the CPU time the probe's processes spent meanwhile.
+func measure(ctx context.Context, cfg config, clients int, probe *cpuProbe, op func(i int64) (status int, err error)) (result, error) {
 	var (
 		next               atomic.Int64
 		ok, c4, c5, failed atomic.Int64
@@ -476,16 +537,174 @@ func measure(cfg config, clients int, op func(i int64) (status int, err error)) 
 		}()
 	}
 	time.Sleep(cfg.warmup)
+	before := probe.sample(ctx)
 	measuring.Store(true)
 	start := time.Now()
 	time.Sleep(cfg.duration)
 	stopped.Store(true)
 	elapsed := time.Since(start)
+	after := probe.sample(ctx)
 	wg.Wait()
 	if e := firstErr.Load(); e != nil {
 		fmt.Fprintln(os.Stderr, "cluster: first failed request:", e)
 	}
-	return result{ok: ok.Load(), status4xx: c4.Load(), status5xx: c5.Load(), failed: failed.Load(), elapsed: elapsed}, nil
+	return result{ok: ok.Load(), status4xx: c4.Load(), status5xx: c5.Load(), failed: failed.Load(), elapsed: elapsed,
+		cpu: after.since(before), stages: stages(before.stages, after.stages)}, nil
+}
+
+// clockTicksPerSecond is the unit of the CPU times of /proc/PID/stat
+// (USER_HZ, 100 on Linux).
+const clockTicksPerSecond = 100
+
+// cpuProbe reads the CPU time of a round's processes: the servers, by
+// pid, and the PostgreSQL backends whose application_name is app, through
+// /proc (so only when PostgreSQL runs on this machine; else they count 0).
+type cpuProbe struct {
+	admin *pgxpool.Pool
+	app   string
+	serve []int
+	// metrics are the servers' metrics URLs (-metrics), whose stageSums
+	// each sample adds up.
+	metrics []string
+}
+
+// cpuSample is CPU time by pid, and this process's own; and the sums of
+// the servers' stageSums.
+type cpuSample struct {
+	serve, postgres map[int]time.Duration
+	client          time.Duration
+	stages          map[string]float64
+}
+
+// stageSums are the metrics -metrics reads: the sums and counts of the
+// request's duration, the guard's claim, and the group commit's duration
+// and size.
+var stageSums = []string{
+	`ledger_http_request_duration_seconds_sum{route="POST /v1/chains/{name}/entries"}`,
+	`ledger_http_request_duration_seconds_count{route="POST /v1/chains/{name}/entries"}`,
+	`idempotency_store_duration_seconds_sum{op="create"}`,
+	`idempotency_store_duration_seconds_count{op="create"}`,
+	`ledger_group_commit_duration_seconds_sum`,
+	`ledger_group_commit_duration_seconds_count`,
+	`ledger_group_commit_requests_sum`,
+}
+
+// readStages adds the stageSums of the metrics page at url to sums.
+func readStages(ctx context.Context, url string, sums map[string]float64) error {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ') // a label's value may hold spaces
+		if i < 0 || !slices.Contains(stageSums, line[:i]) {
+			continue
+		}
+		name, value := line[:i], line[i+1:]
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", url, name, err)
+		}
+		sums[name] += v
+	}
+	return sc.Err()
+}
+
+// stages describes where the requests of a round spent their time, from
+// the stageSums' growth over it (-metrics).
+func stages(before, after map[string]float64) string {
+	d := func(i int) float64 { return after[stageSums[i]] - before[stageSums[i]] }
+	ms := func(sum, count int) string {
+		if d(count) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f ms", 1000*d(sum)/d(count))
+	}
+	if d(3) == 0 && d(5) == 0 {
+		return ""
+	}
+	groupSize := 0.0
+	if d(5) > 0 {
+		groupSize = d(6) / d(5)
+	}
+	return fmt.Sprintf("raw append %s, claim %s, groups of %.1f requests, commit %s", ms(0, 1), ms(2, 3), groupSize, ms(4, 5))
+}
+
+func (p *cpuProbe) sample(ctx context.Context) cpuSample {
+	out := cpuSample{serve: map[int]time.Duration{}, postgres: map[int]time.Duration{}, stages: map[string]float64{}}
+	for _, u := range p.metrics {
+		if err := readStages(ctx, u, out.stages); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster: metrics:", err)
+		}
+	}
+	for _, pid := range p.serve {
+		out.serve[pid] = processCPU(pid)
+	}
+	rows, err := p.admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", p.app)
+	if err == nil {
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cluster: backends:", err)
+		}
+		for _, pid := range pids {
+			out.postgres[pid] = processCPU(pid)
+		}
+	} else {
+		fmt.Fprintln(os.Stderr, "cluster: backends:", err)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		out.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return out
+}
+
+// since is the CPU time spent from before to s, by part. A process
+// missing from before started meanwhile: all of its time counts.
+func (s cpuSample) since(before cpuSample) cpuTimes {
+	delta := func(now, then map[int]time.Duration) (d time.Duration) {
+		for pid, t := range now {
+			d += t - then[pid]
+		}
+		return d
+	}
+	return cpuTimes{serve: delta(s.serve, before.serve), postgres: delta(s.postgres, before.postgres), client: s.client - before.client}
+}
+
+// processCPU is the user and system time of process pid, 0 when it cannot
+// be read.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which ends at the last ')':
+	// state is the first, utime the 12th, stime the 13th.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicksPerSecond
 }
 
 // bareRound measures one INSERT … ON CONFLICT DO NOTHING per request, each
@@ -505,6 +724,7 @@ func bareRound(ctx context.Context, cfg config, admin *pgxpool.Pool, clients int
 		return result{}, err
 	}
 	pc.MaxConns, pc.MinConns = int32(clients), int32(clients)
+	pc.ConnConfig.RuntimeParams["application_name"] = schema
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return result{}, err
@@ -512,7 +732,7 @@ func bareRound(ctx context.Context, cfg config, admin *pgxpool.Pool, clients int
 	defer pool.Close()
 	insert := "INSERT INTO " + schema + ".bare (chain_id, idempotency_key, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 	data := []byte(`{"n":1}`)
-	return measure(cfg, clients, func(i int64) (int, error) {
+	return measure(ctx, cfg, clients, &cpuProbe{admin: admin, app: schema}, func(i int64) (int, error) {
 		_, err := pool.Exec(ctx, insert, "load/"+strconv.FormatInt(i%int64(cfg.chains), 10), "raw-"+strconv.FormatInt(i, 10), data)
 		if err != nil {
 			return 0, err

@@ -39,8 +39,8 @@ func appendHandler(db *chain.DB) http.Handler {
 }
 
 // BenchmarkPostgres: 64 clients with new keys, on PostgreSQL. "bare-insert"
-// is a handler doing one INSERT … ON CONFLICT DO NOTHING per request (the
-// floor of any guard on this database); "ledger" appends one ledger entry
+// is a handler doing one INSERT … ON CONFLICT DO NOTHING per request on a
+// pool of the ledger's size (the floor of any guard on this database); "ledger" appends one ledger entry
 // (ledger on PostgreSQL), unguarded; "guarded" is the same handler behind
 // the guard with the PostgreSQL store; "guarded-tx" appends through the
 // guard's Context.Update, its SUCCESS record in the ledger's transaction.
@@ -50,7 +50,12 @@ func BenchmarkPostgres(b *testing.B) {
 	ctx := context.Background()
 	b.Run("bare-insert", func(b *testing.B) {
 		schema := pgtest.NewSchema(b, url)
-		pool, err := pgxpool.New(ctx, url)
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.MaxConns = 32 // the ledger's pool size below
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

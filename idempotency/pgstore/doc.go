@@ -6,7 +6,12 @@
 // Records live in idempotency_records, whose UNIQUE (operation, user_id, key)
 // makes Create atomic across processes: it is one INSERT … ON CONFLICT DO
 // NOTHING RETURNING, and exactly one of any number of concurrent creates
-// gets its row back. Finishing and releasing an attempt are UPDATEs and
+// gets its row back. A store that Open made sends it on a pool of its own
+// whose sessions default to synchronous_commit off, as one autocommit
+// statement: a PROCESSING record is a lease, which a crash may lose (the
+// key is then free, and the ledger's UNIQUE(chain, key) keeps the retry's
+// entries single); SUCCESS and FAILED records, releases and retry counts
+// go through the other pool and wait for their WAL flush. Finishing and releasing an attempt are UPDATEs and
 // DELETEs conditional on status = 'PROCESSING' and the attempt's token, so a
 // stale process never changes a finished record. Retry counts live apart,
 // in idempotency_retry_counts, so they survive the deletion of a record by

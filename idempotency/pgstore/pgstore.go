@@ -36,7 +36,8 @@ type Options struct {
 	// Migrate creates missing tables on Open; when false, Open fails with
 	// ErrSchema instead (the service's role then needs no DDL rights).
 	Migrate bool
-	// MaxConns is the pool size; 0 keeps pgxpool's default.
+	// MaxConns is the size of each of the store's two pools (claims, and
+	// the rest); 0 keeps pgxpool's default.
 	MaxConns int32
 	// Ledger, when set, is the ledger on this same database: the store is
 	// then an idempotency.LedgerTxStore, whose SUCCESS record commits in
@@ -51,11 +52,25 @@ type Options struct {
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
 type Store struct {
-	pool     *pgxpool.Pool
+	pool *pgxpool.Pool
+	// claims, when Open made the store, is a second pool on the same
+	// database whose sessions default to synchronous_commit off: a claim
+	// is then one autocommit INSERT, one statement in one round trip.
+	// Nil on New's store (the caller's pool only), whose claims set
+	// synchronous_commit in a transaction of their own.
+	claims   *pgxpool.Pool
 	ownsPool bool
-	records  string // qualified table names
-	retries  string
-	ledger   *chain.DB // Options.Ledger
+	// claimBatch and successes gather concurrent claims (on the claims
+	// pool) and SUCCESS records into one statement each.
+	claimBatch   *batcher[idempotency.Claim, claimed1]
+	successes    *batcher[success, bool]
+	claimsSQL    string
+	claimSQL     string // one claim in the transaction of New's store
+	successesSQL string
+	schema       string
+	records      string // qualified table names
+	retries      string
+	ledger       *chain.DB // Options.Ledger
 }
 
 // Open connects to the database at url and returns its store; Close
@@ -72,28 +87,43 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.ConnConfig.Tracer = t
 	}
 	opts.Schema = pgschema.Choose(cfg, opts.Schema, DefaultSchema)
+	claimsCfg := cfg.Copy()
+	claimsCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	if opts.Migrate {
-		if err := MigratePool(ctx, pool, opts.Schema); err != nil {
-			pool.Close()
-			return nil, err
-		}
-	}
-	s := New(pool, opts.Schema)
-	s.ownsPool, s.ledger = true, opts.Ledger
-	var exists bool
-	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", s.records, s.retries).Scan(&exists); err != nil {
+	claims, err := pgxpool.NewWithConfig(ctx, claimsCfg)
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	if !exists {
-		pool.Close()
-		return nil, ErrSchema
+	s := New(pool, opts.Schema)
+	s.claims, s.ownsPool, s.ledger = claims, true, opts.Ledger
+	s.claimsSQL = claimsSQL(s.records, s.retries)
+	s.claimBatch = &batcher[idempotency.Claim, claimed1]{send: s.sendClaims}
+	if err := s.check(ctx, opts.Migrate); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
+}
+
+// check migrates the tables when asked to, then makes sure they exist.
+func (s *Store) check(ctx context.Context, migrate bool) error {
+	if migrate {
+		if err := MigratePool(ctx, s.pool, s.schema); err != nil {
+			return err
+		}
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", s.records, s.retries).Scan(&exists); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	if !exists {
+		return ErrSchema
+	}
+	return nil
 }
 
 // New returns the store of the tables in schema (DefaultSchema when empty)
@@ -102,15 +132,20 @@ func New(pool *pgxpool.Pool, schema string) *Store {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	return &Store{pool: pool,
+	s := &Store{pool: pool, schema: schema,
 		records: pgx.Identifier{schema, "idempotency_records"}.Sanitize(),
 		retries: pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize()}
+	s.successesSQL = successesSQL(s.records)
+	s.claimSQL = claimSQL(s.records, s.retries)
+	s.successes = &batcher[success, bool]{send: s.sendSuccesses}
+	return s
 }
 
-// Close closes the pool Open made.
+// Close closes the pools Open made.
 func (s *Store) Close() {
 	if s.ownsPool {
 		s.pool.Close()
+		s.claims.Close()
 	}
 }
 
@@ -210,16 +245,8 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 	if err := c.Scope.Validate(); err != nil {
 		return idempotency.CreateResult{}, err
 	}
-	insert := `INSERT INTO ` + s.records + ` (operation, user_id, key, status, request_hash, token, attempt,
-			created_at, updated_at, lease_expires_at, expires_at)
-		SELECT $1, $2, $3, 'PROCESSING', $4, $5,
-			1 + coalesce((SELECT retries FROM ` + s.retries + `
-				WHERE operation = $1 AND user_id = $2 AND key = $3 AND expires_at > $6), 0),
-			$6, $6, $7, $8
-		ON CONFLICT (operation, user_id, key) DO NOTHING
-		RETURNING ` + recordColumns
 	for range 8 {
-		rec, err := s.insertProcessing(ctx, insert, c)
+		rec, err := s.insertProcessing(ctx, c)
 		if err == nil {
 			return idempotency.CreateResult{Created: true, Record: rec}, nil
 		}
@@ -247,16 +274,26 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 
 // insertProcessing runs the INSERT of a PROCESSING record in a transaction
 // that does not wait for its WAL flush (synchronous_commit off), in one
-// round trip. A PROCESSING record is a lease, not a result: one lost in a
-// server crash frees the key, and the retry's handler is kept exactly once
-// by the ledger's UNIQUE(chain, key). Its uniqueness is not relaxed: the
-// row is visible, and conflicts, as soon as the commit returns. SUCCESS and
-// FAILED records are committed durably.
-func (s *Store) insertProcessing(ctx context.Context, insert string, c idempotency.Claim) (idempotency.Record, error) {
+// round trip: on the claims pool, whose sessions default to it, one
+// autocommit statement with the claims made meanwhile (sendClaims); else
+// BEGIN, SET LOCAL, the INSERT and COMMIT in one batch.
+// A PROCESSING record is a lease, not a result: one lost in a server crash
+// frees the key, and the retry's handler is kept exactly once by the
+// ledger's UNIQUE(chain, key). Its uniqueness is not relaxed: the row is
+// visible, and conflicts, as soon as the commit returns. SUCCESS and
+// FAILED records are committed durably (the other pool, and the ledger's).
+func (s *Store) insertProcessing(ctx context.Context, c idempotency.Claim) (idempotency.Record, error) {
+	if s.claims != nil {
+		r, err := s.claimBatch.do(ctx, c)
+		if err == nil && !r.created {
+			err = pgx.ErrNoRows
+		}
+		return claimed(c, r.attempt), err
+	}
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit TO OFF")
-	b.Queue(insert, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt)
+	b.Queue(s.claimSQL, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt)
 	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, &b)
 	var rec idempotency.Record
@@ -266,8 +303,9 @@ func (s *Store) insertProcessing(ctx context.Context, insert string, c idempoten
 				return err
 			}
 		}
-		var err error
-		rec, err = scanRecord(br.QueryRow())
+		var attempt int
+		err := br.QueryRow().Scan(&attempt)
+		rec = claimed(c, attempt)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -280,6 +318,17 @@ func (s *Store) insertProcessing(ctx context.Context, insert string, c idempoten
 		err = cerr
 	}
 	return rec, err
+}
+
+// claimed is the record a claim's INSERT wrote, given the attempt it
+// returned: the INSERT returns that column only, the others are the
+// claim's, with the precision PostgreSQL keeps (pgx sends times truncated
+// to the microsecond).
+func claimed(c idempotency.Claim, attempt int) idempotency.Record {
+	us := func(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+	return idempotency.Record{Scope: c.Scope, Status: idempotency.StatusProcessing, RequestHash: c.RequestHash,
+		Token: c.Token, Attempt: attempt, CreatedAt: us(c.Now), UpdatedAt: us(c.Now),
+		LeaseExpiresAt: us(c.LeaseExpiresAt), ExpiresAt: us(c.ExpiresAt)}
 }
 
 func (s *Store) get(ctx context.Context, sc idempotency.Scope) (idempotency.Record, error) {
@@ -316,13 +365,25 @@ func (s *Store) Extend(ctx context.Context, sc idempotency.Scope, token string, 
 	return s.update(ctx, sc, token, now, `lease_expires_at = $6, updated_at = $5`, leaseExpiresAt)
 }
 
-// Succeed implements idempotency.Store.
+// Succeed implements idempotency.Store. Concurrent calls are written in one
+// statement (one transaction, one WAL flush).
 func (s *Store) Succeed(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
-	args, err := successArgs(resp, expiresAt)
+	headers, err := json.Marshal(resp.Header)
 	if err != nil {
 		return err
 	}
-	return s.update(ctx, sc, token, now, successSet, args...)
+	body := resp.Body
+	if body == nil {
+		body = []byte{}
+	}
+	held, err := s.successes.do(ctx, success{sc: sc, token: token, now: now, status: resp.Status, headers: string(headers), body: body, expiresAt: expiresAt})
+	if err != nil {
+		return err
+	}
+	if !held {
+		return idempotency.ErrLeaseLost
+	}
+	return nil
 }
 
 // successSet is the SET clause of a SUCCESS record, whose arguments
