@@ -272,11 +272,15 @@ type topicRunner struct {
 
 	jobs     chan *inflight
 	outcomes chan finished
-	freed    chan struct{} // a value after a handler returned or outcomes were recorded
+	freed    chan struct{} // a value after outcomes were recorded, or a handler returned while roomWanted
 
 	mu       sync.Mutex
 	inflight map[inflightKey]*inflight
 	handled  int // leases of inflight whose handler returned, outcome not yet recorded
+	// roomWanted is set while the claim loop waits for handlers to free
+	// room: only then does a returning handler wake it (otherwise every
+	// delivery would wake it twice, and each wake may run a claim).
+	roomWanted bool
 }
 
 type inflightKey struct {
@@ -349,7 +353,21 @@ func (r *topicRunner) run(runCtx, handlerCtx context.Context) {
 func (r *topicRunner) held() (held, handled int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.roomWanted = false
 	return len(r.inflight), r.handled
+}
+
+// waitRoom asks the handlers to wake the claim loop when one returns. It
+// reports false when one returned since held (handled changed): the loop
+// counts again instead of waiting.
+func (r *topicRunner) waitRoom(handled int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handled != handled {
+		return false
+	}
+	r.roomWanted = true
+	return true
 }
 
 func (r *topicRunner) claimLoop(ctx context.Context) {
@@ -384,6 +402,9 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 			continue // there may be more
 		}
 		if asked == 0 {
+			if !r.waitRoom(handled) {
+				continue
+			}
 			next = time.Time{} // woken by r.freed
 		}
 		wait := o.PollInterval
@@ -497,10 +518,14 @@ func (r *topicRunner) handle(base context.Context) {
 		cancel()
 		r.mu.Lock()
 		r.handled++
+		wake := r.roomWanted
+		r.roomWanted = false
 		r.mu.Unlock()
-		select {
-		case r.freed <- struct{}{}: // a handler is free: the claim loop may claim ahead
-		default:
+		if wake {
+			select {
+			case r.freed <- struct{}{}: // a handler is free: the claim loop may claim ahead
+			default:
+			}
 		}
 		r.outcomes <- finished{outcome: Outcome{ID: j.d.Message.ID, Token: j.d.Token, Attempt: j.d.Attempt, Err: err,
 			Detail: j.d.Detail, Duration: time.Since(start)}}
