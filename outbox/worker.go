@@ -69,7 +69,9 @@ type WorkerOptions struct {
 	Concurrency int
 	// ClaimBatch is the most messages one claim leases, 1..ClaimBatchMax;
 	// 2·Concurrency (at most ClaimBatchMax) when zero. A worker holds at
-	// most Concurrency+ClaimBatch leases of a topic.
+	// most Concurrency+ClaimBatch leases of a topic waiting for or in a
+	// handler, and at most Concurrency+2·ClaimBatch in all: the next batch
+	// is claimed while the outcomes of the one before are recorded.
 	ClaimBatch int
 	// LeaseDuration is how long a claim leases a message; heartbeats
 	// extend it while the handler runs. When zero, LeaseDurationDefault,
@@ -270,10 +272,15 @@ type topicRunner struct {
 
 	jobs     chan *inflight
 	outcomes chan finished
-	freed    chan struct{} // a value after outcomes were recorded
+	freed    chan struct{} // a value after outcomes were recorded, or a handler returned while roomWanted
 
 	mu       sync.Mutex
 	inflight map[inflightKey]*inflight
+	handled  int // leases of inflight whose handler returned, outcome not yet recorded
+	// roomWanted is set while the claim loop waits for handlers to free
+	// room: only then does a returning handler wake it (otherwise every
+	// delivery would wake it twice, and each wake may run a claim).
+	roomWanted bool
 }
 
 type inflightKey struct {
@@ -298,14 +305,19 @@ func newTopicRunner(w *Worker, name string, t Topic, sub *chain.Subscription) *t
 		t.Timeout = w.opts.LeaseDuration * 2 / 3
 	}
 	return &topicRunner{w: w, topic: name, t: t, sub: sub,
-		jobs:     make(chan *inflight, w.opts.ClaimBatch+w.opts.Concurrency),
-		outcomes: make(chan finished, w.opts.ClaimBatch+w.opts.Concurrency),
+		jobs:     make(chan *inflight, capacity(&w.opts)),
+		outcomes: make(chan finished, capacity(&w.opts)),
 		freed:    make(chan struct{}, 1),
 		inflight: map[inflightKey]*inflight{}}
 }
 
-// capacity is the most leases the runner holds at once.
-func (r *topicRunner) capacity() int { return r.w.opts.Concurrency + r.w.opts.ClaimBatch }
+// capacity is the most leases a runner holds at once: Concurrency +
+// ClaimBatch waiting for or in a handler, and a batch more whose handlers
+// returned and whose outcomes are being recorded. So the next claim
+// commits (and its messages are read) while the outcomes of the batch
+// before commit, instead of after them; and no more messages wait for a
+// slow handler than without that room.
+func capacity(o *WorkerOptions) int { return o.Concurrency + 2*o.ClaimBatch }
 
 func (r *topicRunner) run(runCtx, handlerCtx context.Context) {
 	var handlers, recorder, beats sync.WaitGroup
@@ -336,10 +348,26 @@ func (r *topicRunner) run(runCtx, handlerCtx context.Context) {
 	beats.Wait()
 }
 
-func (r *topicRunner) held() int {
+// held returns how many leases the runner holds, and how many of them
+// wait for their outcome's record only.
+func (r *topicRunner) held() (held, handled int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.inflight)
+	r.roomWanted = false
+	return len(r.inflight), r.handled
+}
+
+// waitRoom asks the handlers to wake the claim loop when one returns. It
+// reports false when one returned since held (handled changed): the loop
+// counts again instead of waiting.
+func (r *topicRunner) waitRoom(handled int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handled != handled {
+		return false
+	}
+	r.roomWanted = true
+	return true
 }
 
 func (r *topicRunner) claimLoop(ctx context.Context) {
@@ -349,8 +377,8 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		held := r.held()
-		free := r.capacity() - held
+		held, handled := r.held()
+		free := min(o.Concurrency+o.ClaimBatch-(held-handled), capacity(o)-held)
 		asked, got := min(free, o.ClaimBatch), 0
 		// While handlers are busy, claim only once half a batch is free:
 		// every claim reads the ready index from its floor and the lease
@@ -374,6 +402,9 @@ func (r *topicRunner) claimLoop(ctx context.Context) {
 			continue // there may be more
 		}
 		if asked == 0 {
+			if !r.waitRoom(handled) {
+				continue
+			}
 			next = time.Time{} // woken by r.freed
 		}
 		wait := o.PollInterval
@@ -459,7 +490,7 @@ func (r *topicRunner) claim(ctx context.Context, n int) (Claim, error) {
 	}
 	r.mu.Unlock()
 	for _, j := range batch {
-		r.jobs <- j // never blocks: the channel holds capacity() jobs
+		r.jobs <- j // never blocks: the channel holds capacity jobs
 	}
 	return c, nil
 }
@@ -485,6 +516,17 @@ func (r *topicRunner) handle(base context.Context) {
 			endDeliverySpan(span, &j.d, err)
 		}
 		cancel()
+		r.mu.Lock()
+		r.handled++
+		wake := r.roomWanted
+		r.roomWanted = false
+		r.mu.Unlock()
+		if wake {
+			select {
+			case r.freed <- struct{}{}: // a handler is free: the claim loop may claim ahead
+			default:
+			}
+		}
 		r.outcomes <- finished{outcome: Outcome{ID: j.d.Message.ID, Token: j.d.Token, Attempt: j.d.Attempt, Err: err,
 			Detail: j.d.Detail, Duration: time.Since(start)}}
 	}
@@ -562,6 +604,7 @@ func (r *topicRunner) recordBatch(batch []Outcome) {
 	for _, out := range batch {
 		delete(r.inflight, inflightKey{out.ID, out.Token})
 	}
+	r.handled -= len(batch)
 	r.mu.Unlock()
 	select {
 	case r.freed <- struct{}{}:

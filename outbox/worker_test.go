@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,5 +204,105 @@ func TestLateCommitNotSkipped(t *testing.T) {
 		if len(c.Leases) != 1 || c.Leases[0].Message.ID != early.ID {
 			t.Fatalf("claim %+v: the late-committed message was skipped", c.Leases)
 		}
+	})
+}
+
+// stallMetrics holds the recorder in Attempted, called after an outcome
+// batch committed and before the worker lets go of its leases, until
+// release is closed; it counts the claims.
+type stallMetrics struct {
+	release chan struct{}
+	claims  atomic.Int64
+}
+
+func (m *stallMetrics) Claimed(string, int, int)                            { m.claims.Add(1) }
+func (m *stallMetrics) Attempted(string, outbox.OutcomeKind, time.Duration) { <-m.release }
+func (m *stallMetrics) PickedUp(string, time.Duration)                      {}
+func (m *stallMetrics) DeadLettered(string, outbox.DeadReason, int)         {}
+func (m *stallMetrics) LeaseLost(string, int)                               {}
+func (m *stallMetrics) Backlog(string, int, time.Duration)                  {}
+
+// TestWorkerClaimsWhileOutcomesRecord: once the handlers are done with a
+// batch, the worker claims the next one without waiting for its outcomes'
+// record.
+func TestWorkerClaimsWhileOutcomesRecord(t *testing.T) {
+	forEachBackend(t, nil, func(t *testing.T, db *chain.DB) {
+		const n, batch = 30, 10
+		for i := range n {
+			enqueue(t, db, outbox.EnqueueRequest{Tenant: "acme", Topic: "ahead", IdempotencyKey: fmt.Sprintf("m-%02d", i),
+				Payload: []byte("{}")})
+		}
+		m := &stallMetrics{release: make(chan struct{})}
+		var once sync.Once
+		let := func() { once.Do(func() { close(m.release) }) }
+		got := newAttempts(n)
+		startWorker(t, db, outbox.WorkerOptions{Tenant: "acme", Concurrency: 1, ClaimBatch: batch, Metrics: m,
+			PollInterval: 10 * time.Millisecond,
+			Topics: map[string]outbox.Topic{"ahead": {Handler: func(ctx context.Context, d *outbox.Delivery) error {
+				got.add(d, true)
+				return nil
+			}}}})
+		t.Cleanup(let) // before the worker's Stop, which waits for the recorder
+		deadline := time.Now().Add(10 * time.Second)
+		for m.claims.Load() < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d claims while the first batch's outcomes are held in their record, want 2", m.claims.Load())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		let()
+		got.wait(t, 30*time.Second)
+		for key, tries := range got.keys {
+			if len(tries) != 1 {
+				t.Errorf("%s attempted %d times", key, len(tries))
+			}
+		}
+	})
+}
+
+// TestWorkerQueuesOneBatchForSlowHandlers: while the handlers are busy,
+// no more than Concurrency+ClaimBatch leases wait for or run in them, so a
+// slow receiver does not hold more messages than that.
+func TestWorkerQueuesOneBatchForSlowHandlers(t *testing.T) {
+	forEachBackend(t, nil, func(t *testing.T, db *chain.DB) {
+		ctx := context.Background()
+		const n, batch, concurrency = 50, 10, 2
+		for i := range n {
+			enqueue(t, db, outbox.EnqueueRequest{Tenant: "acme", Topic: "slow", IdempotencyKey: fmt.Sprintf("m-%02d", i),
+				Payload: []byte("{}")})
+		}
+		release := make(chan struct{})
+		var once sync.Once
+		let := func() { once.Do(func() { close(release) }) }
+		var running atomic.Int64
+		got := newAttempts(n)
+		startWorker(t, db, outbox.WorkerOptions{Tenant: "acme", Concurrency: concurrency, ClaimBatch: batch,
+			PollInterval: 10 * time.Millisecond,
+			Topics: map[string]outbox.Topic{"slow": {Handler: func(ctx context.Context, d *outbox.Delivery) error {
+				running.Add(1)
+				<-release
+				got.add(d, true)
+				return nil
+			}}}})
+		t.Cleanup(let) // before the worker's Stop, which waits for the handlers
+		deadline := time.Now().Add(10 * time.Second)
+		for running.Load() < concurrency {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d handlers running, want %d", running.Load(), concurrency)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		for range 10 { // a claim beyond the bound would land in these 100 ms
+			s, err := outbox.Stats(ctx, db, "acme", "slow")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s[0].Leased > concurrency+batch {
+				t.Fatalf("%d messages leased for %d busy handlers, at most %d", s[0].Leased, concurrency, concurrency+batch)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		let()
+		got.wait(t, 30*time.Second)
 	})
 }
