@@ -83,3 +83,36 @@ func TestGroupRoundTripsBesideAnotherProcess(t *testing.T) {
 		}
 	}
 }
+
+// A filter further behind than KeyFilterCatchUpMax is not caught up in the
+// locking round trip: the keys it rules out are looked up as before, so a
+// key another process appended far past the filter is still found, and
+// the new keys are stored once.
+func TestGroupBesideAnotherProcessFarBehind(t *testing.T) {
+	bs := pgtest.OpenShared(t, 2)
+	defer bs[0].Close()
+	defer bs[1].Close()
+	chains := []string{"a"}
+	groupOnChains(t, bs[0], chains, postgres.KeyFilterMinLookups+1, 0, nil)
+	groupOnChains(t, bs[0], chains, postgres.KeyFilterMinLookups+1, 1, nil) // the filter is built
+	_, far := groupOnChains(t, bs[1], chains, postgres.KeyFilterCatchUpMax+10, 2, nil)
+	// The first and the last key of the other process's.
+	first, last := uint64(1<<63), uint64(0)
+	for _, seq := range far {
+		first, last = min(first, seq), max(last, seq)
+	}
+	replayed := make(map[storage.ChainKey]uint64)
+	for k, seq := range far {
+		if seq == first || seq == last {
+			replayed[k] = seq
+		}
+	}
+	if len(replayed) != 2 {
+		t.Fatalf("%d keys replayed, want 2", len(replayed))
+	}
+	_, appended := groupOnChains(t, bs[0], chains, postgres.KeyFilterMinLookups+1, 3, replayed)
+	_, again := groupOnChains(t, bs[1], chains, 1, 4, appended)
+	if len(again) != 1 {
+		t.Fatalf("the other process appended %d keys, want 1", len(again))
+	}
+}
