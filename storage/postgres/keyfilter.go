@@ -18,6 +18,12 @@ import (
 // does not contain is certainly not in the chain and needs no round trip; a
 // key it may contain is looked up on the server as before.
 //
+// Several processes append to the same chains: a process's filter is then
+// behind by the others' entries whenever its group commit locks the head.
+// PrepareKeys catches the filters of the heads it locks up in the same
+// round trip, with one query after the locks, so a group costs two round
+// trips (lock, commit) however many processes write its chains.
+//
 // The unique constraint (chain_id, idempotency_key) stays the last word: if
 // a filter ever claimed a stored key absent, the commit would fail with
 // storage.ErrDuplicate, never store the key twice.
@@ -31,6 +37,13 @@ const (
 	// KeyFilterMaxEntries is the largest chain (head seq) for which a key
 	// filter is built: building reads every key of the chain once.
 	KeyFilterMaxEntries = 1 << 20
+
+	// KeyFilterCatchUpMax is the most entries by which a chain's filter
+	// may be behind for the round trip that locks the chain's head to
+	// catch it up (entries other processes appended since this one's
+	// last transaction on the chain); a filter further behind catches up
+	// in a query of its own.
+	KeyFilterCatchUpMax = 1 << 12
 
 	// KeyFilterMaxBytes bounds the memory of all key filters of a backend;
 	// the least recently used are dropped beyond it.

@@ -41,6 +41,13 @@ const (
 	// and returns them as sqlLockHead does.
 	sqlLockHeads = `SELECT chain_id, head_seq, head_hash, head_time, pg_current_xact_id()::text
 		FROM chains WHERE chain_id = ANY($1::text[]) ORDER BY chain_id FOR UPDATE`
+	// sqlCatchUpKeys returns the keyed entries of each chain of $1 past
+	// the seq at the same index of $2 (and at most $3 past it): the ordinal
+	// (from 1) of the chain, the entry's seq and its key.
+	sqlCatchUpKeys = `SELECT k.i, e.seq, e.idempotency_key
+		FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS k (chain_id, after, i)
+		JOIN entries e ON e.chain_id = k.chain_id COLLATE "C" AND e.seq > k.after AND e.seq <= k.after + $3
+		WHERE e.idempotency_key IS NOT NULL`
 	// sqlPrepareKeys returns the ordinal (from 1) of each (chain, key) pair
 	// of the two arrays that an entry holds, with the entry's seq and data.
 	// COLLATE "C" makes the comparison the unique index's, so it is used.
@@ -109,7 +116,9 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 	var (
 		locked []lockedRow
 		found  []foundKey
+		caught []caughtKey
 	)
+	catchChains, catchAfters := catchUps(reached, unordered, ordered)
 	if len(unordered)+len(ordered)+len(sent) == 0 {
 		// Every key ruled out on chains already held: nothing to ask.
 		t.keepPrepared(ctx, asked, nil, nil, reached)
@@ -125,6 +134,12 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		if len(ordered) > 0 {
 			b.Queue(sqlLockHeads, ordered).Query(func(rows pgx.Rows) error { return scanLockedRows(rows, &locked) })
 		}
+		if len(catchChains) > 0 {
+			caught = caught[:0]
+			b.Queue(sqlCatchUpKeys, catchChains, catchAfters, int64(KeyFilterCatchUpMax)).Query(func(rows pgx.Rows) error {
+				return scanCaughtKeys(rows, len(catchChains), &caught)
+			})
+		}
 		if len(sent) > 0 {
 			b.Queue(sqlPrepareKeys, chains, names).Query(func(rows pgx.Rows) error { return scanFoundKeys(rows, len(sent), &found) })
 		}
@@ -139,8 +154,101 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 	for i := range found {
 		found[i].index = sent[found[i].index]
 	}
+	t.catchUp(catchChains, catchAfters, caught, asked, reached)
 	t.keepPrepared(ctx, asked, found, append(unordered, ordered...), reached)
 	t.buildFilters(ctx, asked)
+}
+
+// caughtKey is a row of sqlCatchUpKeys: the index of the chain in the
+// arrays, and a keyed entry.
+type caughtKey struct {
+	index int
+	seq   uint64
+	key   string
+}
+
+// catchUps returns the chains, among those about to be locked, whose key
+// filter ruleOut used, with the seq each filter had reached: their
+// filters catch up in the round trip that locks them.
+func catchUps(reached map[string]uint64, lists ...[]string) (chains []string, afters []int64) {
+	if len(reached) == 0 {
+		return nil, nil
+	}
+	for _, list := range lists {
+		for _, c := range list {
+			if seq, ok := reached[c]; ok {
+				chains, afters = append(chains, c), append(afters, int64(seq))
+			}
+		}
+	}
+	return chains, afters
+}
+
+func scanCaughtKeys(rows pgx.Rows, n int, caught *[]caughtKey) error {
+	for rows.Next() {
+		var (
+			i, seq int64
+			key    string
+		)
+		if err := rows.Scan(&i, &seq, &key); err != nil {
+			return err
+		}
+		if i < 1 || int(i) > n || seq < 1 {
+			return fmt.Errorf("%w: the server answered chain %d of %d, seq %d", storage.ErrCorrupt, i, n, seq)
+		}
+		*caught = append(*caught, caughtKey{index: int(i) - 1, seq: uint64(seq), key: key})
+	}
+	return rows.Err()
+}
+
+// catchUp adds to the key filters of the chains now locked the keys of
+// the entries sqlCatchUpKeys read after the locks (every entry between
+// the filter's seq and the head locked), when the filter is where ruleOut
+// found it and the head at most KeyFilterCatchUpMax past it. reached then
+// moves to the head, and a key ruleOut ruled out that is among the new
+// entries is prepared as found.
+func (t *tx) catchUp(chains []string, afters []int64, caught []caughtKey, asked []preparedKey, reached map[string]uint64) {
+	if len(chains) == 0 {
+		return
+	}
+	fs := t.b.filters
+	var newKeys map[chainKey]uint64
+	for i, c := range chains {
+		lh, held := t.heads[c]
+		after := uint64(afters[i])
+		if !held || lh.lockedSeq < after || lh.lockedSeq-after > KeyFilterCatchUpMax {
+			continue
+		}
+		f := fs.get(c)
+		if f == nil {
+			continue
+		}
+		f.mu.Lock()
+		if f.seq == after && !f.full() {
+			for _, k := range caught {
+				if k.index == i {
+					fs.add(f, k.key)
+					if newKeys == nil {
+						newKeys = make(map[chainKey]uint64)
+					}
+					newKeys[chainKey{c, k.key}] = k.seq
+				}
+			}
+			f.seq = lh.lockedSeq
+			reached[c] = lh.lockedSeq
+		}
+		f.mu.Unlock()
+	}
+	for i := range asked {
+		k := &asked[i]
+		if !k.filtered {
+			continue
+		}
+		if seq, ok := newKeys[chainKey{k.chain, k.key}]; ok {
+			k.filtered, k.found = false, true
+			t.preparedSeqs[chainKey{k.chain, k.key}] = seq
+		}
+	}
 }
 
 // preparedKey is a key PrepareKeys asks the server about.
