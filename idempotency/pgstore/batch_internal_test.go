@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ledgerworks/ledger/idempotency"
-	"github.com/ledgerworks/ledger/storage/postgres/pgtest"
 )
 
 // TestBatcherGathersWaitingCalls: with batchInflightMax sends blocked, the
@@ -121,13 +120,8 @@ func waitFor(t *testing.T, cond func() bool) {
 // records are written for the holders only, a stale token answered
 // ErrLeaseLost.
 func TestBatchedClaimsAndSuccesses(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := context.Background()
-	s, err := Open(ctx, url, Options{Schema: pgtest.NewSchema(t, url), Migrate: true, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t, 4)
 	const scopes, per = 16, 4
 	now := time.Now()
 	var mu sync.Mutex

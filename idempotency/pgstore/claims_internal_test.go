@@ -15,13 +15,8 @@ import (
 // synchronous_commit off, the pool of SUCCESS, FAILED and releases does
 // not, and a claim made on the first conflicts at once on the second.
 func TestClaimsSkipOnlyTheirFlush(t *testing.T) {
-	url := pgtest.URL(t)
 	ctx := context.Background()
-	s, err := Open(ctx, url, Options{Schema: pgtest.NewSchema(t, url), Migrate: true, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t, 2)
 	var claims, durable string
 	if err := s.claims.QueryRow(ctx, "SHOW synchronous_commit").Scan(&claims); err != nil {
 		t.Fatal(err)
@@ -66,4 +61,17 @@ func checkClaims(t *testing.T, s *Store) {
 	if err != nil || rec.Status != idempotency.StatusSuccess {
 		t.Fatalf("Get: %+v, %v", rec, err)
 	}
+}
+
+// openInternal opens a store on a new schema of the test database, closed
+// when the test ends.
+func openInternal(t *testing.T, connsMax int32) *Store {
+	t.Helper()
+	url := pgtest.URL(t)
+	s, err := Open(context.Background(), url, Options{Schema: pgtest.NewSchema(t, url), Migrate: true, MaxConns: connsMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
