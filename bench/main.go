@@ -287,6 +287,7 @@ func fileSize(path string) (int64, error) {
 type verified struct {
 	rate workload.Rate
 	cpu  time.Duration // user + system time of the child, from its rusage
+	sys  time.Duration // the system part of cpu: the kernel's work, page faults and reads included
 	hwm  int64         // peak RSS of the child, bytes
 }
 
@@ -306,8 +307,9 @@ func childVerify(path string) (verified, error) {
 	if _, err := fmt.Sscan(string(out), &count, &nanos, &hwm); err != nil {
 		return verified{}, fmt.Errorf("verify child printed %q: %w", out, err)
 	}
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return verified{workload.Rate{Count: count, Duration: time.Duration(nanos)}, cpu, hwm}, nil
+	sys := cmd.ProcessState.SystemTime()
+	cpu := cmd.ProcessState.UserTime() + sys
+	return verified{workload.Rate{Count: count, Duration: time.Duration(nanos)}, cpu, sys, hwm}, nil
 }
 
 func join(dir, name string) string { return filepath.Join(dir, name) }

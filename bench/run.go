@@ -504,8 +504,8 @@ func rssVerify(path string, t *table) error {
 	entries := float64(max(v.Count, 1))
 	t.fig.p5Entries, t.fig.p5CPUNs, t.fig.p5RSS = v.Count, float64(c.cpu.Nanoseconds())/entries, c.hwm
 	t.add(row{"P5", fmt.Sprintf("verify in a child process, %s entries: CPU an entry (user + system, rusage)", count(float64(v.Count))),
-		fmt.Sprintf("%.3f µs (%v of CPU; wall %.3f µs an entry, %s)", float64(c.cpu.Nanoseconds())/entries/1e3, c.cpu.Round(time.Millisecond),
-			v.Duration.Seconds()*1e6/entries, perSecond(v)), "", "", "", ""})
+		fmt.Sprintf("%.3f µs (%v of CPU, %v of it system; wall %.3f µs an entry, %s)", float64(c.cpu.Nanoseconds())/entries/1e3,
+			c.cpu.Round(time.Millisecond), c.sys.Round(time.Millisecond), v.Duration.Seconds()*1e6/entries, perSecond(v)), "", "", "", ""})
 	t.add(row{"P5", fmt.Sprintf("verify peak RSS (VmHWM, child process), %s entries", count(float64(v.Count))),
 		mib(c.hwm), "file size " + mib(size), ratio(float64(c.hwm), float64(size)), "≤ 64 MiB", yes(c.hwm <= 64<<20)})
 	return nil
