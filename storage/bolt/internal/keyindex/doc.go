@@ -3,7 +3,7 @@
 // digest | u64be seq, RecordSize bytes, ordered by its first
 // RecordPrefixSize) and what is built over records: their sort
 // (SortRecords, a bucket sort by chain and digest), the blocked Bloom
-// filters of a run (FilterWords, FilterAdd, FilterMayContain) and of a
+// filters of a run (FilterWords, FilterAdd, FilterBytesMayContain) and of a
 // whole file (Filter), the seq map beside the file's filter (SeqMap), a
 // run's radix map of its chunks (Radix) and the search of a chunk
 // (SearchChunk, interpolating between uniform digests).

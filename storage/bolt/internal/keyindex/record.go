@@ -251,22 +251,10 @@ func FilterAdd(f []uint64, chainID uint64, digest []byte) {
 	}
 }
 
-func FilterMayContain(f []uint64, chainID uint64, digest []byte) bool {
-	h1, h2 := FilterHashes(chainID, digest)
-	block, _ := bits.Mul64(h1, uint64(len(f)/FilterBlockWords))
-	words := f[block*FilterBlockWords : (block+1)*FilterBlockWords]
-	for i := range filterProbes {
-		bit := (h2 >> (9 * i)) & 511
-		if words[bit/64]&(1<<(bit%64)) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// FilterBytesMayContain is FilterMayContain of a filter as stored in a run's
-// bucket (its words little-endian), read where it lies in the file's map:
-// the bytes need no alignment, and only the key's block is read.
+// FilterBytesMayContain reports whether a run's filter, as stored in the
+// run's bucket (the words FilterAdd set, little-endian), may hold the key.
+// It reads the filter where it lies in the file's map: the bytes need no
+// alignment, and only the key's block is read.
 func FilterBytesMayContain(f []byte, chainID uint64, digest []byte) bool {
 	h1, h2 := FilterHashes(chainID, digest)
 	block, _ := bits.Mul64(h1, uint64(len(f)/(FilterBlockWords*8)))
