@@ -179,20 +179,8 @@ func compareScopes(a, b idempotency.Scope) int {
 	return strings.Compare(a.Key, b.Key)
 }
 
-// claimSQL is the INSERT of one claim, for New's store, whose claims each
-// run in a transaction of their own (insertProcessing).
-func claimSQL(records, retries string) string {
-	return `INSERT INTO ` + records + ` (operation, user_id, key, status, request_hash, token, attempt,
-			created_at, updated_at, lease_expires_at, expires_at)
-		SELECT $1, $2, $3, 'PROCESSING', $4, $5,
-			1 + coalesce((SELECT retries FROM ` + retries + `
-				WHERE operation = $1 AND user_id = $2 AND key = $3 AND expires_at > $6), 0),
-			$6, $6, $7, $8
-		ON CONFLICT (operation, user_id, key) DO NOTHING
-		RETURNING attempt`
-}
-
-// claimsSQL is sendClaims' statement on the tables records and retries.
+// claimsSQL is the claims' statement on the tables records and retries:
+// sendClaims' batch, or one claim in the transaction of New's store.
 func claimsSQL(records, retries string) string {
 	return `INSERT INTO ` + records + ` (operation, user_id, key, status, request_hash, token, attempt,
 			created_at, updated_at, lease_expires_at, expires_at)

@@ -65,7 +65,6 @@ type Store struct {
 	claimBatch   *batcher[idempotency.Claim, claimed1]
 	successes    *batcher[success, bool]
 	claimsSQL    string
-	claimSQL     string // one claim in the transaction of New's store
 	successesSQL string
 	schema       string
 	records      string // qualified table names
@@ -100,7 +99,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := New(pool, opts.Schema)
 	s.claims, s.ownsPool, s.ledger = claims, true, opts.Ledger
-	s.claimsSQL = claimsSQL(s.records, s.retries)
 	s.claimBatch = &batcher[idempotency.Claim, claimed1]{send: s.sendClaims}
 	if err := s.check(ctx, opts.Migrate); err != nil {
 		s.Close()
@@ -136,7 +134,7 @@ func New(pool *pgxpool.Pool, schema string) *Store {
 		records: pgx.Identifier{schema, "idempotency_records"}.Sanitize(),
 		retries: pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize()}
 	s.successesSQL = successesSQL(s.records)
-	s.claimSQL = claimSQL(s.records, s.retries)
+	s.claimsSQL = claimsSQL(s.records, s.retries)
 	s.successes = &batcher[success, bool]{send: s.sendSuccesses}
 	return s
 }
@@ -293,7 +291,8 @@ func (s *Store) insertProcessing(ctx context.Context, c idempotency.Claim) (idem
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit TO OFF")
-	b.Queue(s.claimSQL, c.Operation, c.User, c.Key, c.RequestHash[:], c.Token, c.Now, c.LeaseExpiresAt, c.ExpiresAt)
+	b.Queue(s.claimsSQL, []string{c.Operation}, []string{c.User}, []string{c.Key}, [][]byte{c.RequestHash[:]},
+		[]string{c.Token}, []time.Time{c.Now}, []time.Time{c.LeaseExpiresAt}, []time.Time{c.ExpiresAt})
 	b.Queue("COMMIT")
 	br := s.pool.SendBatch(ctx, &b)
 	var rec idempotency.Record
@@ -303,8 +302,11 @@ func (s *Store) insertProcessing(ctx context.Context, c idempotency.Claim) (idem
 				return err
 			}
 		}
-		var attempt int
-		err := br.QueryRow().Scan(&attempt)
+		var (
+			sc      idempotency.Scope
+			attempt int
+		)
+		err := br.QueryRow().Scan(&sc.Operation, &sc.User, &sc.Key, &attempt)
 		rec = claimed(c, attempt)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err

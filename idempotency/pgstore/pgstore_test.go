@@ -68,6 +68,28 @@ func harness() idempotencytest.Harness {
 
 func TestPostgresStore(t *testing.T) { idempotencytest.Run(t, harness()) }
 
+// TestPostgresStoreOnCallersPool runs the suite on New's store, which
+// claims each key in a transaction of its own on the caller's pool.
+func TestPostgresStoreOnCallersPool(t *testing.T) {
+	h := harness()
+	h.Open = func(t *testing.T) idempotency.Store {
+		url := pgtest.URL(t)
+		schema := pgtest.NewSchema(t, url)
+		pool, err := pgxpool.New(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		if err := pgstore.MigratePool(context.Background(), pool, schema); err != nil {
+			t.Fatal(err)
+		}
+		s := pgstore.New(pool, schema)
+		t.Cleanup(s.Close)
+		return s
+	}
+	idempotencytest.Run(t, h)
+}
+
 func TestPostgresStoreMachine(t *testing.T) { idempotencytest.StateMachine(t, harness()) }
 
 func TestPostgresStoreLeaseMachine(t *testing.T) { idempotencytest.LeaseMachine(t, harness()) }
