@@ -74,6 +74,7 @@ func main() {
 	flag.StringVar(&cfg.only, "only", "", "comma-separated figures to run (P1..P7); all when empty")
 	flag.StringVar(&cfg.log, "log", "default", "how the ledger files commit: on (write-ahead log), off (straight to bbolt) or default")
 	flag.Int64Var(&memoryBytesMax, "memory-bytes", 0, "the engine's bolt.Options.MemoryBytesMax: 0 its default (512 MiB), negative no bound")
+	flag.Int64Var(&memtableBytesMax, "memtable-bytes", 0, "the engine's bolt.Options.MemtableBytesMax: 0 its default")
 	flag.BoolVar(&noTrees, "no-trees", false, "write without the chains' Merkle trees (chain.Options.NoTrees), to measure what their upkeep costs")
 	flag.DurationVar(&cfg.budget, "budget", 15*time.Second, "time after which P2 and P4 stop early on a slow machine (0: none)")
 	flag.Parse()
@@ -326,10 +327,13 @@ var noTrees bool
 // memoryBytesMax is -memory-bytes: the engine's bound of its memory.
 var memoryBytesMax int64
 
+// memtableBytesMax is -memtable-bytes: the engine's bound of a memory table.
+var memtableBytesMax int64
+
 // openLedger is chain.Open with the -log and -no-trees modes.
 func openLedger(path string, opts chain.Options) (*chain.DB, error) {
 	opts.NoTrees = noTrees
-	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode, EntryKey: chain.RecordKey, MemoryBytesMax: memoryBytesMax})
+	backend, err := bolt.Open(path, bolt.Options{ReadOnly: opts.ReadOnly, Log: logMode, EntryKey: chain.RecordKey, MemoryBytesMax: memoryBytesMax, MemtableBytesMax: memtableBytesMax})
 	if err != nil {
 		return nil, err
 	}

@@ -222,7 +222,7 @@
 // transaction, then the memory tables, then the file, whose key filter only
 // knows checkpointed keys.
 //
-// When the active table holds Options.MemtableBytesMax (32 MiB by default,
+// When the active table holds Options.MemtableBytesMax (8 MiB by default,
 // payload plus an estimate of the overhead of each item), the next writable
 // transaction freezes it: the log rotates to a new segment, a new table
 // starts, and a goroutine checkpoints the frozen one. A checkpoint
@@ -305,26 +305,31 @@
 // it. A Go heap grows to twice what is live before it collects (GOGC at
 // its default), so half the bound is what may be live: four memory tables
 // (the two tables and a checkpoint's transaction; MemtableBytesMax is at
-// most a sixteenth of the bound), an eighth of the bound for a merge
-// (runs whose merge would hold more records, 1,048,576 under the default,
-// stay unmerged at their level), a thirty-second kept for the rest, and
-// what remains for the index: the key filter, sized for three times the
-// keys when that fits, else for a quarter more keys, else as large as fits
-// (more false positives, rebuilt each quarter), then the seq map, which
-// takes what is left up to SeqMapBytesMax and is not built when that
-// holds too few slots for the keys. A rebuild that would hold the old
-// filter and the new one together past the bound drops the old one first
-// (lookups go to the runs until the new one is stored). Under the default
-// bound and memory tables that leaves 48 MiB to the index: a seq map up to
-// about 2,500,000 keys (replays of a larger file read the runs), a key
-// filter at its 1% rate up to about 32,000,000, then one smaller than its
-// keys need (about 4 bits a key at 100,000,000 keys, which lets about a
-// quarter of new keys through to the run filters). Of what the handle
-// holds per key only the radix maps are not sized within the index's
-// share (2 bytes per 32 records, about 6 MiB at 100,000,000 keys): they
-// come out of the thirty-second kept for the rest. A smaller
-// MemtableBytesMax leaves more of the bound to the index (8 MiB: 144 MiB,
-// a key filter at its 1% rate up to about 96,000,000 keys).
+// most a sixteenth of the bound), an eighth of the bound for a merge (a
+// level of KeyRunFanout runs whose merge would hold more records, 1,048,576
+// under the default, merges as many of its smallest runs as fit into a run
+// one level up, so that runs of that size gather at the levels above
+// instead of at the level a checkpoint writes), a thirty-second kept for
+// the rest, and what remains for the index: the key filter, sized for
+// three times the keys when that fits, else as large as fits and then
+// never rebuilt (a rebuild could only set the same bits in a filter of
+// the same size, after reading every key again; past the keys that size
+// is for, its false positives climb), then the seq map, which takes what
+// is left up to SeqMapBytesMax and is not built when that holds too few
+// slots for the keys. A rebuild that would hold the old filter and the new
+// one together past the bound drops the old one first (lookups go to the
+// runs until the new one is stored). Under the default bound and memory
+// tables (8 MiB) that leaves 144 MiB to the index: a seq map for a filter
+// built at up to about 11,000,000 keys (replays of a larger file read the
+// runs), then a key filter built once, at about 40,000,000 keys, as large
+// as fits, at its 1% rate up to about 120,000,000 keys (12 bits a key at
+// 100,000,000). Of what the handle holds per key only the radix maps are
+// not sized within the index's share (2 bytes per 32 records, about 6 MiB
+// at 100,000,000 keys): they come out of the thirty-second kept for the
+// rest. A larger MemtableBytesMax leaves less of the bound to the index
+// (32 MiB: 48 MiB, a key filter built at about 13,500,000 keys, at 4 bits
+// a key at 100,000,000 keys, which lets about a quarter of new keys through
+// to the run filters).
 //
 // # Caveats
 //
@@ -378,7 +383,7 @@
 // and spares are zero-filled ahead only at that size, so a new log needs
 // 1 MiB of free space before its first commit. Released segments of the
 // full size are kept as spares, as many as one memory table's records fill
-// and two more (MemtableBytesMax / LogSegmentSizeBytes + 2: 6, 48 MiB, with
+// and two more (MemtableBytesMax / LogSegmentSizeBytes + 2: 3, 24 MiB, with
 // the defaults), so that the log rarely writes a segment of zeros: a
 // checkpoint releases a table's segments at once, and the next table
 // fills as many again.

@@ -21,8 +21,14 @@ import (
 )
 
 const (
-	// MemtableBytesMaxDefault is Options.MemtableBytesMax when zero.
-	MemtableBytesMaxDefault = 32 << 20
+	// MemtableBytesMaxDefault is Options.MemtableBytesMax when zero: small
+	// enough that under MemoryBytesMaxDefault the key index keeps 144 MiB
+	// (its filter at 1% false positives to about 115,000,000 keys, see
+	// doc.go "Memory"), large enough that a checkpoint's fixed cost (its
+	// bbolt commit) is spread over a table of records: keyed appends and
+	// durable appends measured the same with 8 and 32 MiB
+	// (docs/PERFORMANCE.md).
+	MemtableBytesMaxDefault = 8 << 20
 	// LogSegmentSizeDefault is Options.LogSegmentSizeBytes when zero: the
 	// size segments grow to from 1 MiB (wal.SegmentSizeInitial). A segment
 	// is zero-filled before its first record, so small ones keep the first
@@ -502,7 +508,7 @@ func (b *Backend) guardedCheckpointLSN(btx *bbolt.Tx) (lsn uint64, err error) {
 // as one memory table's records fill, and two more. A checkpoint releases a
 // table's segments at once, and the next table fills as many again; a
 // segment not recycled is zero-filled anew, a second write of every byte
-// the log takes (with the defaults 6 spares, 48 MiB of disk).
+// the log takes (with the defaults 3 spares, 24 MiB of disk).
 func logSpares(memtableBytesMax, segmentSizeBytes int64) int {
 	return int(min(wal.SparesMax, memtableBytesMax/segmentSizeBytes+2))
 }

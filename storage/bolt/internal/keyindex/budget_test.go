@@ -44,6 +44,11 @@ func TestNewFilterWithinBudget(t *testing.T) {
 			if f.Seqs != nil || f.Bytes() > b.BytesMax || f.Bytes() <= b.BytesMax/2 {
 				t.Errorf("%+v: filter of %d bytes and a map %v, want the most that fits and no map", b, f.Bytes(), f.Seqs != nil)
 			}
+			// A rebuild could not make it larger: it is never full.
+			f.Built(keys*100, 1)
+			if f.Full() {
+				t.Errorf("%+v: a filter as large as fits is full at %d keys", b, f.Count())
+			}
 		}
 		if b.SeqMapBytesMax < 0 && f.Seqs != nil {
 			t.Errorf("%+v: a seq map", b)

@@ -486,16 +486,18 @@ type FilterBudget struct {
 	BytesMax int64
 }
 
-// filterGrowthTight is the growth of a filter that the budget does not
-// allow FilterGrowth: rebuilt each time the keys grow by a quarter.
-const filterGrowthTightNum, filterGrowthTightDen = 5, 4
+// filterRebuildNever is the rebuildAt of a filter as large as its budget
+// allows: a rebuild under the same budget would set the same bits in a
+// filter of the same size, after reading every key of the index again.
+const filterRebuildNever = math.MaxUint64
 
 // NewFilter returns a filter for keys keys and more, with a seq map when
 // the budget allows one. Under a bound, the filter is sized for
-// FilterGrowth times the keys when that fits, else for a quarter more
-// keys, else as large as fits (its false positive rate above 1%, rebuilt
-// when the keys have grown by a quarter, when the bound is measured
-// again); the seq map takes what is left, up to SeqMapBytesMax.
+// FilterGrowth times the keys when that fits, else as large as fits, and
+// then never rebuilt: its false positive rate climbs past 1% once it holds
+// more keys than that size is for (about a quarter of new keys pass at
+// four bits a key), and a larger filter would not fit. The seq map takes
+// what is left, up to SeqMapBytesMax.
 func NewFilter(keys uint64, b FilterBudget) *Filter {
 	capacity, rebuildAt, left := filterSizes(keys, b)
 	return &Filter{Words: FilterWords(capacity), Seqs: newSeqMap(keys, capacity, left), capacity: capacity, rebuildAt: rebuildAt}
@@ -520,8 +522,7 @@ func filterSizes(keys uint64, b FilterBudget) (capacity, rebuildAt uint64, left 
 	if b.BytesMax >= 0 {
 		avail := b.BytesMax
 		if filterBytes(capacity) > avail {
-			rebuildAt = max(keys*filterGrowthTightNum/filterGrowthTightDen, FilterCapacityMin)
-			capacity = min(rebuildAt, filterCapacityIn(avail))
+			capacity, rebuildAt = filterCapacityIn(avail), filterRebuildNever
 		}
 		if b.SeqMapBytesMax >= 0 {
 			left = max(min(left, avail-filterBytes(capacity)), 0)

@@ -9,7 +9,9 @@
 // words) and a "count" (u64be). View.Flush writes a transaction's new keys
 // at commit: a batch of DirectMin keys or more as a run of its own, a
 // smaller one into the recent keys, which become a run once they are
-// RecentMax; View.Add merges the runs of a level once it holds Fanout.
+// RecentMax; View.Add merges the runs of a level once it holds Fanout
+// (all of them, or as many of the smallest as fit Cache.MergeRecordsMax)
+// into a run of a higher level.
 // View.Load lists the runs as of a transaction's snapshot, View.Lookup
 // and RecentSeq look a key up, View.Bucket and View.EachChunk walk the
 // runs, and Cache remembers across transactions what was read of them.

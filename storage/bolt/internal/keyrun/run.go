@@ -1,8 +1,10 @@
 package keyrun
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -77,7 +79,8 @@ func (r *Run) Radix() *keyindex.Radix { return r.radix.Load() }
 
 func (r *Run) level() uint8 { return r.name[0] }
 
-// Level is the level of a run of count records: floor(log8(count)).
+// Level is the level of a run of count records: floor(log8(count)). A run
+// a merge wrote may be at a higher level (see merge).
 func Level(count uint64) uint8 {
 	if count == 0 {
 		return 0
@@ -92,7 +95,8 @@ type Cache struct {
 	// MergeRecordsMax bounds the records of one merge (0: none), set
 	// before the cache is used: a merge holds its records twice while its
 	// transaction commits (the merged chunks, and bbolt's pages of them).
-	// Runs of a level whose merge would hold more are left as they are.
+	// A level of Fanout runs whose merge would hold more merges as many of
+	// its smallest runs as fit, two at least (see mergeable).
 	MergeRecordsMax uint64
 	mu              sync.Mutex
 	byName          map[Name]*Run
@@ -115,16 +119,29 @@ func (c *Cache) Get(name Name) *Run {
 	return c.byName[name]
 }
 
-// mayMerge reports whether runs fit one merge under MergeRecordsMax.
-func (c *Cache) mayMerge(runs []*Run) bool {
+// mergeable returns the runs of a full level that one merge takes: all of
+// them when they fit MergeRecordsMax, else as many of the smallest as fit
+// (the oldest first among equals), or none when fewer than two do. A level
+// whose runs do not fit one merge would otherwise keep every run a
+// checkpoint adds to it, and a lookup of a new key that the file's filter
+// lets through probes the filter of every run: at 100,000,000 keys, runs of
+// 200,000 keys that never merged were 500 probes.
+func (c *Cache) mergeable(level []*Run) []*Run {
 	if c.MergeRecordsMax == 0 {
-		return true
+		return level
 	}
+	bySize := slices.Clone(level)
+	slices.SortStableFunc(bySize, func(a, b *Run) int { return cmp.Compare(a.count, b.count) })
 	var total uint64
-	for _, r := range runs {
-		total += r.count
+	n := 0
+	for n < len(bySize) && total+bySize[n].count <= c.MergeRecordsMax {
+		total += bySize[n].count
+		n++
 	}
-	return total <= c.MergeRecordsMax
+	if n < 2 {
+		return nil
+	}
+	return bySize[:n]
 }
 
 // Latest returns the runs of the last list cached (of some committed
@@ -627,7 +644,7 @@ func (v *View) Add(h Host, records []byte) error {
 	if err := v.Load(h); err != nil {
 		return err
 	}
-	r, err := v.write(h, records)
+	r, err := v.write(h, records, Level(uint64(len(records)/keyindex.RecordSize)))
 	if err != nil {
 		return err
 	}
@@ -638,7 +655,10 @@ func (v *View) Add(h Host, records []byte) error {
 				same = append(same, other)
 			}
 		}
-		if len(same) < Fanout || !h.RunCache().mayMerge(same) {
+		if len(same) < Fanout {
+			return nil
+		}
+		if same = h.RunCache().mergeable(same); same == nil {
 			return nil
 		}
 		if r, err = v.merge(h, same); err != nil {
@@ -647,9 +667,10 @@ func (v *View) Add(h Host, records []byte) error {
 	}
 }
 
-func (v *View) write(h Host, records []byte) (*Run, error) {
+// write writes sorted records as a new run of the level.
+func (v *View) write(h Host, records []byte, level uint8) (*Run, error) {
 	count := uint64(len(records) / keyindex.RecordSize)
-	r := &Run{name: NewName(Level(count), uint64(h.BoltTx().ID())), count: count}
+	r := &Run{name: NewName(level, uint64(h.BoltTx().ID())), count: count}
 	b, err := h.RunsBucket().CreateBucket(r.name[:])
 	if err != nil {
 		return nil, h.WriteError(err)
@@ -691,8 +712,17 @@ func (v *View) write(h Host, records []byte) (*Run, error) {
 	return r, nil
 }
 
-// merge merges runs into one run of a higher level and deletes them.
+// merge merges runs of one level into one run of a higher level and
+// deletes them. The merged run's level is its size's (Level), and at least
+// one above theirs: a merge of some of a level's runs (mergeable) may hold
+// fewer records than its size's level starts at, and a transaction names
+// every run it writes by its level, so each merge of its chain of merges
+// (Add) goes up one level at least.
 func (v *View) merge(h Host, runs []*Run) (*Run, error) {
+	from := runs[0].level()
+	if from == math.MaxUint8 {
+		panic(fmt.Sprintf("keyrun: a merge of runs at level %d", from))
+	}
 	path := h.FilePath()
 	var total uint64
 	chunks := make([][]byte, len(runs)) // the unread rest of each run's current chunk
@@ -775,7 +805,7 @@ func (v *View) merge(h Host, runs []*Run) (*Run, error) {
 			v.deleted = append(v.deleted, r.name)
 		}
 	}
-	return v.write(h, records)
+	return v.write(h, records, max(Level(total), from+1))
 }
 
 // Committed returns what the backend runs once the transaction's commit
