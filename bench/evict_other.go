@@ -5,5 +5,5 @@ package main
 import "fmt"
 
 func evict(path string) error {
-	return fmt.Errorf("evict %s: cold-cache figures need Linux", path)
+	return fmt.Errorf("evict %s: %w", path, errEvictUnsupported)
 }

@@ -292,6 +292,11 @@ type verified struct {
 	hwm  int64         // peak RSS of the child, bytes
 }
 
+// cpuNsPerEntry is the child's CPU an entry verified, in nanoseconds.
+func (v verified) cpuNsPerEntry() float64 {
+	return float64(v.cpu.Nanoseconds()) / float64(max(v.rate.Count, 1))
+}
+
 // childVerify runs verifyChild in a new process of this program.
 func childVerify(path string) (verified, error) {
 	exe, err := os.Executable()

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -489,25 +490,53 @@ func durable(ctx context.Context, cfg config, dir string, t *table) error {
 	return nil
 }
 
-// rssVerify verifies the ledger at path in a child process and adds P5's
-// rows of its CPU time and peak RSS.
+// errEvictUnsupported is evict's error where the page cache cannot be
+// told to drop a file (every system but Linux).
+var errEvictUnsupported = errors.New("cold-cache figures need Linux")
+
+// rssVerify verifies the ledger at path in a child process, twice: first
+// right after evicting the file from the page cache, so that every size
+// reads it from the disk (a file larger than the machine's memory cannot
+// be verified otherwise, and the kernel's work of those reads counts in
+// the child's system time), then as the first left the cache (warm when
+// the file fits in memory). It adds P5's rows of their CPU time and of the
+// second's peak RSS.
 func rssVerify(path string, t *table) error {
 	size, err := fileSize(path)
 	if err != nil {
 		return err
 	}
+	type pass struct {
+		cache string
+		c     verified
+	}
+	var passes []pass
+	switch err := evict(path); {
+	case errors.Is(err, errEvictUnsupported):
+	case err != nil:
+		return err
+	default:
+		cold, err := childVerify(path)
+		if err != nil {
+			return err
+		}
+		passes = append(passes, pass{"page cache cold (file just evicted)", cold})
+		t.fig.p5ColdCPUNs = cold.cpuNsPerEntry()
+	}
 	c, err := childVerify(path)
 	if err != nil {
 		return err
 	}
-	v := c.rate
-	entries := float64(max(v.Count, 1))
-	t.fig.p5Entries, t.fig.p5CPUNs, t.fig.p5RSS = v.Count, float64(c.cpu.Nanoseconds())/entries, c.hwm
-	t.add(row{"P5", fmt.Sprintf("verify in a child process, %s entries: CPU an entry (user + system, rusage)", count(float64(v.Count))),
-		fmt.Sprintf("%.3f µs (%v of CPU, %v of it system; wall %.3f µs an entry, %s)", float64(c.cpu.Nanoseconds())/entries/1e3,
-			c.cpu.Round(time.Millisecond), c.sys.Round(time.Millisecond), v.Duration.Seconds()*1e6/entries, perSecond(v)), "", "", "", ""})
-	t.add(row{"P5", fmt.Sprintf("verify peak RSS (VmHWM, child process), %s entries", count(float64(v.Count))),
-		mib(c.hwm), "file size " + mib(size), ratio(float64(c.hwm), float64(size)), "≤ 64 MiB", yes(c.hwm <= 64<<20)})
+	passes = append(passes, pass{"page cache as the cold pass left it", c})
+	t.fig.p5Entries, t.fig.p5CPUNs, t.fig.p5RSS = c.rate.Count, c.cpuNsPerEntry(), c.hwm
+	for _, v := range passes {
+		t.fig.p5RSS = max(t.fig.p5RSS, v.c.hwm)
+		t.add(row{"P5", fmt.Sprintf("verify in a child process, %s entries, %s: CPU an entry (user + system, rusage)", count(float64(v.c.rate.Count)), v.cache),
+			fmt.Sprintf("%.3f µs (%v of CPU, %v of it system; wall %.3f µs an entry, %s)", v.c.cpuNsPerEntry()/1e3,
+				v.c.cpu.Round(time.Millisecond), v.c.sys.Round(time.Millisecond), v.c.rate.Duration.Seconds()*1e6/float64(max(v.c.rate.Count, 1)), perSecond(v.c.rate)), "", "", "", ""})
+	}
+	t.add(row{"P5", fmt.Sprintf("verify peak RSS (VmHWM, child process, the larger of the two), %s entries", count(float64(c.rate.Count))),
+		mib(t.fig.p5RSS), "file size " + mib(size), ratio(float64(t.fig.p5RSS), float64(size)), "≤ 64 MiB", yes(t.fig.p5RSS <= 64<<20)})
 	return nil
 }
 

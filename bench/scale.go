@@ -27,7 +27,8 @@ type sizeFigures struct {
 	p3P50       time.Duration // one durable append on the P1 file
 	p4          float64       // replays a second
 	p5Entries   int64         // entries the verify child verified
-	p5CPUNs     float64       // CPU of the verify child an entry, ns
+	p5CPUNs     float64       // CPU of the verify child an entry, ns, the page cache as the cold pass left it
+	p5ColdCPUNs float64       // the same, the file just evicted from the page cache
 	p5RSS       int64         // peak RSS of the verify child, bytes
 }
 
@@ -183,8 +184,13 @@ func printScale(ref, at sizeFigures) {
 	s, v, ok = div(float64(at.p3P50), float64(ref.p3P50))
 	line("P3 one durable append on the P1 file, p50", ref.p3P50.Round(time.Microsecond).String(), at.p3P50.Round(time.Microsecond).String(),
 		s, "≤ 1.25", v <= 1.25, ok)
-	s, v, ok = div(at.p5CPUNs, ref.p5CPUNs)
-	line(fmt.Sprintf("P5 verify CPU an entry (child, %s and %s entries)", count(float64(ref.p5Entries)), count(float64(at.p5Entries))),
-		fmt.Sprintf("%.3f µs", ref.p5CPUNs/1e3), fmt.Sprintf("%.3f µs", at.p5CPUNs/1e3), s, "≤ 1.10", v <= 1.1, ok)
+	for _, p5 := range []struct {
+		cache   string
+		ref, at float64
+	}{{"page cache cold at both sizes", ref.p5ColdCPUNs, at.p5ColdCPUNs}, {"page cache as a cold pass left it", ref.p5CPUNs, at.p5CPUNs}} {
+		s, v, ok = div(p5.at, p5.ref)
+		line(fmt.Sprintf("P5 verify CPU an entry (child, %s and %s entries, %s)", count(float64(ref.p5Entries)), count(float64(at.p5Entries)), p5.cache),
+			fmt.Sprintf("%.3f µs", p5.ref/1e3), fmt.Sprintf("%.3f µs", p5.at/1e3), s, "≤ 1.10", v <= 1.1, ok)
+	}
 	line("P5 verify peak RSS (child)", mib(ref.p5RSS), mib(at.p5RSS), "", "≤ 64 MiB", at.p5RSS <= 64<<20, at.p5RSS > 0)
 }
