@@ -2,6 +2,7 @@ package segment
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 
 	bbolt "go.etcd.io/bbolt"
@@ -221,10 +222,28 @@ func (x *Index) searchRange(low, high int, seq uint64) int {
 // Build maps the chain's segments with one pass of c, a cursor of the
 // entry_segments bucket, over their keys, and reports whether it could.
 func (x *Index) Build(c *bbolt.Cursor, id uint64) bool {
+	return x.build(c, id, IndexSegmentsMax)
+}
+
+// IndexSampleSegments is how many segments Build reads before it
+// estimates the chain's segments from their seqs and the chain's last seq,
+// and gives up on a chain that would have more than IndexSegmentsMax: each
+// segment's key is on a page of its own (a segment fills about four), so
+// a pass over 131,072 of them on a file larger than the page cache was
+// that many reads from the disk (about 10 s here at 100,000,000 entries)
+// before the chain was found too long to map. The estimate assumes the
+// rest of the chain packs its segments as its first ones do; when it is
+// wrong the pass stops at IndexSegmentsMax as before, or a chain that would
+// have fit is read by descents, which find the same entries.
+const IndexSampleSegments = 64
+
+func (x *Index) build(c *bbolt.Cursor, id uint64, segmentsMax int) bool {
+	last, lastKnown := chainLastSeq(c, id)
 	var prefix [8]byte
 	binary.BigEndian.PutUint64(prefix[:], id)
 	for k, v := c.Seek(prefix[:]); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = c.Next() {
-		if len(k) != KeySize || len(x.lasts) == IndexSegmentsMax {
+		if len(k) != KeySize || len(x.lasts) == segmentsMax ||
+			(len(x.lasts) == IndexSampleSegments && lastKnown && segmentsEstimate(x.lasts, last) > uint64(segmentsMax)) {
 			// A key of another length is damage: descents report it.
 			x.lasts, x.values, x.unmappable = x.lasts[:0], x.values[:0], true
 			return false
@@ -234,6 +253,41 @@ func (x *Index) Build(c *bbolt.Cursor, id uint64) bool {
 	}
 	x.built = true
 	return true
+}
+
+// chainLastSeq returns the last seq of the chain's segments, from the key
+// before the next chain's first (two descents, no pass).
+func chainLastSeq(c *bbolt.Cursor, id uint64) (uint64, bool) {
+	if id == math.MaxUint64 {
+		return 0, false
+	}
+	var next [8]byte
+	binary.BigEndian.PutUint64(next[:], id+1)
+	k, _ := c.Seek(next[:])
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if len(k) != KeySize || binary.BigEndian.Uint64(k) != id {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[8:]), true
+}
+
+// segmentsEstimate is how many segments a chain whose last seq is last
+// holds, at the rate of its first segments (their last seqs, ascending).
+func segmentsEstimate(first []uint64, last uint64) uint64 {
+	span := first[len(first)-1]
+	if span == 0 {
+		return math.MaxUint64
+	}
+	hi, lo := bits.Mul64(last, uint64(len(first)))
+	if hi >= span {
+		return math.MaxUint64
+	}
+	n, _ := bits.Div64(hi, lo, span)
+	return n
 }
 
 // Built reports whether the map is built.
