@@ -184,6 +184,9 @@ func printScale(ref, at sizeFigures) {
 	s, v, ok = div(float64(at.p3P50), float64(ref.p3P50))
 	line("P3 one durable append on the P1 file, p50", ref.p3P50.Round(time.Microsecond).String(), at.p3P50.Round(time.Microsecond).String(),
 		s, "≤ 1.25", v <= 1.25, ok)
+	if ref.p5Entries == 0 && at.p5Entries == 0 {
+		return // P5 did not run
+	}
 	for _, p5 := range []struct {
 		cache   string
 		ref, at float64

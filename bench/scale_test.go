@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary be its own verify child, as the bench
@@ -129,4 +130,15 @@ func captureStdout(t *testing.T, fn func()) string {
 		t.Fatal(errors.Join(err, r.Close()))
 	}
 	return <-done
+}
+
+// TestScaleTableWithoutP5 checks that the ratio table of a run without P5
+// prints no P5 rows (they would read 0 entries, not measured).
+func TestScaleTableWithoutP5(t *testing.T) {
+	ref := sizeFigures{entries: 1_000, p1: 10, p1Raw: 10, p1LastFirst: 1, p3P50: time.Millisecond, p4: 100}
+	at := sizeFigures{entries: 10_000, p1: 9, p1Raw: 10, p1LastFirst: 0.9, p3P50: time.Millisecond, p4: 90}
+	out := captureStdout(t, func() { printScale(ref, at) })
+	if strings.Contains(out, "P5") || !strings.Contains(out, "| P4 replays") {
+		t.Errorf("table:\n%s", out)
+	}
 }
