@@ -124,8 +124,8 @@ func (c *Cache) Get(name Name) *Run {
 // (the oldest first among equals), or none when fewer than two do. A level
 // whose runs do not fit one merge would otherwise keep every run a
 // checkpoint adds to it, and a lookup of a new key that the file's filter
-// lets through probes the filter of every run: at 100,000,000 keys, runs of
-// 200,000 keys that never merged were 500 probes.
+// lets through probes the filter of every run (at 10,000,000 keys the
+// level a checkpoint's runs merge into kept 22 runs of 448,000 keys).
 func (c *Cache) mergeable(level []*Run) []*Run {
 	if c.MergeRecordsMax == 0 {
 		return level
