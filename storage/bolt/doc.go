@@ -321,9 +321,10 @@
 // runs until the new one is stored). Under the default bound and memory
 // tables (8 MiB) that leaves 144 MiB to the index: a seq map for a filter
 // built at up to about 11,000,000 keys (replays of a larger file read the
-// runs), then a key filter built once, at about 40,000,000 keys, as large
-// as fits, at its 1% rate up to about 120,000,000 keys (12 bits a key at
-// 100,000,000). Of what the handle holds per key only the radix maps are
+// runs), and, at the first rebuild past about 40,000,000 keys (where a
+// filter for three times the keys no longer fits), a key filter as large
+// as fits, built once, at its 1% rate up to about 120,000,000 keys (12
+// bits a key at 100,000,000). Of what the handle holds per key only the radix maps are
 // not sized within the index's share (2 bytes per 32 records, about 6 MiB
 // at 100,000,000 keys): they come out of the thirty-second kept for the
 // rest. A larger MemtableBytesMax leaves less of the bound to the index
