@@ -244,7 +244,8 @@ func (x *Index) build(c *bbolt.Cursor, id uint64, segmentsMax int) bool {
 	for k, v := c.Seek(prefix[:]); len(k) >= 8 && binary.BigEndian.Uint64(k) == id; k, v = c.Next() {
 		if len(k) != KeySize || len(x.lasts) == segmentsMax ||
 			(len(x.lasts) == IndexSampleSegments && lastKnown && segmentsEstimate(x.lasts, last) > uint64(segmentsMax)) {
-			// A key of another length is damage: descents report it.
+			// Damage (a key of another length, which descents report), or
+			// a chain longer than the map holds, counted or estimated.
 			x.lasts, x.values, x.unmappable = x.lasts[:0], x.values[:0], true
 			return false
 		}
