@@ -275,11 +275,25 @@ func (b *treeBatch) add(ctx context.Context, stx storage.Tx, chain string, seq u
 }
 
 // load makes the chain's tree at size part of the transaction: the
-// cached tree t (cached set) when it has that size; else the stored one,
-// extended to size from the chain's entries when it is behind (a file
-// written before trees, or by a DB with NoTrees).
+// cached tree t (cached set) when it has that size, or extended to size
+// from the chain's entries when it is behind (another process appended to
+// the chain since: the entries are those its head lock caught up, on
+// PostgreSQL, and no state is read); else the stored one, extended to size
+// from the chain's entries when it is behind (a file written before trees,
+// or by a DB with NoTrees).
 func (b *treeBatch) load(ctx context.Context, stx storage.Tx, t *chainTree, cached bool, chain string, size uint64) (*chainTree, error) {
-	if t == nil || t.size != size {
+	switch {
+	case cached && t.size < size:
+		// The cached tree is the one this process committed at t.size,
+		// and entries never change. What is stored is not known any more
+		// (the other process may have stored its range), so t.stored
+		// stays where it was: it can only be behind, which stores the
+		// range sooner, never later.
+		t.settle()
+		if err := b.extend(ctx, stx, t, size); err != nil {
+			return nil, err
+		}
+	case t == nil || t.size != size:
 		if t == nil {
 			t = &chainTree{chain: chain}
 		}
@@ -329,6 +343,9 @@ func (b *treeBatch) extend(ctx context.Context, stx storage.Tx, t *chainTree, si
 			return fmt.Errorf("%w: chain %q seq %d: entry not fit for its tree", ErrCorrupt, t.chain, rec.Seq)
 		}
 		t.r.Append(merkle.HashLeaf(rec.Data[recordHashOffset:recordFieldsOffset]), t.keep)
+		if rec.Seq == size {
+			break // the next page, past size, is not the tree's
+		}
 	}
 	if t.r.Size != size {
 		return fmt.Errorf("%w: chain %q holds %d entries below its head seq %d", ErrCorrupt, t.chain, t.r.Size, size)

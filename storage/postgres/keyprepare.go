@@ -41,19 +41,28 @@ const (
 	// and returns them as sqlLockHead does.
 	sqlLockHeads = `SELECT chain_id, head_seq, head_hash, head_time, pg_current_xact_id()::text
 		FROM chains WHERE chain_id = ANY($1::text[]) ORDER BY chain_id FOR UPDATE`
-	// sqlCatchUpKeys returns the keyed entries of each chain of $1 past
-	// the seq at the same index of $2 (and at most $3 past it): the ordinal
-	// (from 1) of the chain, the entry's seq and its key.
-	sqlCatchUpKeys = `SELECT k.i, e.seq, e.idempotency_key
+	// sqlCatchUp returns the entries of each chain of $1 past the seq at
+	// the same index of $2 (and at most $3 past it): the ordinal (from 1)
+	// of the chain, the entry's seq, its key (NULL when it has none) and
+	// its data. Each chain is read as a range of the primary key (the
+	// LATERAL subquery, kept apart by its LIMIT): joined as a whole, the
+	// planner may pick a hash join over the entries table, which reads
+	// every entry of every chain to return the few past the seqs.
+	sqlCatchUp = `SELECT k.i, e.seq, e.idempotency_key, e.data
 		FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS k (chain_id, after, i)
-		JOIN entries e ON e.chain_id = k.chain_id COLLATE "C" AND e.seq > k.after AND e.seq <= k.after + $3
-		WHERE e.idempotency_key IS NOT NULL`
+		CROSS JOIN LATERAL (SELECT seq, idempotency_key, data FROM entries
+			WHERE chain_id = k.chain_id COLLATE "C" AND seq > k.after AND seq <= k.after + $3
+			ORDER BY seq LIMIT $3) e`
 	// sqlPrepareKeys returns the ordinal (from 1) of each (chain, key) pair
 	// of the two arrays that an entry holds, with the entry's seq and data.
-	// COLLATE "C" makes the comparison the unique index's, so it is used.
+	// COLLATE "C" makes the comparison the unique index's; the LATERAL
+	// subquery (kept apart by its LIMIT) makes each pair one probe of that
+	// index rather than a hash join over the whole table.
 	sqlPrepareKeys = `SELECT k.i, e.seq, e.data
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k (chain_id, key, i)
-		JOIN entries e ON e.chain_id = k.chain_id COLLATE "C" AND e.idempotency_key = k.key COLLATE "C"`
+		CROSS JOIN LATERAL (SELECT seq, data FROM entries
+			WHERE chain_id = k.chain_id COLLATE "C" AND idempotency_key = k.key COLLATE "C"
+			LIMIT 1) e`
 )
 
 var _ storage.HeadLocker = (*tx)(nil)
@@ -116,7 +125,7 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 	var (
 		locked []lockedRow
 		found  []foundKey
-		caught []caughtKey
+		caught []caughtEntry
 	)
 	catchChains, catchAfters := catchUps(reached, unordered, ordered)
 	if len(unordered)+len(ordered)+len(sent) == 0 {
@@ -136,8 +145,8 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		}
 		if len(catchChains) > 0 {
 			caught = caught[:0]
-			b.Queue(sqlCatchUpKeys, catchChains, catchAfters, int64(KeyFilterCatchUpMax)).Query(func(rows pgx.Rows) error {
-				return scanCaughtKeys(rows, len(catchChains), &caught)
+			b.Queue(sqlCatchUp, catchChains, catchAfters, int64(KeyFilterCatchUpMax)).Query(func(rows pgx.Rows) error {
+				return scanCaught(rows, len(catchChains), &caught)
 			})
 		}
 		if len(sent) > 0 {
@@ -159,12 +168,13 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 	t.buildFilters(ctx, asked)
 }
 
-// caughtKey is a row of sqlCatchUpKeys: the index of the chain in the
-// arrays, and a keyed entry.
-type caughtKey struct {
+// caughtEntry is a row of sqlCatchUp: the index of the chain in the
+// arrays, and an entry ("" for key when it has none).
+type caughtEntry struct {
 	index int
 	seq   uint64
 	key   string
+	data  []byte
 }
 
 // catchUps returns the chains, among those about to be locked, whose key
@@ -184,33 +194,40 @@ func catchUps(reached map[string]uint64, lists ...[]string) (chains []string, af
 	return chains, afters
 }
 
-func scanCaughtKeys(rows pgx.Rows, n int, caught *[]caughtKey) error {
+func scanCaught(rows pgx.Rows, n int, caught *[]caughtEntry) error {
 	for rows.Next() {
 		var (
 			i, seq int64
-			key    string
+			key    *string
+			data   []byte
 		)
-		if err := rows.Scan(&i, &seq, &key); err != nil {
+		if err := rows.Scan(&i, &seq, &key, &data); err != nil {
 			return err
 		}
 		if i < 1 || int(i) > n || seq < 1 {
 			return fmt.Errorf("%w: the server answered chain %d of %d, seq %d", storage.ErrCorrupt, i, n, seq)
 		}
-		*caught = append(*caught, caughtKey{index: int(i) - 1, seq: uint64(seq), key: key})
+		e := caughtEntry{index: int(i) - 1, seq: uint64(seq), data: data}
+		if key != nil {
+			e.key = *key
+		}
+		*caught = append(*caught, e)
 	}
 	return rows.Err()
 }
 
 // catchUp adds to the key filters of the chains now locked the keys of
-// the entries sqlCatchUpKeys read after the locks (every entry between
-// the filter's seq and the head locked), when the filter is where ruleOut
+// the entries sqlCatchUp read after the locks (every entry between the
+// filter's seq and the head locked), when the filter is where ruleOut
 // found it and the head at most KeyFilterCatchUpMax past it. reached then
 // moves to the head, and a key ruleOut ruled out that is among the new
-// entries is prepared as found.
-func (t *tx) catchUp(chains []string, afters []int64, caught []caughtKey, asked []preparedKey, reached map[string]uint64) {
+// entries is prepared as found. The entries themselves are kept for the
+// transaction's reads (keepCaught).
+func (t *tx) catchUp(chains []string, afters []int64, caught []caughtEntry, asked []preparedKey, reached map[string]uint64) {
 	if len(chains) == 0 {
 		return
 	}
+	t.keepCaught(chains, afters, caught)
 	fs := t.b.filters
 	var newKeys map[chainKey]uint64
 	for i, c := range chains {
@@ -226,7 +243,7 @@ func (t *tx) catchUp(chains []string, afters []int64, caught []caughtKey, asked 
 		f.mu.Lock()
 		if f.seq == after && !f.full() {
 			for _, k := range caught {
-				if k.index == i {
+				if k.index == i && k.key != "" {
 					fs.add(f, k.key)
 					if newKeys == nil {
 						newKeys = make(map[chainKey]uint64)

@@ -86,8 +86,12 @@ type tx struct {
 	// found and the entries it kept (see keyprepare.go).
 	preparedSeqs map[chainKey]uint64
 	preparedData map[chainSeq][]byte
-	state        map[string]stateWrite
-	size         int // bytes buffered
+	// caught holds the entries the head locks' catch-up read (caught.go),
+	// caughtBytes their bytes.
+	caught      map[string]caughtRun
+	caughtBytes int
+	state       map[string]stateWrite
+	size        int // bytes buffered
 	// notifies are the channels to NOTIFY with the commit (notify.go).
 	notifies []string
 	// failedHeads are the chains whose heads the last failed lock tried
@@ -699,7 +703,12 @@ func (t *tx) Entries(ctx context.Context, chain string, fromSeq uint64) iter.Seq
 		if unstorable(chain) {
 			return
 		}
-		for from <= MaxSeq {
+		if err := t.usable(); err != nil {
+			yield(storage.Record{}, err)
+			return
+		}
+		from, more := t.caughtEntries(chain, from, yield)
+		for more && from <= MaxSeq {
 			if err := t.usable(); err != nil {
 				yield(storage.Record{}, err)
 				return
@@ -1127,7 +1136,7 @@ func (t *tx) finish() {
 		t.conn = nil
 	}
 	t.entries, t.bySeq, t.byKey, t.absent, t.state, t.heads = nil, nil, nil, nil, nil, nil
-	t.preparedSeqs, t.preparedData = nil, nil
+	t.preparedSeqs, t.preparedData, t.caught = nil, nil, nil
 }
 
 // resolveGrace is how long resolve lets a transaction stay in progress

@@ -1,0 +1,84 @@
+package postgres
+
+import "github.com/ledgerworks/ledger/storage"
+
+// The round trip that locks a group's heads reads, after the locks, the
+// entries other processes appended to those chains since this process's
+// key filters last saw them (sqlCatchUp). Their keys catch the filters up;
+// the entries themselves are kept here for the transaction's reads. A
+// writer that keeps per-chain state of its own beside the entries (the
+// chain package's Merkle trees) brings that state up to the head locked
+// by reading exactly these entries, and finds them without another round
+// trip, and without sending the appends buffered so far.
+
+// caughtRun is the entries after+1 … after+len(data) of one chain, every
+// one of them, committed before the transaction locked the chain's head.
+type caughtRun struct {
+	after uint64
+	data  [][]byte
+}
+
+// keepCaught keeps, up to PreparedDataBytesMax bytes a transaction, the
+// entries sqlCatchUp read for each chain whose head the transaction now
+// holds, when they are every entry between the seq asked from and the
+// head locked; a chain with a gap (a head more than KeyFilterCatchUpMax
+// ahead) keeps nothing, and its reads go to the server.
+func (t *tx) keepCaught(chains []string, afters []int64, caught []caughtEntry) {
+	runs := make([]caughtRun, len(chains))
+	for i := range chains {
+		lh, held := t.heads[chains[i]]
+		after := uint64(afters[i])
+		if !held || lh.lockedSeq <= after || lh.lockedSeq-after > KeyFilterCatchUpMax {
+			continue
+		}
+		runs[i] = caughtRun{after: after, data: make([][]byte, lh.lockedSeq-after)}
+	}
+	for _, e := range caught {
+		r := &runs[e.index]
+		if e.seq <= r.after || e.seq-r.after > uint64(len(r.data)) {
+			continue
+		}
+		r.data[e.seq-r.after-1] = e.data
+	}
+	for i, r := range runs {
+		if len(r.data) == 0 || !t.keepsCaught(r) {
+			continue
+		}
+		if t.caught == nil {
+			t.caught = make(map[string]caughtRun)
+		}
+		t.caught[chains[i]] = r
+	}
+}
+
+// keepsCaught reports whether run is whole and fits the bytes left, and
+// counts its bytes when it does.
+func (t *tx) keepsCaught(r caughtRun) bool {
+	n := 0
+	for _, d := range r.data {
+		if d == nil {
+			return false
+		}
+		n += len(d)
+	}
+	if t.caughtBytes+n > PreparedDataBytesMax {
+		return false
+	}
+	t.caughtBytes += n
+	return true
+}
+
+// caughtEntries yields the kept entries of chain from seq from on, and
+// returns the seq to read on from and false when yield stopped.
+func (t *tx) caughtEntries(chain string, from uint64, yield func(storage.Record, error) bool) (uint64, bool) {
+	r, ok := t.caught[chain]
+	if !ok || from <= r.after || from > r.after+uint64(len(r.data)) {
+		return from, true
+	}
+	for seq := from; seq <= r.after+uint64(len(r.data)); seq++ {
+		if !yield(storage.Record{Seq: seq, Data: r.data[seq-r.after-1]}, nil) {
+			return seq, false
+		}
+	}
+	return r.after + uint64(len(r.data)) + 1, true
+}
