@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/ledgerworks/ledger/storage"
+import (
+	"sync"
+
+	"github.com/ledgerworks/ledger/storage"
+)
 
 // The round trip that locks a group's heads reads, after the locks, the
 // entries other processes appended to those chains since this process's
@@ -81,4 +85,38 @@ func (t *tx) caughtEntries(chain string, from uint64, yield func(storage.Record,
 		}
 	}
 	return r.after + uint64(len(r.data)) + 1, true
+}
+
+// HeadsSeenMax bounds the chains whose heads a Backend remembers having
+// appended to (headsSeen): a chain past it is caught up by its key filter
+// only, and its other readers ask the server.
+const HeadsSeenMax = 1 << 16
+
+// headsSeen is the seq each chain's head had after this process's last
+// commit that appended to it: what the chain package's trees cached for
+// the chain then. The lock round trip catches up the entries past it.
+type headsSeen struct {
+	mu   sync.Mutex
+	seqs map[string]uint64
+}
+
+func newHeadsSeen() *headsSeen { return &headsSeen{seqs: make(map[string]uint64)} }
+
+func (h *headsSeen) get(chain string) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seq, ok := h.seqs[chain]
+	return seq, ok
+}
+
+// set records seq for chain, unless HeadsSeenMax other chains are held.
+// Two commits on one chain may record in either order: the greater seq
+// stays.
+func (h *headsSeen) set(chain string, seq uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old, ok := h.seqs[chain]
+	if (ok && seq > old) || (!ok && len(h.seqs) < HeadsSeenMax) {
+		h.seqs[chain] = seq
+	}
 }

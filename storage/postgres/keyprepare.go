@@ -127,7 +127,7 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		found  []foundKey
 		caught []caughtEntry
 	)
-	catchChains, catchAfters := catchUps(reached, unordered, ordered)
+	catchChains, catchAfters := t.catchUps(reached, unordered, ordered)
 	if len(unordered)+len(ordered)+len(sent) == 0 {
 		// Every key ruled out on chains already held: nothing to ask.
 		t.keepPrepared(ctx, asked, nil, nil, reached)
@@ -177,16 +177,18 @@ type caughtEntry struct {
 	data  []byte
 }
 
-// catchUps returns the chains, among those about to be locked, whose key
-// filter ruleOut used, with the seq each filter had reached: their
-// filters catch up in the round trip that locks them.
-func catchUps(reached map[string]uint64, lists ...[]string) (chains []string, afters []int64) {
-	if len(reached) == 0 {
-		return nil, nil
-	}
+// catchUps returns the chains about to be locked whose entries this
+// process saw up to a seq, with that seq: those whose key filter ruleOut
+// used (reached), and those this process last appended to (seen): their
+// entries past it are read in the round trip that locks them.
+func (t *tx) catchUps(reached map[string]uint64, lists ...[]string) (chains []string, afters []int64) {
 	for _, list := range lists {
 		for _, c := range list {
-			if seq, ok := reached[c]; ok {
+			seq, ok := reached[c]
+			if !ok {
+				seq, ok = t.b.seen.get(c)
+			}
+			if ok {
 				chains, afters = append(chains, c), append(afters, int64(seq))
 			}
 		}

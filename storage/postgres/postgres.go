@@ -99,6 +99,7 @@ type Backend struct {
 	// batch of look-ups costs.
 	roundTrips atomic.Int64
 	filters    *keyFilters
+	seen       *headsSeen
 	// shortLockWait sets the wait for a head locked out of order.
 	shortLockWait string
 }
@@ -125,7 +126,7 @@ func Open(ctx context.Context, url string, opts Options) (*Backend, error) {
 	if opts.LockTimeout > 0 {
 		wait = min(wait, opts.LockTimeout)
 	}
-	b := &Backend{pool: pool, name: name, schema: schema, opts: opts, filters: newKeyFilters(),
+	b := &Backend{pool: pool, name: name, schema: schema, opts: opts, filters: newKeyFilters(), seen: newHeadsSeen(),
 		shortLockWait: fmt.Sprintf("SET LOCAL lock_timeout = %d", max(wait.Milliseconds(), 1))}
 	if _, err := migrate(ctx, pool, schema, opts.NoMigrate); err != nil {
 		pool.Close()

@@ -1078,9 +1078,13 @@ func (t *tx) filterAbsent(ctx context.Context, chain string, lh *lockedHead, key
 }
 
 // committed adds the keys this transaction appended to the filters of
-// their chains. A filter that moved on meanwhile catches up by itself.
+// their chains, and records the heads it appended to as seen. A filter
+// that moved on meanwhile catches up by itself.
 func (t *tx) committed() {
 	for chain, lh := range t.heads {
+		if lh.head.Seq > lh.lockedSeq {
+			t.b.seen.set(chain, lh.head.Seq)
+		}
 		if len(lh.keys) == 0 {
 			continue
 		}
