@@ -15,6 +15,7 @@ import (
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
 	"github.com/ledgerworks/ledger/internal/pgschema"
+	"github.com/ledgerworks/ledger/internal/pgsession"
 	"github.com/ledgerworks/ledger/internal/pgtrace"
 )
 
@@ -86,6 +87,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.ConnConfig.Tracer = t
 	}
 	opts.Schema = pgschema.Choose(cfg, opts.Schema, DefaultSchema)
+	pgsession.Defaults(cfg)
 	claimsCfg := cfg.Copy()
 	claimsCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ledgerworks/ledger/internal/pgsession"
 	"github.com/ledgerworks/ledger/internal/pgtrace"
 	"github.com/ledgerworks/ledger/storage"
 )
@@ -186,6 +187,7 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, string, error) {
 	if _, ok := params["application_name"]; !ok {
 		params["application_name"] = "ledger"
 	}
+	pgsession.Defaults(cfg)
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
