@@ -109,6 +109,10 @@ type pipeline struct {
 	// groups counts the groups run, numbering them for the traced
 	// requests' spans.
 	groups uint64
+	// carry holds the requests takeJoiners took from the queue that did
+	// not join: they open the next group. held is its scratch.
+	carry []*request
+	held  []string
 }
 
 // groupsMergedMax bounds the groups one wait makes durable together.
@@ -140,7 +144,7 @@ func (db *DB) commitLoop() {
 	}()
 	batch := make([]*request, 0, db.opts.BatchSizeMax)
 	busy := func() bool {
-		if len(db.queue) > 0 {
+		if len(db.queue) > 0 || len(p.carry) > 0 {
 			return true
 		}
 		select {
@@ -154,16 +158,21 @@ func (db *DB) commitLoop() {
 		if p.trees != nil {
 			p.trees.hashIdle(busy) // the trees' deferred leaves, while no request waits
 		}
-		var first *request
-		select {
-		case first = <-db.queue:
-		case <-db.closing:
-			db.drain(p)
-			db.storeTreeRanges(p)
-			return
+		batch = append(batch[:0], p.carry...)
+		clear(p.carry)
+		p.carry = p.carry[:0]
+		if len(batch) == 0 {
+			select {
+			case first := <-db.queue:
+				batch = append(batch, first)
+			case <-db.closing:
+				db.drain(p)
+				db.storeTreeRanges(p)
+				return
+			}
 		}
 		p.running.Store(true)
-		batch = db.collect(append(batch[:0], first))
+		batch = db.collect(batch)
 		// Callers woken by the previous commit are still on their way to the
 		// queue; yielding lets them join this group instead of waiting a
 		// whole commit for the next. Yields cost microseconds, not a timer.
@@ -255,18 +264,23 @@ func (db *DB) collect(batch []*request) []*request {
 	return batch
 }
 
-// drain finishes the requests still queued at Close. Update holds the DB's
+// drain finishes the requests still queued (or carried) at Close. Update holds the DB's
 // read lock while it queues, and Close takes the write lock first, so nothing
 // is queued after drain starts.
 func (db *DB) drain(p *pipeline) {
 	for {
-		select {
-		case r := <-db.queue:
-			p.running.Store(true)
-			db.runGroup([]*request{r}, p)
-		default:
-			return
+		var r *request
+		if len(p.carry) > 0 {
+			r, p.carry = p.carry[0], p.carry[1:]
+		} else {
+			select {
+			case r = <-db.queue:
+			default:
+				return
+			}
 		}
+		p.running.Store(true)
+		db.runGroup([]*request{r}, p)
 	}
 }
 
@@ -346,21 +360,43 @@ func (db *DB) runPending(pending []*request, p *pipeline, learned *[]string) (as
 		poisoned, conflict := -1, -1
 		tx := &Tx{}
 		p.atCommit = p.atCommit[:0]
-		for i, r := range pending {
-			r.notes = r.notes[:0]
-			*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes, trees: p.trees, atCommit: &p.atCommit, member: i} // one Tx per request, one allocation per group
-			r.err, r.panicValue = r.call(tx, ahead, i)
-			if r.panicValue == nil && (errors.Is(r.err, storage.ErrRetry) || errors.Is(tx.storageFailure, storage.ErrRetry)) {
-				conflict = i // the store rolled the whole transaction back
-				break
-			}
-			if (r.err != nil || r.panicValue != nil) && tx.dirty || tx.storageFailure != nil {
-				if r.err == nil { // the function went on after the store failed
-					r.err = storageError(tx.storageFailure)
+		hashed := len(pending) // ahead's members; late joiners hash their own
+	members:
+		for from, rounds := 0, 0; ; rounds++ {
+			for i := from; i < len(pending); i++ {
+				r, a := pending[i], ahead
+				if i >= hashed {
+					a = nil
 				}
-				poisoned = i
+				r.notes = r.notes[:0]
+				*tx = Tx{db: db, ctx: r.ctx, stx: stx, keys: &p.keys, notes: &r.notes, trees: p.trees, atCommit: &p.atCommit, member: i} // one Tx per request, one allocation per group
+				r.err, r.panicValue = r.call(tx, a, i)
+				if r.panicValue == nil && (errors.Is(r.err, storage.ErrRetry) || errors.Is(tx.storageFailure, storage.ErrRetry)) {
+					conflict = i // the store rolled the whole transaction back
+					break members
+				}
+				if (r.err != nil || r.panicValue != nil) && tx.dirty || tx.storageFailure != nil {
+					if r.err == nil { // the function went on after the store failed
+						r.err = storageError(tx.storageFailure)
+					}
+					poisoned = i
+					break members
+				}
+			}
+			if rounds == joinRoundsMax {
 				break
 			}
+			joiners := db.takeJoiners(stx, p, db.opts.BatchSizeMax-len(pending))
+			if len(joiners) == 0 {
+				break
+			}
+			for _, r := range joiners {
+				if r.trace != nil {
+					r.trace.claimedAt, r.trace.group = time.Now(), p.groups
+				}
+			}
+			p.keys = prepareGroup(stx, joiners, nil, p.keys)
+			from, pending = len(pending), append(pending, joiners...)
 		}
 		ahead.finish()
 		if conflict >= 0 {
@@ -431,7 +467,7 @@ func (db *DB) runPending(pending []*request, p *pipeline, learned *[]string) (as
 			handedOff = true
 			// Requests already queued, or set aside, make the next group,
 			// which the acknowledger may then wait for.
-			p.running.Store(len(db.queue) > 0 || len(aside) > 0)
+			p.running.Store(len(db.queue) > 0 || len(aside) > 0 || len(p.carry) > 0)
 			p.acks <- durableGroup{pending: pending, wait: wait, start: start}
 			return aside
 		}

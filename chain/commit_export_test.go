@@ -10,3 +10,6 @@ func LowerHashAheadPartMin(n int) (restore func()) {
 	hashAheadPartMin = n
 	return func() { hashAheadPartMin = old }
 }
+
+// QueueLen is the number of requests waiting for the committer.
+func QueueLen(db *DB) int { return len(db.queue) }
