@@ -22,11 +22,19 @@ type caughtRun struct {
 	data  [][]byte
 }
 
+// catchUpBytes is the bytes of entries sqlCatchUp returns for each of
+// chains chains: PreparedDataBytesMax shared, at least 64 KiB a chain.
+// Past it only the entries' keys come back, for the filters.
+func catchUpBytes(chains int) int64 {
+	return max(int64(PreparedDataBytesMax/max(chains, 1)), 64<<10)
+}
+
 // keepCaught keeps, up to PreparedDataBytesMax bytes a transaction, the
 // entries sqlCatchUp read for each chain whose head the transaction now
 // holds, when they are every entry between the seq asked from and the
 // head locked; a chain with a gap (a head more than KeyFilterCatchUpMax
-// ahead) keeps nothing, and its reads go to the server.
+// ahead, entries past catchUpBytes) keeps nothing, and its reads go to the
+// server.
 func (t *tx) keepCaught(chains []string, afters []int64, caught []caughtEntry) {
 	runs := make([]caughtRun, len(chains))
 	for i := range chains {

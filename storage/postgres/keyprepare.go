@@ -44,13 +44,16 @@ const (
 	// sqlCatchUp returns the entries of each chain of $1 past the seq at
 	// the same index of $2 (and at most $3 past it): the ordinal (from 1)
 	// of the chain, the entry's seq, its key (NULL when it has none) and
-	// its data. Each chain is read as a range of the primary key (the
-	// LATERAL subquery, kept apart by its LIMIT): joined as a whole, the
-	// planner may pick a hash join over the entries table, which reads
-	// every entry of every chain to return the few past the seqs.
-	sqlCatchUp = `SELECT k.i, e.seq, e.idempotency_key, e.data
+	// its data, NULL past the first $4 bytes of the chain's (the sizes are
+	// read from the values' headers, without reading them). Each chain is
+	// read as a range of the primary key (the LATERAL subquery, kept apart
+	// by its LIMIT): joined as a whole, the planner may pick a hash join
+	// over the entries table, which reads every entry of every chain to
+	// return the few past the seqs.
+	sqlCatchUp = `SELECT k.i, e.seq, e.idempotency_key, CASE WHEN e.upto <= $4 THEN e.data END
 		FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS k (chain_id, after, i)
-		CROSS JOIN LATERAL (SELECT seq, idempotency_key, data FROM entries
+		CROSS JOIN LATERAL (SELECT seq, idempotency_key, data, sum(octet_length(data)) OVER (ORDER BY seq) AS upto
+			FROM entries
 			WHERE chain_id = k.chain_id COLLATE "C" AND seq > k.after AND seq <= k.after + $3
 			ORDER BY seq LIMIT $3) e`
 	// sqlPrepareKeys returns the ordinal (from 1) of each (chain, key) pair
@@ -145,7 +148,7 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		}
 		if len(catchChains) > 0 {
 			caught = caught[:0]
-			b.Queue(sqlCatchUp, catchChains, catchAfters, int64(KeyFilterCatchUpMax)).Query(func(rows pgx.Rows) error {
+			b.Queue(sqlCatchUp, catchChains, catchAfters, int64(KeyFilterCatchUpMax), catchUpBytes(len(catchChains))).Query(func(rows pgx.Rows) error {
 				return scanCaught(rows, len(catchChains), &caught)
 			})
 		}
