@@ -121,7 +121,9 @@ const groupsMergedMax = 4
 // commitLoop is the group committer. It takes every request that queued while
 // the previous commit was in flight (up to BatchSizeMax), runs them in one
 // storage transaction and commits once: one fsync for the whole group. No
-// timer delays a lone request.
+// timer delays a lone request. On a store whose heads other processes lock,
+// requests that queue while the group waits for its heads may join it
+// (joiners.go).
 //
 // When the store commits asynchronously, the committer hands the group to
 // the acknowledger and runs the next group while the previous one is made
@@ -264,9 +266,9 @@ func (db *DB) collect(batch []*request) []*request {
 	return batch
 }
 
-// drain finishes the requests still queued (or carried) at Close. Update holds the DB's
-// read lock while it queues, and Close takes the write lock first, so nothing
-// is queued after drain starts.
+// drain finishes the requests still queued (or carried, see takeJoiners)
+// at Close. Update holds the DB's read lock while it queues, and Close
+// takes the write lock first, so nothing is queued after drain starts.
 func (db *DB) drain(p *pipeline) {
 	for {
 		var r *request
