@@ -148,7 +148,7 @@ func (v *View) Step(h Host) error {
 		return err
 	}
 	if m.written == m.total {
-		if v.mergedRecords > 0 {
+		if v.mergedRecords > 0 { // maybe wrote the output's last records
 			return nil
 		}
 		if err := v.finishMerge(h, m); err != nil {
@@ -200,8 +200,9 @@ func (v *View) advanceMerge(h Host, m *merging, n uint64) error {
 	return nil
 }
 
-// finishMerge writes the output's filter and count, moves it under
-// key_runs and deletes its sources and the merge bucket. Its filter is
+// finishMerge moves the output under key_runs, writes its filter and
+// count, and deletes its sources and the merge bucket, in a transaction
+// that has not written the output. Its filter is
 // built from the output's chunks, where they lie in the file's map: the
 // transaction holds it twice (the bytes, and bbolt's pages of them), which
 // Cache.RunRecordsMax bounds; it counts as a full merge.
@@ -228,13 +229,16 @@ func (v *View) finishMerge(h Host, m *merging) error {
 	if count != m.total {
 		return fmt.Errorf("%s: %w: key merge output holds %d records, its sources %d", path, storage.ErrCorrupt, count, m.total)
 	}
-	if err := out.Put(FilterKey, filter); err != nil {
-		return h.WriteError(err)
-	}
-	if err := out.Put(CountKey, binary.BigEndian.AppendUint64(nil, count)); err != nil {
-		return h.WriteError(err)
-	}
+	// bbolt moves a bucket as its last commit left it (the changes of
+	// this transaction to it would be lost): it moves first.
 	if err := m.bucket.MoveBucket(m.output[:], h.RunsBucket()); err != nil {
+		return h.WriteError(err)
+	}
+	run := h.RunsBucket().Bucket(m.output[:])
+	if err := run.Put(FilterKey, filter); err != nil {
+		return h.WriteError(err)
+	}
+	if err := run.Put(CountKey, binary.BigEndian.AppendUint64(nil, count)); err != nil {
 		return h.WriteError(err)
 	}
 	if err := v.drop(h, m.sources); err != nil {
