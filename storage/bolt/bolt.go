@@ -54,6 +54,8 @@ var (
 	BucketState   = []byte("state")
 	// BucketKeyRuns holds the sorted runs of the idempotency index.
 	BucketKeyRuns = []byte("key_runs")
+	// BucketKeyMerge holds the merge of key runs in progress, if any.
+	BucketKeyMerge = keyrun.MergeBucket
 )
 
 var (

@@ -10,8 +10,15 @@
 // at commit: a batch of DirectMin keys or more as a run of its own, a
 // smaller one into the recent keys, which become a run once they are
 // RecentMax; View.Add merges the runs of a level once it holds Fanout
-// (all of them, or as many of the smallest as fit Cache.MergeRecordsMax)
-// into a run of a higher level.
+// (all of them, or as many of the smallest as fit Cache.RunRecordsMax)
+// into a run of a higher level, in the same transaction when the merge
+// fits Cache.MergeRecordsMax, else over later transactions: the merge in
+// progress (MergeBucket: its sources, how far it read each, its output
+// so far) takes each transaction that writes a run at most
+// MergeRecordsMax records further (View.Step), and the one after its last
+// records moves the output under key_runs with its filter and deletes the
+// sources, which lookups see until then. One merge is in progress at a
+// time; a merge bucket whose sources are gone is dropped.
 // View.Load lists the runs as of a transaction's snapshot, View.Lookup
 // and RecentSeq look a key up, View.Bucket and View.EachChunk walk the
 // runs, and Cache remembers across transactions what was read of them.
