@@ -275,8 +275,7 @@ func (v *View) drop(h Host, runs []*Run) error {
 }
 
 // putChunks writes sorted records into a run's bucket as chunks of up to
-// keyindex.ChunkRecords records, each keyed by its last record's prefix,
-// and returns them.
+// keyindex.ChunkRecords records, each keyed by its last record's prefix.
 func putChunks(h Host, b *bbolt.Bucket, records []byte) error {
 	for o := 0; o < len(records); o += keyindex.ChunkRecords * keyindex.RecordSize {
 		chunk := records[o:min(o+keyindex.ChunkRecords*keyindex.RecordSize, len(records))]
