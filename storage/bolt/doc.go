@@ -68,8 +68,8 @@
 // KeyRunFanout runs they are merged into one run of a higher level: in the
 // same transaction when the merge fits what one transaction may merge (see
 // Memory), else over the following transactions that write a run, each of
-// which writes the next records of the merge's output (at most that
-// many) into the key_merge bucket, until one moves the output under
+// which writes the next records of the merge's output (a quarter of that
+// at most) into the key_merge bucket, until one moves the output under
 // key_runs, with its filter, and deletes its sources. Until then lookups
 // see the sources and nothing reads the output; every step is one bbolt
 // transaction, so a process that stops anywhere leaves the merge where
@@ -324,7 +324,8 @@
 // most a sixteenth of the bound), an eighth of the bound for a merge (a
 // transaction merges at most as many records as that holds twice,
 // 1,048,576 under the default, and a larger merge is spread over
-// transactions; the one that finishes a merge holds the new run's filter
+// transactions, each of which writes a quarter of that at most:
+// keyrun.StepShareDen; the one that finishes a merge holds the new run's filter
 // twice, its bytes and bbolt's pages of them, so a merged run has at most
 // as many records as that bounds, 26,843,545 under the default: a level
 // whose runs would merge into more merges as many of its smallest runs as

@@ -23,6 +23,42 @@ import (
 // that did not know the bucket merged them) drops the merge.
 var MergeBucket = []byte("key_merge")
 
+const (
+	// StepShareDen is the part of Cache.MergeRecordsMax one step of a
+	// merge in progress writes at most. A step comes with every
+	// transaction that writes a run while the merge lasts (a merge in one
+	// transaction only when a level fills), so its memory adds to the
+	// memory tables' far more often; and bbolt rewrites the output's last
+	// leaf at each step and copies the step's nodes again when its commit
+	// grows the map. Steps of the whole MergeRecordsMax took a writer past
+	// its bound where steps of a quarter did not.
+	StepShareDen = 4
+	// StepChunksMin is how many chunks a step of StepShareDen's records
+	// writes at least: a merge's output has chunks of fewer records than
+	// keyindex.ChunkRecords under a small bound, so that the last leaf a
+	// step rewrites (two chunks) stays small beside it. A run of
+	// RunRecordsMax records then has about 820 chunks whatever the bound,
+	// within TableChunksMax.
+	StepChunksMin = 8
+)
+
+// stepRecordsMax is how many records one step of a merge in progress
+// writes at most (0: no bound).
+func (c *Cache) stepRecordsMax() uint64 {
+	if c.MergeRecordsMax == 0 {
+		return 0
+	}
+	return max(c.MergeRecordsMax/StepShareDen, 1)
+}
+
+// stepChunkRecords is the records of a chunk of a merge's output.
+func (c *Cache) stepChunkRecords() int {
+	if c.MergeRecordsMax == 0 {
+		return keyindex.ChunkRecords
+	}
+	return int(min(keyindex.ChunkRecords, max(c.stepRecordsMax()/StepChunksMin, 1)))
+}
+
 // The keys of the merge bucket beside its output.
 var (
 	mergeSourcesKey = []byte("sources") // n × Name, the runs merged
@@ -135,7 +171,8 @@ func (v *View) startMerge(h Host, runs []*Run) error {
 
 // Step advances the merge in progress, if any, within what the
 // transaction may still merge (Cache.MergeRecordsMax less what its merges
-// took): it writes the next records of the output, or, once the output
+// took, and a StepShareDen-th of it at most): it writes the next records
+// of the output, or, once the output
 // holds them all, finishes the merge (its filter, and the output replacing
 // its sources) in a transaction that has merged nothing else, and then
 // merges or starts merging the levels that holds full (see Add).
@@ -156,12 +193,13 @@ func (v *View) Step(h Host) error {
 		}
 		return v.settle(h)
 	}
+	cache := h.RunCache()
 	n := m.total - m.written
-	if capacity := h.RunCache().MergeRecordsMax; capacity > 0 {
+	if capacity := cache.MergeRecordsMax; capacity > 0 {
 		if v.mergedRecords >= capacity {
 			return nil
 		}
-		n = min(n, capacity-v.mergedRecords)
+		n = min(n, capacity-v.mergedRecords, cache.stepRecordsMax())
 	}
 	return v.advanceMerge(h, m, n)
 }
@@ -181,7 +219,7 @@ func (v *View) advanceMerge(h Host, m *merging, n uint64) error {
 	}
 	out := m.bucket.Bucket(m.output[:])
 	out.FillPercent = 1.0
-	if err := putChunks(h, out, records); err != nil {
+	if err := putChunks(h, out, records, h.RunCache().stepChunkRecords()); err != nil {
 		return err
 	}
 	read := make([]byte, 0, len(m.read)*8)
@@ -275,10 +313,10 @@ func (v *View) drop(h Host, runs []*Run) error {
 }
 
 // putChunks writes sorted records into a run's bucket as chunks of up to
-// keyindex.ChunkRecords records, each keyed by its last record's prefix.
-func putChunks(h Host, b *bbolt.Bucket, records []byte) error {
-	for o := 0; o < len(records); o += keyindex.ChunkRecords * keyindex.RecordSize {
-		chunk := records[o:min(o+keyindex.ChunkRecords*keyindex.RecordSize, len(records))]
+// chunkRecords records, each keyed by its last record's prefix.
+func putChunks(h Host, b *bbolt.Bucket, records []byte, chunkRecords int) error {
+	for o := 0; o < len(records); o += chunkRecords * keyindex.RecordSize {
+		chunk := records[o:min(o+chunkRecords*keyindex.RecordSize, len(records))]
 		last := chunk[len(chunk)-keyindex.RecordSize : len(chunk)-keyindex.RecordSize+keyindex.RecordPrefixSize]
 		if err := b.Put(last, chunk); err != nil {
 			return h.WriteError(err)

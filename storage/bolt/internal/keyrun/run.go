@@ -733,7 +733,7 @@ func (v *View) write(h Host, records []byte, level uint8) (*Run, error) {
 		rec := records[o : o+keyindex.RecordSize]
 		keyindex.FilterAdd(words, binary.BigEndian.Uint64(rec[:8]), rec[8:keyindex.RecordPrefixSize])
 	}
-	if err := putChunks(h, b, records); err != nil {
+	if err := putChunks(h, b, records, keyindex.ChunkRecords); err != nil {
 		return nil, err
 	}
 	var chunks [][]byte
