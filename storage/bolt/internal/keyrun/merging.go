@@ -172,10 +172,10 @@ func (v *View) startMerge(h Host, runs []*Run) error {
 // Step advances the merge in progress, if any, within what the
 // transaction may still merge (Cache.MergeRecordsMax less what its merges
 // took, and a StepShareDen-th of it at most): it writes the next records
-// of the output, or, once the output
-// holds them all, finishes the merge (its filter, and the output replacing
-// its sources) in a transaction that has merged nothing else, and then
-// merges or starts merging the levels that holds full (see Add).
+// of the output, or, once the output holds them all, finishes the merge
+// (its filter, and the output replacing its sources) in a transaction
+// that has merged nothing else, and then starts merging a level that
+// holds Fanout runs (settle).
 func (v *View) Step(h Host) error {
 	if err := v.Load(h); err != nil {
 		return err
