@@ -39,7 +39,7 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	for round := range crashRounds {
-		acked := runCrashChild(t, path, time.Duration(150+100*round)*time.Millisecond)
+		acked := runChild(t, path, "TestCrashDuringCheckpoints", crashChildEnv, time.Duration(150+100*round)*time.Millisecond)
 		b, err := bolt.Open(path, crashOptions)
 		if err != nil {
 			t.Fatalf("round %d: reopen after the kill: %v", round, err)
@@ -72,12 +72,13 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 	}
 }
 
-// runCrashChild starts the child, lets it commit for about d, kills it and
-// returns the last seq it acknowledged.
-func runCrashChild(t *testing.T, path string, d time.Duration) uint64 {
+// runChild starts the child of a test (its environment variable set to
+// path), lets it commit for about d, kills it and returns the last seq it
+// acknowledged.
+func runChild(t *testing.T, path, test, env string, d time.Duration) uint64 {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashDuringCheckpoints$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"="+path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
