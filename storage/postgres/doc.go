@@ -58,6 +58,9 @@
 // one round trip that locks the heads of their chains (in name order) and
 // joins the keys, sent as two arrays, with the unique index; LookupKey
 // answers from it, and Entry from the entries found, which a replay reads.
+// The same round trip reads the entries other processes appended to those
+// chains since this one last saw them, which catch the key filters up and
+// which Entries then serves without a round trip (caught.go).
 // A key is taken as absent only when its chain's head was locked before
 // the look-up ran. It is also a storage.KeyBatchScanner (keybatch.go): a
 // verify reads a chain's key index in pages of KeyBatchScanPageSize rows,
