@@ -77,7 +77,7 @@
 // merge is in progress at a time; a level that fills meanwhile waits for
 // it. The runs of a file thus stay fewer than KeyRunFanout a level: at
 // 100,000,000 keys under the default bound, about twenty, most of the keys
-// in a few runs of up to 13,421,772 records (a merged run's filter is
+// in a few runs of up to 26,843,545 records (a merged run's filter is
 // bounded, see Memory). A lookup checks the transaction's own new keys, the keys
 // bucket, then each run whose filter (about 1% false positives, cached in
 // memory at about 1.25 bytes per key) may hold the key, the highest levels
@@ -326,8 +326,8 @@
 // 1,048,576 under the default, and a larger merge is spread over
 // transactions, each of which writes a quarter of that at most:
 // keyrun.StepShareDen; the one that finishes a merge holds the new run's filter
-// twice, its bytes and bbolt's pages of them, within half of that share,
-// so a merged run has at most 13,421,772 records under the default: a level
+// twice, its bytes and bbolt's pages of them, so a merged run has at most
+// as many records as that bounds, 26,843,545 under the default: a level
 // whose runs would merge into more merges as many of its smallest runs as
 // fit into a run one level up, two at least), a thirty-second kept for
 // the rest, and what remains for the index: the key filter, sized for

@@ -49,14 +49,12 @@ func (m memoryBudget) mergeRecordsMax() uint64 {
 
 // runRecordsMax is keyrun.Cache.RunRecordsMax under the bound: the
 // transaction that finishes a merge holds the run's filter twice (its
-// bytes and bbolt's pages of them), within half a merge's share: with the
-// whole share, a writer of 100,000,000 keys peaked 7 MiB past the default
-// bound.
+// bytes and bbolt's pages of them), within a merge's share.
 func (m memoryBudget) runRecordsMax() uint64 {
 	if m.bytesMax < 0 {
 		return 0
 	}
-	return keyindex.FilterKeysMax(uint64(m.bytesMax / mergeShareDen / 4))
+	return keyindex.FilterKeysMax(uint64(m.bytesMax / mergeShareDen / 2))
 }
 
 // resolveMemory checks Options.MemoryBytesMax and Options.MemtableBytesMax
