@@ -1,9 +1,6 @@
 package bolt_test
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,41 +107,10 @@ func keyMergeInProgress(path string) (bool, error) {
 // keyMergeChild appends keyed entries to chain "a" until it is killed,
 // printing the last seq of each batch once Commit has returned.
 func keyMergeChild(path string) {
-	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
 	b, err := bolt.Open(path, crashOptions)
 	if err != nil {
-		fail(err)
+		childFail(err)
 	}
 	bolt.SetKeyMergeRecordsMax(b, keyMergeRecordsMax)
-	tx, err := b.Begin(ctx, false)
-	if err != nil {
-		fail(err)
-	}
-	var next uint64 = 1
-	if h, err := tx.Head(ctx, "a"); err == nil {
-		next = h.Seq + 1
-	}
-	tx.Rollback()
-	out := bufio.NewWriter(os.Stdout)
-	for {
-		last := next + keyMergeEntriesPerCommit - 1
-		tx, err := b.Begin(ctx, true)
-		if err != nil {
-			fail(err)
-		}
-		for seq := next; seq <= last; seq++ {
-			if err := tx.Append(ctx, "a", testRecord("a", seq), testHead(seq)); err != nil {
-				fail(err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			fail(errors.Join(err, tx.Rollback()))
-		}
-		fmt.Fprintf(out, "ack %d\n", last)
-		out.Flush()
-		next = last + 1
-	}
+	appendUntilKilled(b, keyMergeEntriesPerCommit, false)
 }
