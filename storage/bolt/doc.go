@@ -356,8 +356,8 @@
 //
 // The memory bound is a budget of the parts above, with the Go heap at
 // twice what is live, not a limit the runtime enforces. At 100,000,000 keys
-// under the 512 MiB default a writer peaked at 505–521 MiB not file-backed
-// in three runs (docs/PERFORMANCE.md, "At 100,000,000 entries").
+// under the 512 MiB default a writer peaked at 505–544 MiB not file-backed
+// in four runs (docs/PERFORMANCE.md, "At 100,000,000 entries").
 //
 // bbolt allows one process to open a file for writing. Open takes an
 // exclusive file lock (a read-only Open takes a shared lock) and waits up to
