@@ -54,6 +54,8 @@ var (
 	BucketState   = []byte("state")
 	// BucketKeyRuns holds the sorted runs of the idempotency index.
 	BucketKeyRuns = []byte("key_runs")
+	// BucketKeyMerge holds the merge of key runs in progress, if any.
+	BucketKeyMerge = keyrun.MergeBucket
 )
 
 var (
@@ -227,6 +229,7 @@ func openFile(path string, opts Options) (*Backend, error) {
 	b := &Backend{db: db, path: path, cache: newRunCache(), seqMapBytesMax: opts.SeqMapBytesMax, logger: cmp.Or(opts.Logger, slog.Default())}
 	b.cache.memory = memoryBudget{bytesMax: opts.MemoryBytesMax, memtableBytesMax: max(opts.MemtableBytesMax, 0)}
 	b.cache.runs.MergeRecordsMax = b.cache.memory.mergeRecordsMax()
+	b.cache.runs.RunRecordsMax = b.cache.memory.runRecordsMax()
 	b.setEntryKey(opts.EntryKey)
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
 		db.Close()

@@ -8,7 +8,8 @@
 // file at the path is always a formatted ledger (a process killed while it
 // creates one leaves at most a ".<name>.new-*" file behind, which a later
 // writable open removes once it is a minute old and unlocked). The file holds
-// six top-level buckets:
+// six top-level buckets, and a seventh while a merge of key runs is in
+// progress:
 //
 //	meta      "format" -> "ledger/bolt/v3"; "next_chain_id" -> u64be;
 //	          "recent_keys" -> u64be (how many keys the keys bucket holds);
@@ -25,6 +26,9 @@
 //	              of u64be chain id | key digest (16) | u64be seq, sorted
 //	            "filter" -> Bloom filter of the run's records; "count" -> u64be
 //	state     key -> value (derived state of the domain packages)
+//	key_merge "sources" -> n × run name; "read" -> n × u64be (records
+//	          taken from each); "written" -> u64be; "output" -> the name
+//	          of the run being written, a bucket beside of its chunks so far
 //
 // Chains get a dense numeric id when their first entry is written, so the
 // entries of one chain are contiguous in the entry_segments bucket and a
@@ -61,8 +65,20 @@
 // when it holds KeyRecentMax keys they are written out as one sorted run of
 // digests (KeyDigest). A transaction with more new keys writes them as a run
 // directly. Runs are immutable; when a level (floor(log8(records))) holds
-// KeyRunFanout runs they are merged into one run of a higher level in the
-// same transaction. A lookup checks the transaction's own new keys, the keys
+// KeyRunFanout runs they are merged into one run of a higher level: in the
+// same transaction when the merge fits what one transaction may merge (see
+// Memory), else over the following transactions that write a run, each of
+// which writes the next records of the merge's output (a quarter of that
+// at most) into the key_merge bucket, until one moves the output under
+// key_runs, with its filter, and deletes its sources. Until then lookups
+// see the sources and nothing reads the output; every step is one bbolt
+// transaction, so a process that stops anywhere leaves the merge where
+// its last commit left it, and the next writer goes on from there. One
+// merge is in progress at a time; a level that fills meanwhile waits for
+// it. The runs of a file thus stay fewer than KeyRunFanout a level: at
+// 100,000,000 keys under the default bound, about twenty, most of the keys
+// in a few runs of up to 26,843,545 records (a merged run's filter is
+// bounded, see Memory). A lookup checks the transaction's own new keys, the keys
 // bucket, then each run whose filter (about 1% false positives, cached in
 // memory at about 1.25 bytes per key) may hold the key, the highest levels
 // first. A run's chunks are large values, which bbolt keeps contiguous in
@@ -161,8 +177,8 @@
 //	 │    └── internal/commitrec   the commit record codec
 //	 ├── internal/segment    the entry segments' bytes, builder, per-chain map
 //	 ├── internal/keyrun     the key index in its buckets: recent keys, the
-//	 │    │                  runs' flush, merge, list, lookup, chunk tables,
-//	 │    │                  the run cache
+//	 │    │                  runs' flush, merges (spread over transactions),
+//	 │    │                  list, lookup, chunk tables, the run cache
 //	 │    └── internal/keyindex   run records, their sort, Bloom filters,
 //	 │                            seq map, a run's radix map, the chunk search
 //	 ├── internal/readpool   idle read transactions kept between checkpoints
@@ -306,10 +322,14 @@
 // its default), so half the bound is what may be live: four memory tables
 // (the two tables and a checkpoint's transaction; MemtableBytesMax is at
 // most a sixteenth of the bound), an eighth of the bound for a merge (a
-// level of KeyRunFanout runs whose merge would hold more records, 1,048,576
-// under the default, merges as many of its smallest runs as fit into a run
-// one level up, so that runs of that size gather at the levels above
-// instead of at the level a checkpoint writes), a thirty-second kept for
+// transaction merges at most as many records as that holds twice,
+// 1,048,576 under the default, and a larger merge is spread over
+// transactions, each of which writes a quarter of that at most:
+// keyrun.StepShareDen; the one that finishes a merge holds the new run's filter
+// twice, its bytes and bbolt's pages of them, so a merged run has at most
+// as many records as that bounds, 26,843,545 under the default: a level
+// whose runs would merge into more merges as many of its smallest runs as
+// fit into a run one level up, two at least), a thirty-second kept for
 // the rest, and what remains for the index: the key filter, sized for
 // three times the keys when that fits, else as large as fits and then
 // never rebuilt (a rebuild could only set the same bits in a filter of
@@ -333,6 +353,11 @@
 // to the run filters).
 //
 // # Caveats
+//
+// The memory bound is a budget of the parts above, with the Go heap at
+// twice what is live, not a limit the runtime enforces. At 100,000,000 keys
+// under the 512 MiB default a writer peaked at 505–544 MiB not file-backed
+// in four runs (docs/PERFORMANCE.md, "At 100,000,000 entries").
 //
 // bbolt allows one process to open a file for writing. Open takes an
 // exclusive file lock (a read-only Open takes a shared lock) and waits up to

@@ -47,6 +47,16 @@ func (m memoryBudget) mergeRecordsMax() uint64 {
 	return uint64(m.bytesMax / mergeShareDen / mergeBytesPerRecord)
 }
 
+// runRecordsMax is keyrun.Cache.RunRecordsMax under the bound: the
+// transaction that finishes a merge holds the run's filter twice (its
+// bytes and bbolt's pages of them), within a merge's share.
+func (m memoryBudget) runRecordsMax() uint64 {
+	if m.bytesMax < 0 {
+		return 0
+	}
+	return keyindex.FilterKeysMax(uint64(m.bytesMax / mergeShareDen / 2))
+}
+
 // resolveMemory checks Options.MemoryBytesMax and Options.MemtableBytesMax
 // against each other and fills in their defaults: a zero MemoryBytesMax is
 // the default or what the memory tables set need, a zero MemtableBytesMax
