@@ -20,7 +20,8 @@
 //	            u32be n | n × u32be end offset | the n entries' bytes
 //	            (entries as the chain package encoded them, seqs last-n+1..last)
 //	keys      u64be chain id | idempotency key -> u64be seq (recent keys)
-//	key_runs  u8 level | u64be txid -> bucket of one run:
+//	key_runs  u8 level | u64be txid -> bucket of one run (a transaction
+//	          that writes two runs of one level names the second a level up):
 //	            u64be chain id | key digest (16) of its last record -> a chunk:
 //	              up to 32,768 records (1 MiB; 120 in files written before)
 //	              of u64be chain id | key digest (16) | u64be seq, sorted

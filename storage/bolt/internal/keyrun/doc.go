@@ -3,7 +3,9 @@
 //
 // The recent keys are exact, u64be chain id | key -> u64be seq in the keys
 // bucket, with their count in the meta bucket (RecentCountKey); a run is
-// an immutable bucket under key_runs, named u8 level | u64be txid (Name),
+// an immutable bucket under key_runs, named u8 level | u64be txid (Name;
+// a run whose name a run or merge output of the same transaction holds
+// takes the first free level above, View.newName),
 // of chunks (up to keyindex.ChunkRecords records, fewer in a merge's
 // output under a small bound, each keyed by its last record's prefix), a "filter" (the run's Bloom filter, little-endian
 // words) and a "count" (u64be). View.Flush writes a transaction's new keys

@@ -131,9 +131,9 @@ func (v *View) dropMerge(h Host) error {
 }
 
 // startMerge records a merge of runs of one level into a run of a higher
-// level (see merge) that transactions write from now on (Step). A run of
-// the output's name already in the view (this transaction wrote it) puts
-// the start off to the next transaction.
+// level (see merge) that transactions write from now on (Step), named as
+// a run this transaction writes (newName): no run the transaction wrote
+// or writes after it holds the output's name.
 func (v *View) startMerge(h Host, runs []*Run) error {
 	from := runs[0].level()
 	if from == math.MaxUint8 {
@@ -145,10 +145,7 @@ func (v *View) startMerge(h Host, runs []*Run) error {
 		total += r.count
 		sources = append(sources, r.name[:]...)
 	}
-	output := NewName(max(Level(total), from+1), uint64(h.BoltTx().ID()))
-	if slices.ContainsFunc(v.runs, func(r *Run) bool { return r.name == output }) {
-		return nil
-	}
+	output := v.newName(h, max(Level(total), from+1))
 	mb, err := h.BoltTx().CreateBucket(MergeBucket)
 	if err != nil {
 		return h.WriteError(err)

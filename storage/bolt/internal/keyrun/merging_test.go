@@ -235,7 +235,8 @@ func TestMergeSpread(t *testing.T) {
 // recent keys or as runs), transactions that only step the merge in
 // progress, transactions rolled back after their merge steps (a process
 // that stops before its commit), and reopens with a new cache (a process
-// that stops between two), against a map of every key committed: every
+// that stops between two), and reopens under another MergeRecordsMax,
+// against a map of every key committed: every
 // key is found, the merge in progress is whole, no transaction merges
 // more than MergeRecordsMax records, and the runs stay within runsBound.
 func TestMergeSpreadMachine(t *testing.T) {
@@ -252,6 +253,13 @@ func TestMergeSpreadMachine(t *testing.T) {
 				s.reopen()
 			},
 			"reopen": func(rt *rapid.T) { s.reopen() },
+			// A process with another bound (none, or a larger or smaller
+			// one) goes on with the merge in progress, and merges in one
+			// transaction the levels that filled meanwhile.
+			"rebound": func(rt *rapid.T) {
+				s.mergeMax = uint64(rapid.SampledFrom([]int{0, 64, 256, 1024, 1 << 20}).Draw(rt, "bound"))
+				s.reopen()
+			},
 			"": func(rt *rapid.T) {
 				s.check()
 				if n, _ := s.runs(); n > runsBound(len(s.seqs)) {
@@ -319,5 +327,75 @@ func TestMergeStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.check()
+}
+
+// writeRun commits a transaction that writes n new keys as one run at the
+// level, without merging: a level fills past Fanout this way as it does
+// while a merge is in progress.
+func (s *spread) writeRun(n int, level uint8) {
+	s.tb.Helper()
+	keys := map[string]uint64{}
+	var records []byte
+	for i := range n {
+		key, seq := fmt.Sprintf("k-%d-%d", len(s.seqs), i), uint64(len(s.seqs)+i+1)
+		keys[key] = seq
+		records = keyindex.AppendRecord(records, 1, key, seq)
+	}
+	keyindex.SortRecords(records)
+	err := s.db.Update(func(btx *bbolt.Tx) error {
+		h := &host{btx: btx, cache: s.cache}
+		if err := h.view.Load(h); err != nil {
+			return err
+		}
+		if _, err := h.view.write(h, records, level); err != nil {
+			return err
+		}
+		btx.OnCommit(h.view.Committed(h, uint64(btx.ID())))
+		return nil
+	})
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	for k, seq := range keys {
+		s.seqs[k] = seq
+	}
+}
+
+// TestMergeChainNames fills level 1 with 27 runs of 20 keys (540, level
+// 3 by their size) and level 2 with 9 runs of 64 (576, level 3 too), then
+// commits a run of 20 keys under no merge bound: its transaction merges
+// level 1 into a run at level 3 and then level 2, whose run, named by the
+// level and the transaction, would take the same name; it goes a level up
+// instead, every name stays one run's, and every key is found.
+func TestMergeChainNames(t *testing.T) {
+	s := newSpread(t, t.TempDir(), 0)
+	defer func() { s.db.Close() }()
+	for range 27 {
+		s.writeRun(20, 1)
+	}
+	for range 9 {
+		s.writeRun(64, 2)
+	}
+	s.tx(20, true)
+	levels := map[uint8]int{}
+	err := s.db.View(func(btx *bbolt.Tx) error {
+		h := &host{btx: btx, cache: s.cache}
+		if err := h.view.Load(h); err != nil {
+			return err
+		}
+		for _, r := range h.view.Runs() {
+			levels[r.Name().Level()]++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(levels) != 2 || levels[3] != 1 || levels[4] != 1 {
+		t.Errorf("runs by level %v, want one at 3 and one at 4", levels)
+	}
+	s.check()
+	s.reopen()
 	s.check()
 }

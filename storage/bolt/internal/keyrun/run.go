@@ -722,7 +722,7 @@ func (v *View) full(cache *Cache, m *merging) []*Run {
 // write writes sorted records as a new run of the level.
 func (v *View) write(h Host, records []byte, level uint8) (*Run, error) {
 	count := uint64(len(records) / keyindex.RecordSize)
-	r := &Run{name: NewName(level, uint64(h.BoltTx().ID())), count: count}
+	r := &Run{name: v.newName(h, level), count: count}
 	b, err := h.RunsBucket().CreateBucket(r.name[:])
 	if err != nil {
 		return nil, h.WriteError(err)
@@ -762,12 +762,42 @@ func (v *View) write(h Host, records []byte, level uint8) (*Run, error) {
 	return r, nil
 }
 
+// newName returns the name of a run the transaction writes at the level
+// (or, when a run it wrote already holds that name, at the first level
+// above that no run it wrote holds). A run is named by its level and the
+// transaction's id, and one transaction may write several runs whose
+// sizes fall in one level: a chain of merges (settle) of a level that
+// held more than Fanout runs (they wait while a merge is in progress) may
+// skip levels, and the merge of the next level lands where it landed. The
+// output of a merge this transaction started (startMerge) holds its name
+// too, under the merge bucket.
+func (v *View) newName(h Host, level uint8) Name {
+	txid := uint64(h.BoltTx().ID())
+	var output []byte
+	if mb := h.BoltTx().Bucket(MergeBucket); mb != nil {
+		output = mb.Get(mergeOutputKey)
+	}
+	for {
+		name := NewName(level, txid)
+		if string(output) != string(name[:]) && !slices.ContainsFunc(v.runs, func(r *Run) bool { return r.name == name }) {
+			return name
+		}
+		if level == math.MaxUint8 {
+			// A transaction writes a few runs: one, a run per merge of
+			// its chain (one per level at most) and a merge's output.
+			panic(fmt.Sprintf("keyrun: transaction %d wrote a run at every level", txid))
+		}
+		level++
+	}
+}
+
 // merge merges runs of one level into one run of a higher level and
 // deletes them, in the transaction. The merged run's level is its size's
 // (Level), and at least one above theirs: a merge of some of a level's
 // runs (mergeable) may hold fewer records than its size's level starts
-// at, and a transaction names every run it writes by its level, so each
-// merge of its chain of merges (settle) goes up one level at least.
+// at, so each merge of a chain of merges (settle) goes up one level at
+// least. A run of the transaction that already holds that level's name
+// puts it higher still (newName).
 func (v *View) merge(h Host, runs []*Run) error {
 	from := runs[0].level()
 	if from == math.MaxUint8 {
