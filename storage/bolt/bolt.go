@@ -227,7 +227,7 @@ func openFile(path string, opts Options) (*Backend, error) {
 		db.AllocSize = 0
 	}
 	b := &Backend{db: db, path: path, cache: newRunCache(), seqMapBytesMax: opts.SeqMapBytesMax, logger: cmp.Or(opts.Logger, slog.Default())}
-	b.cache.memory = memoryBudget{bytesMax: opts.MemoryBytesMax, memtableBytesMax: max(opts.MemtableBytesMax, 0)}
+	b.cache.memory = newMemoryBudget(opts, db.Info().PageSize)
 	b.cache.runs.MergeRecordsMax = b.cache.memory.mergeRecordsMax()
 	b.cache.runs.RunRecordsMax = b.cache.memory.runRecordsMax()
 	b.setEntryKey(opts.EntryKey)

@@ -56,7 +56,13 @@ func (c *Cache) stepChunkRecords() int {
 	if c.MergeRecordsMax == 0 {
 		return keyindex.ChunkRecords
 	}
-	return int(min(keyindex.ChunkRecords, max(c.stepRecordsMax()/StepChunksMin, 1)))
+	return int(StepChunkRecords(c.stepRecordsMax()))
+}
+
+// StepChunkRecords is the records of a chunk of the output of a merge
+// written in steps of stepRecords.
+func StepChunkRecords(stepRecords uint64) uint64 {
+	return min(keyindex.ChunkRecords, max(stepRecords/StepChunksMin, 1))
 }
 
 // The keys of the merge bucket beside its output.
@@ -239,7 +245,7 @@ func (v *View) advanceMerge(h Host, m *merging, n uint64) error {
 // count, and deletes its sources and the merge bucket, in a transaction
 // that has not written the output. Its filter is
 // built from the output's chunks, where they lie in the file's map: the
-// transaction holds it twice (the bytes, and bbolt's pages of them), which
+// transaction holds it several times (FinishBytes), which
 // Cache.RunRecordsMax bounds; it counts as a full merge.
 func (v *View) finishMerge(h Host, m *merging) error {
 	path := h.FilePath()

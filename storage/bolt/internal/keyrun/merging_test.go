@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -59,7 +60,8 @@ func newSpread(tb failer, dir string, mergeMax uint64) *spread {
 
 // open opens the file with a new cache, as a process that starts does.
 func (s *spread) open() {
-	db, err := bbolt.Open(s.path, 0o600, nil)
+	// The backend keeps no freelist in the file either.
+	db, err := bbolt.Open(s.path, 0o600, &bbolt.Options{NoFreelistSync: true})
 	if err != nil {
 		s.tb.Fatal(err)
 	}
@@ -398,4 +400,76 @@ func TestMergeChainNames(t *testing.T) {
 	s.check()
 	s.reopen()
 	s.check()
+}
+
+// txOverheadBytes is what a transaction allocates besides what the costs
+// count: bbolt's transaction, cursors and nodes of the buckets it
+// touches, the merge state's values.
+const txOverheadBytes = 256 << 10
+
+// TestMergeCosts measures what the transactions of a merge spread over
+// transactions allocate (the Go heap's total allocations, an upper bound
+// of what they hold at once): each step no more than StepBytes of its
+// records, the last no more than FinishBytes of the merge's, whose run's
+// filter and freed pages grow with it. A cost that leaves out the run's
+// filter, or a merge that held its output's records, fails it.
+func TestMergeCosts(t *testing.T) {
+	const mergeMax, runRecords = 200_000, 150_000
+	s := newSpread(t, t.TempDir(), mergeMax)
+	defer func() { s.db.Close() }()
+	for range Fanout {
+		s.writeRun(runRecords, Level(runRecords))
+	}
+	s.tx(DirectMin, true) // starts the merge of the eight
+	pageBytes := s.db.Info().PageSize
+	total := uint64(Fanout * runRecords)
+	var steps int
+	for {
+		written, merging := s.mergeWritten()
+		if !merging {
+			break
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s.tx(0, true)
+		runtime.ReadMemStats(&after)
+		allocated := after.TotalAlloc - before.TotalAlloc
+		now, still := s.mergeWritten()
+		switch {
+		case !still: // finished
+			if limit := FinishBytes(total, s.cache.stepRecordsMax(), pageBytes) + txOverheadBytes; allocated > limit {
+				t.Errorf("the transaction that finished a merge of %d records allocated %d bytes, FinishBytes %d", total, allocated, limit-txOverheadBytes)
+			}
+			t.Logf("finish of %d records: %d bytes allocated, FinishBytes %d", total, allocated, FinishBytes(total, s.cache.stepRecordsMax(), pageBytes))
+		case now > written:
+			steps++
+			if limit := StepBytes(now-written) + txOverheadBytes; allocated > limit {
+				t.Errorf("a step of %d records allocated %d bytes, StepBytes %d", now-written, allocated, limit-txOverheadBytes)
+			}
+		}
+		if steps > 100 {
+			t.Fatal("the merge does not end")
+		}
+	}
+	if steps < 4 {
+		t.Errorf("%d steps of a merge of %d records under MergeRecordsMax %d", steps, total, mergeMax)
+	}
+	s.check()
+}
+
+// mergeWritten returns the records the merge in progress has written, and
+// whether one is.
+func (s *spread) mergeWritten() (uint64, bool) {
+	var written uint64
+	var merging bool
+	err := s.db.View(func(btx *bbolt.Tx) error {
+		if mb := btx.Bucket(MergeBucket); mb != nil {
+			written, merging = binary.BigEndian.Uint64(mb.Get(mergeWrittenKey)), true
+		}
+		return nil
+	})
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	return written, merging
 }

@@ -93,16 +93,15 @@ func Level(count uint64) uint8 {
 // transaction id. Both are only ever filled from committed state.
 type Cache struct {
 	// MergeRecordsMax bounds the records one transaction merges (0:
-	// none), set before the cache is used: a merge holds its records twice
-	// while its transaction commits (the merged chunks, and bbolt's pages
-	// of them). A merge of more records is spread over transactions
-	// (MergeBucket, View.Step).
+	// none), set before the cache is used: a merge holds its records
+	// several times while its transaction commits (MergeBytes). A merge of
+	// more records is spread over transactions (MergeBucket, View.Step).
 	MergeRecordsMax uint64
 	// RunRecordsMax bounds the records of a run a merge writes (0: none),
 	// set before the cache is used: the transaction that finishes a merge
-	// holds the run's filter twice (FilterBytes a run). A level of Fanout
-	// runs whose merge would write more merges as many of its smallest
-	// runs as fit, two at least (see mergeable).
+	// holds the run's filter several times (FinishBytes). A level of
+	// Fanout runs whose merge would write more merges as many of its
+	// smallest runs as fit, two at least (see mergeable).
 	RunRecordsMax uint64
 	mu            sync.Mutex
 	byName        map[Name]*Run
