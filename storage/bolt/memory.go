@@ -76,7 +76,7 @@ func gcPercent() int64 {
 // bytesMax. Under the defaults (GOGC 100) that is 45% of the bound, 232.7
 // MiB of 512.
 func (m memoryBudget) liveBytesMax() int64 {
-	return m.bytesMax * 100 / (100 + m.gcPercent) * 100 / (100 + heapRetainPercent)
+	return m.bytesMax / (100 + m.gcPercent) * 100 / (100 + heapRetainPercent) * 100 // no overflow at math.MaxInt64
 }
 
 // mergeBytesMax is the merges' share of what may be live.

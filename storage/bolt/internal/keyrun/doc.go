@@ -21,6 +21,9 @@
 // after its last records moves the output under key_runs with its filter
 // and deletes the sources, which lookups see until then. One merge is in
 // progress at a time; a merge bucket whose sources are gone is dropped.
+// What a merge holds on the heap, per record and per run, is MergeBytes,
+// StepBytes and FinishBytes, from which the backend derives the two
+// bounds.
 // View.Load lists the runs as of a transaction's snapshot, View.Lookup
 // and RecentSeq look a key up, View.Bucket and View.EachChunk walk the
 // runs, and Cache remembers across transactions what was read of them.
