@@ -108,8 +108,9 @@ type Options struct {
 	SeqMapBytesMax int64
 	// MemoryBytesMax bounds the memory a writable handle keeps apart from
 	// the file's map, whatever the ledger's size: the memory tables, the key
-	// index's filters and seq map, and what the Go heap adds to them before
-	// it collects (GOGC at its default). When zero, MemoryBytesMaxDefault,
+	// index's filters and seq map, the merges of key runs, and what the Go
+	// heap adds to them before it collects (GOGC as the runtime has it when
+	// Open runs) and keeps mapped after. When zero, MemoryBytesMaxDefault,
 	// or 16 times MemtableBytesMax when that is larger; negative, no bound
 	// but the others. At least MemoryBytesMin, and at least 16 times
 	// MemtableBytesMax, which is at most MemoryBytesMax/16 when zero; Open
