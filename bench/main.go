@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,7 @@ type config struct {
 	keep              bool
 	verifyChild       string
 	cpuProfile        string
+	memProfile        string
 	only              string
 	budget            time.Duration
 	log               string
@@ -71,6 +73,7 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the ledger files")
 	flag.StringVar(&cfg.verifyChild, "verify-child", "", "internal: verify this file and print entries, seconds and peak RSS")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine figures to this file")
+	flag.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile to this file at each new peak of P1's memory not file-backed (the heap as of the last collection)")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated figures to run (P1..P7); all when empty")
 	flag.StringVar(&cfg.log, "log", "default", "how the ledger files commit: on (write-ahead log), off (straight to bbolt) or default")
 	flag.Int64Var(&memoryBytesMax, "memory-bytes", 0, "the engine's bolt.Options.MemoryBytesMax: 0 its default (512 MiB), negative no bound")
@@ -181,15 +184,20 @@ type rssSampler struct {
 	anon, files int64
 }
 
-func sampleRSS() *rssSampler {
+func sampleRSS(heapProfile string) *rssSampler {
 	s := &rssSampler{stopped: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
+		var profiled int64
 		for {
 			anon, files := rssNow()
 			s.anon, s.files = max(s.anon, anon), max(s.files, files)
+			if heapProfile != "" && anon > profiled+profiled/64 {
+				profiled = anon
+				writeHeapProfile(heapProfile)
+			}
 			select {
 			case <-s.stopped:
 				return
@@ -198,6 +206,21 @@ func sampleRSS() *rssSampler {
 		}
 	}()
 	return s
+}
+
+// writeHeapProfile writes the heap profile to path; a failure is printed,
+// the figures go on.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "heap profile: %v\n", err)
+	}
 }
 
 // stop ends the sampling and returns the peaks in bytes.

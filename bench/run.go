@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ledgerworks/ledger/bench/workload"
 	"github.com/ledgerworks/ledger/chain"
+	"github.com/ledgerworks/ledger/storage/bolt"
 )
 
 // row is one line of the table.
@@ -184,7 +186,7 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 	if err != nil {
 		return err
 	}
-	sampler := sampleRSS()
+	sampler := sampleRSS(cfg.memProfile)
 	stream, err := workload.UpdateBatches(ctx, db, mainChain, 1, cfg.entries, workload.BatchSize)
 	anon, files := sampler.stop()
 	if err != nil {
@@ -219,6 +221,11 @@ func mainFile(ctx context.Context, cfg config, dir string, t *table) error {
 	if err := db.Close(); err != nil {
 		return err
 	}
+	runs, largest, err := keyRuns(path)
+	if err != nil {
+		return err
+	}
+	t.add(row{"P1", "key runs of the file at the end", fmt.Sprintf("%d, the largest of %s records", runs, count(float64(largest))), "", "", "", ""})
 
 	if cfg.runs("P6") {
 		fmt.Fprintf(os.Stderr, "P6: verify %d entries, cold\n", cfg.entries)
@@ -599,4 +606,28 @@ func median(n int, measure func() (workload.Rate, error)) (workload.Rate, string
 		all[i] = perSecond(r)
 	}
 	return rates[len(rates)/2], "runs " + strings.Join(all, ", "), nil
+}
+
+// keyRuns counts the key runs of a closed ledger file, and the records of
+// the largest.
+func keyRuns(path string) (runs int, largest uint64, err error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	err = db.View(func(btx *bbolt.Tx) error {
+		b := btx.Bucket(bolt.BucketKeyRuns)
+		if b == nil {
+			return nil
+		}
+		return b.ForEachBucket(func(name []byte) error {
+			runs++
+			if v := b.Bucket(name).Get([]byte("count")); len(v) == 8 {
+				largest = max(largest, binary.BigEndian.Uint64(v))
+			}
+			return nil
+		})
+	})
+	return runs, largest, err
 }

@@ -54,6 +54,8 @@ var (
 	BucketState   = []byte("state")
 	// BucketKeyRuns holds the sorted runs of the idempotency index.
 	BucketKeyRuns = []byte("key_runs")
+	// BucketKeyMerge holds the merge of key runs in progress, if any.
+	BucketKeyMerge = keyrun.MergeBucket
 )
 
 var (
@@ -106,8 +108,9 @@ type Options struct {
 	SeqMapBytesMax int64
 	// MemoryBytesMax bounds the memory a writable handle keeps apart from
 	// the file's map, whatever the ledger's size: the memory tables, the key
-	// index's filters and seq map, and what the Go heap adds to them before
-	// it collects (GOGC at its default). When zero, MemoryBytesMaxDefault,
+	// index's filters and seq map, the merges of key runs, and what the Go
+	// heap adds to them before it collects (GOGC as the runtime has it when
+	// Open runs) and keeps mapped after. When zero, MemoryBytesMaxDefault,
 	// or 16 times MemtableBytesMax when that is larger; negative, no bound
 	// but the others. At least MemoryBytesMin, and at least 16 times
 	// MemtableBytesMax, which is at most MemoryBytesMax/16 when zero; Open
@@ -225,8 +228,9 @@ func openFile(path string, opts Options) (*Backend, error) {
 		db.AllocSize = 0
 	}
 	b := &Backend{db: db, path: path, cache: newRunCache(), seqMapBytesMax: opts.SeqMapBytesMax, logger: cmp.Or(opts.Logger, slog.Default())}
-	b.cache.memory = memoryBudget{bytesMax: opts.MemoryBytesMax, memtableBytesMax: max(opts.MemtableBytesMax, 0)}
+	b.cache.memory = newMemoryBudget(opts, db.Info().PageSize)
 	b.cache.runs.MergeRecordsMax = b.cache.memory.mergeRecordsMax()
+	b.cache.runs.RunRecordsMax = b.cache.memory.runRecordsMax()
 	b.setEntryKey(opts.EntryKey)
 	if err := b.prepareGuarded(opts.ReadOnly); err != nil {
 		db.Close()

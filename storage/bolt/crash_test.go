@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,7 +40,7 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	for round := range crashRounds {
-		acked := runCrashChild(t, path, time.Duration(150+100*round)*time.Millisecond)
+		acked := runChild(t, path, "TestCrashDuringCheckpoints", crashChildEnv, time.Duration(150+100*round)*time.Millisecond)
 		b, err := bolt.Open(path, crashOptions)
 		if err != nil {
 			t.Fatalf("round %d: reopen after the kill: %v", round, err)
@@ -72,12 +73,13 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 	}
 }
 
-// runCrashChild starts the child, lets it commit for about d, kills it and
-// returns the last seq it acknowledged.
-func runCrashChild(t *testing.T, path string, d time.Duration) uint64 {
+// runChild starts the child of a test (its environment variable set to
+// path), lets it commit for about d, kills it and returns the last seq it
+// acknowledged.
+func runChild(t *testing.T, path, test, env string, d time.Duration) uint64 {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashDuringCheckpoints$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"="+path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -138,13 +140,24 @@ func runCrashChild(t *testing.T, path string, d time.Duration) uint64 {
 func crashChild(path string) {
 	b, err := bolt.Open(path, crashOptions)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		childFail(err)
 	}
+	appendUntilKilled(b, crashEntriesPerCommit, true)
+}
+
+func childFail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(2)
+}
+
+// appendUntilKilled commits batches of perCommit entries to chain "a",
+// from its head on, until the process is killed, printing the last seq of
+// each batch once Commit has returned; withState also writes that seq to
+// state key "s/a" in the batch.
+func appendUntilKilled(b *bolt.Backend, perCommit uint64, withState bool) {
 	tx, err := b.Begin(ctx, false)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		childFail(err)
 	}
 	var next uint64 = 1
 	if h, err := tx.Head(ctx, "a"); err == nil {
@@ -153,25 +166,23 @@ func crashChild(path string) {
 	tx.Rollback()
 	out := bufio.NewWriter(os.Stdout)
 	for {
-		last := next + crashEntriesPerCommit - 1
+		last := next + perCommit - 1
 		tx, err := b.Begin(ctx, true)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			childFail(err)
 		}
 		for seq := next; seq <= last; seq++ {
 			if err := tx.Append(ctx, "a", testRecord("a", seq), testHead(seq)); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(2)
+				childFail(err)
 			}
 		}
-		if err := tx.StatePut(ctx, []byte("s/a"), fmt.Appendf(nil, "%d", last)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+		if withState {
+			if err := tx.StatePut(ctx, []byte("s/a"), fmt.Appendf(nil, "%d", last)); err != nil {
+				childFail(err)
+			}
 		}
 		if err := tx.Commit(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			childFail(errors.Join(err, tx.Rollback()))
 		}
 		fmt.Fprintf(out, "ack %d\n", last)
 		out.Flush()

@@ -8,7 +8,8 @@
 // file at the path is always a formatted ledger (a process killed while it
 // creates one leaves at most a ".<name>.new-*" file behind, which a later
 // writable open removes once it is a minute old and unlocked). The file holds
-// six top-level buckets:
+// six top-level buckets, and a seventh while a merge of key runs is in
+// progress:
 //
 //	meta      "format" -> "ledger/bolt/v3"; "next_chain_id" -> u64be;
 //	          "recent_keys" -> u64be (how many keys the keys bucket holds);
@@ -19,12 +20,16 @@
 //	            u32be n | n × u32be end offset | the n entries' bytes
 //	            (entries as the chain package encoded them, seqs last-n+1..last)
 //	keys      u64be chain id | idempotency key -> u64be seq (recent keys)
-//	key_runs  u8 level | u64be txid -> bucket of one run:
+//	key_runs  u8 level | u64be txid -> bucket of one run (a transaction
+//	          that writes two runs of one level names the second a level up):
 //	            u64be chain id | key digest (16) of its last record -> a chunk:
 //	              up to 32,768 records (1 MiB; 120 in files written before)
 //	              of u64be chain id | key digest (16) | u64be seq, sorted
 //	            "filter" -> Bloom filter of the run's records; "count" -> u64be
 //	state     key -> value (derived state of the domain packages)
+//	key_merge "sources" -> n × run name; "read" -> n × u64be (records
+//	          taken from each); "written" -> u64be; "output" -> the name
+//	          of the run being written, a bucket beside of its chunks so far
 //
 // Chains get a dense numeric id when their first entry is written, so the
 // entries of one chain are contiguous in the entry_segments bucket and a
@@ -61,8 +66,20 @@
 // when it holds KeyRecentMax keys they are written out as one sorted run of
 // digests (KeyDigest). A transaction with more new keys writes them as a run
 // directly. Runs are immutable; when a level (floor(log8(records))) holds
-// KeyRunFanout runs they are merged into one run of a higher level in the
-// same transaction. A lookup checks the transaction's own new keys, the keys
+// KeyRunFanout runs they are merged into one run of a higher level: in the
+// same transaction when the merge fits what one transaction may merge (see
+// Memory), else over the following transactions that write a run, each of
+// which writes the next records of the merge's output (a quarter of that
+// at most) into the key_merge bucket, until one moves the output under
+// key_runs, with its filter, and deletes its sources. Until then lookups
+// see the sources and nothing reads the output; every step is one bbolt
+// transaction, so a process that stops anywhere leaves the merge where
+// its last commit left it, and the next writer goes on from there. One
+// merge is in progress at a time; a level that fills meanwhile waits for
+// it. The runs of a file thus stay fewer than KeyRunFanout a level: at
+// 100,000,000 keys under the default bound, about twenty, most of the keys
+// in a few runs of up to 16,694,272 records (what the merge that writes
+// a run holds is bounded, see Memory). A lookup checks the transaction's own new keys, the keys
 // bucket, then each run whose filter (about 1% false positives, cached in
 // memory at about 1.25 bytes per key) may hold the key, the highest levels
 // first. A run's chunks are large values, which bbolt keeps contiguous in
@@ -161,8 +178,8 @@
 //	 │    └── internal/commitrec   the commit record codec
 //	 ├── internal/segment    the entry segments' bytes, builder, per-chain map
 //	 ├── internal/keyrun     the key index in its buckets: recent keys, the
-//	 │    │                  runs' flush, merge, list, lookup, chunk tables,
-//	 │    │                  the run cache
+//	 │    │                  runs' flush, merges (spread over transactions),
+//	 │    │                  list, lookup, chunk tables, the run cache
 //	 │    └── internal/keyindex   run records, their sort, Bloom filters,
 //	 │                            seq map, a run's radix map, the chunk search
 //	 ├── internal/readpool   idle read transactions kept between checkpoints
@@ -288,51 +305,90 @@
 //	seq map         10 to 30 bytes (8-byte slots, 1.25 per key of the
 //	                filter's capacity): names the entry a retry most
 //	                likely has, so that a replay reads it without the runs
-//	radix maps      2 bytes per 32 records of each run searched
+//	radix maps      2 bytes per 32 records of each run written or searched
+//
+// per run, while the merge that writes it lasts (keyrun's MergeBytes,
+// StepBytes and FinishBytes, checked against what they allocate):
+//
+//	a merge in one transaction
+//	                96 bytes a record (the records, bbolt's pages of them,
+//	                and their copy when the commit grows the file's map,
+//	                as bbolt copies every value its nodes hold out of the
+//	                old map), the new run's filter four times (1.25 bytes a
+//	                record each) and its radix map
+//	a step of a merge spread over transactions
+//	                96 bytes a record of the step, and the output's last
+//	                leaves that bbolt rewrites (eight chunks of the step)
+//	the transaction that finishes it
+//	                the run's filter three times (its bytes, bbolt's pages
+//	                of them and their copy), 3.75 bytes a record of the run
+//	every merge     bbolt's freelist for the pages of the runs it deletes
+//	                (keyrun.FreedPageBytes, 96 bytes a page: under a byte a
+//	                record), which it keeps until they are used again
 //
 // and, whatever the ledger's size: the memory tables (two of
 // MemtableBytesMax at most), a checkpoint's bbolt transaction (its dirty
-// pages, about one table's worth), a merge of key runs (its records and
-// bbolt's pages of them, 64 bytes a record) and the read pool. The runs'
-// Bloom filters (1.25 bytes a key, 10 bits) are not copied: a transaction
-// reads each run's filter where it lies in the file's map, at its first
-// lookup, and probes it there (file-backed pages, which the kernel keeps
-// while lookups use them and drops under pressure; bbolt remaps the file
-// only when no read transaction is open, and a write transaction's own
-// remap comes in its commit, after its lookups).
+// pages, about one table's worth) and the read pool. The runs' Bloom
+// filters are not copied: a transaction reads each run's filter where it
+// lies in the file's map, at its first lookup, and probes it there
+// (file-backed pages, which the kernel keeps while lookups use them and
+// drops under pressure; bbolt remaps the file only when no read
+// transaction is open, and a write transaction's own remap comes in its
+// commit, after its lookups).
 //
 // Options.MemoryBytesMax (MemoryBytesMaxDefault, 512 MiB) bounds all of
-// it. A Go heap grows to twice what is live before it collects (GOGC at
-// its default), so half the bound is what may be live: four memory tables
-// (the two tables and a checkpoint's transaction; MemtableBytesMax is at
-// most a sixteenth of the bound), an eighth of the bound for a merge (a
-// level of KeyRunFanout runs whose merge would hold more records, 1,048,576
-// under the default, merges as many of its smallest runs as fit into a run
-// one level up, so that runs of that size gather at the levels above
-// instead of at the level a checkpoint writes), a thirty-second kept for
-// the rest, and what remains for the index: the key filter, sized for
-// three times the keys when that fits, else as large as fits and then
-// never rebuilt (a rebuild could only set the same bits in a filter of
-// the same size, after reading every key again; past the keys that size
-// is for, its false positives climb), then the seq map, which takes what
-// is left up to SeqMapBytesMax and is not built when that holds too few
-// slots for the keys. A rebuild that would hold the old filter and the new
-// one together past the bound drops the old one first (lookups go to the
-// runs until the new one is stored). Under the default bound and memory
-// tables (8 MiB) that leaves 144 MiB to the index: a seq map for a filter
-// built at up to about 11,000,000 keys (replays of a larger file read the
-// runs), and, at the first rebuild past about 40,000,000 keys (where a
-// filter for three times the keys no longer fits), a key filter as large
-// as fits, built once, at its 1% rate up to about 120,000,000 keys (12
-// bits a key at 100,000,000). Of what the handle holds per key only the radix maps are
-// not sized within the index's share (2 bytes per 32 records, about 6 MiB
-// at 100,000,000 keys): they come out of the thirty-second kept for the
-// rest. A larger MemtableBytesMax leaves less of the bound to the index
-// (32 MiB: 48 MiB, a key filter built at about 13,500,000 keys, at 4 bits
-// a key at 100,000,000 keys, which lets about a quarter of new keys through
-// to the run filters).
+// it, the Go runtime's garbage included. The heap grows to (100+GOGC)% of
+// what is live before the collector runs (read from the runtime when the
+// handle opens), and the runtime keeps up to a tenth more mapped before its
+// scavenger returns it, so what may be live is
+//
+//	L = MemoryBytesMax × 100/(100+GOGC) × 100/110
+//
+// (232.7 MiB of 512 at GOGC 100), shared out as:
+//
+//	memory tables   4 × MemtableBytesMax (two tables, a checkpoint's
+//	                transaction, a table replayed); MemtableBytesMax is at
+//	                most a sixteenth of the bound
+//	merges          L/3: MergeRecordsMax, the records one transaction
+//	                merges, is the most whose MergeBytes fit (716,347 under
+//	                the default), a step writes a quarter of that at most
+//	                (keyrun.StepShareDen), and RunRecordsMax, the records of
+//	                a merged run, is the most whose FinishBytes fit
+//	                (16,694,272): a level whose runs would merge into more
+//	                merges as many of its smallest runs as fit into a run
+//	                one level up, two at least
+//	reserve         L/16, for the rest: the read pool, the write scratch,
+//	                the chains' ids, the radix maps
+//	index           what remains: the key filter, sized for three times
+//	                the keys when that fits, else as large as fits and then
+//	                never rebuilt (a rebuild could only set the same bits in
+//	                a filter of the same size, after reading every key
+//	                again; past the keys that size is for, its false
+//	                positives climb), then the seq map, which takes what is
+//	                left up to SeqMapBytesMax and is not built when that
+//	                holds too few slots for the keys
+//
+// A rebuild that would hold the old filter and the new one together past
+// the bound drops the old one first (lookups go to the runs until the new
+// one is stored). Under the default bound and memory tables (8 MiB) that
+// leaves 108.6 MiB to the index: a seq map for a filter built at up to
+// about 8,300,000 keys (replays of a larger file read the runs), and, at
+// the first rebuild past about 30,000,000 keys (where a filter for three
+// times the keys no longer fits), a key filter as large as fits, built
+// once, at its 1% rate up to about 91,000,000 keys (9 bits a key at
+// 100,000,000). Of what the handle holds per key only the radix maps are
+// not sized within the index's share (about 6 MiB at 100,000,000 keys):
+// they come out of the reserve. A larger MemtableBytesMax leaves less of
+// the bound to the index (32 MiB: 12.6 MiB, a filter of a bit a key at
+// 100,000,000 keys, which lets most new keys through to the run filters).
 //
 // # Caveats
+//
+// The memory bound is a budget of the parts above, with the Go heap at
+// (100+GOGC)% of what is live and a tenth more kept mapped, not a limit the
+// runtime enforces: a process that sets GOMEMLIMIT below the bound makes
+// the collector run more often instead. What else the process holds (the
+// server, the application) comes on top of it.
 //
 // bbolt allows one process to open a file for writing. Open takes an
 // exclusive file lock (a read-only Open takes a shared lock) and waits up to

@@ -28,3 +28,7 @@ func FailCheckpoints(b *Backend, err error) {
 	}
 	b.checkpointFault.Store(&err)
 }
+
+// SetKeyMergeRecordsMax sets how many records one transaction merges
+// (keyrun.Cache.MergeRecordsMax), before the handle's first write.
+func SetKeyMergeRecordsMax(b *Backend, n uint64) { b.cache.runs.MergeRecordsMax = n }

@@ -26,6 +26,9 @@ func SetKeySeq(btx *bbolt.Tx, chain, key string, seq uint64) error {
 	if err != nil {
 		return err
 	}
+	if err := dropKeyMerge(btx); err != nil {
+		return err
+	}
 	return at.set(seq)
 }
 
@@ -38,7 +41,19 @@ func DeleteKeyRecord(btx *bbolt.Tx, chain, key string) error {
 	if err != nil {
 		return err
 	}
+	if err := dropKeyMerge(btx); err != nil {
+		return err
+	}
 	return at.remove()
+}
+
+// dropKeyMerge drops the merge of key runs in progress, if any, before a
+// tool changes a run: the merge's output holds the records as they were.
+func dropKeyMerge(btx *bbolt.Tx) error {
+	if btx.Bucket(BucketKeyMerge) == nil {
+		return nil
+	}
+	return btx.DeleteBucket(BucketKeyMerge)
 }
 
 // keyLocation is where the index holds a key: its seq, and how to rewrite
@@ -139,6 +154,9 @@ func AddKeyRecord(btx *bbolt.Tx, chain, key string, seq uint64) error {
 	name, _ := runs.Cursor().First()
 	if name == nil {
 		return fmt.Errorf("add key record: %w: no key runs", storage.ErrNotFound)
+	}
+	if err := dropKeyMerge(btx); err != nil {
+		return err
 	}
 	run := runs.Bucket(name)
 	digest := KeyDigest(key)

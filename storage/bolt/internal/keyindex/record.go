@@ -251,6 +251,28 @@ func FilterAdd(f []uint64, chainID uint64, digest []byte) {
 	}
 }
 
+// FilterBytes is the size in bytes of a filter for count keys, as stored.
+func FilterBytes(count uint64) uint64 { return filterBlocks(count) * FilterBlockWords * 8 }
+
+// FilterKeysMax is the most keys whose filter takes at most bytes.
+func FilterKeysMax(bytes uint64) uint64 {
+	return bytes / (FilterBlockWords * 8) * 512 / filterBitsPerKey
+}
+
+// FilterBytesAdd adds a key to a filter as stored (FilterBytes long, the
+// words FilterAdd sets, little-endian): a merge that writes a large run
+// builds its filter in the bytes it stores, once.
+func FilterBytesAdd(f []byte, chainID uint64, digest []byte) {
+	h1, h2 := FilterHashes(chainID, digest)
+	block, _ := bits.Mul64(h1, uint64(len(f)/(FilterBlockWords*8)))
+	line := f[block*FilterBlockWords*8 : (block+1)*FilterBlockWords*8]
+	for i := range filterProbes {
+		bit := (h2 >> (9 * i)) & 511
+		w := line[bit/64*8:]
+		binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(w)|1<<(bit%64))
+	}
+}
+
 // FilterBytesMayContain reports whether a run's filter, as stored in the
 // run's bucket (the words FilterAdd set, little-endian), may hold the key.
 // It reads the filter where it lies in the file's map: the bytes need no

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestMergeableBound checks MergeRecordsMax: a level whose runs exceed it
+// TestMergeableBound checks RunRecordsMax: a level whose runs exceed it
 // together merges as many of its smallest as fit, none when fewer than two
 // do; zero merges all.
 func TestMergeableBound(t *testing.T) {
@@ -23,13 +23,13 @@ func TestMergeableBound(t *testing.T) {
 		{100, nil},
 	} {
 		cache := NewCache()
-		cache.MergeRecordsMax = c.max
+		cache.RunRecordsMax = c.max
 		var got []uint64
 		for _, r := range cache.mergeable(runs) {
 			got = append(got, r.count)
 		}
 		if !slices.Equal(got, c.want) {
-			t.Errorf("MergeRecordsMax %d: mergeable takes %v, want %v", c.max, got, c.want)
+			t.Errorf("RunRecordsMax %d: mergeable takes %v, want %v", c.max, got, c.want)
 		}
 	}
 }
@@ -40,7 +40,7 @@ func TestMergeableBound(t *testing.T) {
 // runs stay few, and every key is found.
 func TestMergeUnderBound(t *testing.T) {
 	l := newLedger(t)
-	l.cache.MergeRecordsMax = 3*DirectMin + 2
+	l.cache.RunRecordsMax = 3*DirectMin + 2
 	for range Fanout {
 		l.commit(DirectMin) // level 1: 16 records each
 	}

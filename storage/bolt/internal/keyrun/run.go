@@ -92,16 +92,21 @@ func Level(count uint64) uint8 {
 // committed runs by name, and the list of runs as of one committed
 // transaction id. Both are only ever filled from committed state.
 type Cache struct {
-	// MergeRecordsMax bounds the records of one merge (0: none), set
-	// before the cache is used: a merge holds its records twice while its
-	// transaction commits (the merged chunks, and bbolt's pages of them).
-	// A level of Fanout runs whose merge would hold more merges as many of
-	// its smallest runs as fit, two at least (see mergeable).
+	// MergeRecordsMax bounds the records one transaction merges (0:
+	// none), set before the cache is used: a merge holds its records
+	// several times while its transaction commits (MergeBytes). A merge of
+	// more records is spread over transactions (MergeBucket, View.Step).
 	MergeRecordsMax uint64
-	mu              sync.Mutex
-	byName          map[Name]*Run
-	deletedUpTo     uint64 // the newest commit that deleted runs
-	list            atomic.Pointer[runList]
+	// RunRecordsMax bounds the records of a run a merge writes (0: none),
+	// set before the cache is used: the transaction that finishes a merge
+	// holds the run's filter several times (FinishBytes). A level of
+	// Fanout runs whose merge would write more merges as many of its
+	// smallest runs as fit, two at least (see mergeable).
+	RunRecordsMax uint64
+	mu            sync.Mutex
+	byName        map[Name]*Run
+	deletedUpTo   uint64 // the newest commit that deleted runs
+	list          atomic.Pointer[runList]
 }
 
 type runList struct {
@@ -120,21 +125,20 @@ func (c *Cache) Get(name Name) *Run {
 }
 
 // mergeable returns the runs of a full level that one merge takes: all of
-// them when they fit MergeRecordsMax, else as many of the smallest as fit
+// them when they fit RunRecordsMax, else as many of the smallest as fit
 // (the oldest first among equals), or none when fewer than two do. A level
-// whose runs do not fit one merge would otherwise keep every run a
-// checkpoint adds to it, and a lookup of a new key that the file's filter
-// lets through probes the filter of every run (at 10,000,000 keys the
-// level a checkpoint's runs merge into kept 22 runs of 448,000 keys).
+// whose runs do not fit one merge would otherwise keep every run added to
+// it, and a lookup of a new key that the file's filter lets through
+// probes the filter of every run.
 func (c *Cache) mergeable(level []*Run) []*Run {
-	if c.MergeRecordsMax == 0 {
+	if c.RunRecordsMax == 0 {
 		return level
 	}
 	bySize := slices.Clone(level)
 	slices.SortStableFunc(bySize, func(a, b *Run) int { return cmp.Compare(a.count, b.count) })
 	var total uint64
 	n := 0
-	for n < len(bySize) && total+bySize[n].count <= c.MergeRecordsMax {
+	for n < len(bySize) && total+bySize[n].count <= c.RunRecordsMax {
 		total += bySize[n].count
 		n++
 	}
@@ -209,6 +213,9 @@ type View struct {
 	tableAt []*table
 	// touched keeps a byte of the records a search's radix map loaded.
 	touched byte
+	// mergedRecords is how many records the transaction's merges took,
+	// against Cache.MergeRecordsMax (a finished merge counts as a full one).
+	mergedRecords uint64
 }
 
 // table is a read transaction's table of one run's chunks: each chunk's
@@ -638,39 +645,83 @@ func (v *View) EachChunk(h Host, each func(chunk []byte)) error {
 	return nil
 }
 
-// Add writes sorted records as a new run and merges the runs of its level
-// while there are Fanout of them.
+// Add writes sorted records as a new run, merges the levels that hold
+// Fanout runs (settle) and advances the merge in progress (Step).
 func (v *View) Add(h Host, records []byte) error {
 	if err := v.Load(h); err != nil {
 		return err
 	}
-	r, err := v.write(h, records, Level(uint64(len(records)/keyindex.RecordSize)))
-	if err != nil {
+	if _, err := v.write(h, records, Level(uint64(len(records)/keyindex.RecordSize))); err != nil {
 		return err
 	}
+	if err := v.settle(h); err != nil {
+		return err
+	}
+	return v.Step(h)
+}
+
+// settle merges, lowest level first, each level that holds Fanout runs
+// besides the sources of the merge in progress: in this transaction when
+// the merge fits what it may still merge (Cache.MergeRecordsMax), else
+// as the merge in progress when there is none (later transactions write
+// it, Step), else not yet.
+func (v *View) settle(h Host) error {
+	cache := h.RunCache()
 	for {
-		var same []*Run
-		for _, other := range v.runs {
-			if other.level() == r.level() {
-				same = append(same, other)
-			}
-		}
-		if len(same) < Fanout {
-			return nil
-		}
-		if same = h.RunCache().mergeable(same); same == nil {
-			return nil
-		}
-		if r, err = v.merge(h, same); err != nil {
+		m, err := v.loadMerge(h)
+		if err != nil {
 			return err
 		}
+		picks := v.full(cache, m)
+		if picks == nil {
+			return nil
+		}
+		var total uint64
+		for _, r := range picks {
+			total += r.count
+		}
+		if cache.MergeRecordsMax > 0 && v.mergedRecords+total > cache.MergeRecordsMax {
+			if m != nil {
+				return nil
+			}
+			return v.startMerge(h, picks)
+		}
+		if err := v.merge(h, picks); err != nil {
+			return err
+		}
+		v.mergedRecords += total
 	}
+}
+
+// full returns the runs a merge takes of the lowest level that holds
+// Fanout runs besides the sources of the merge in progress (mergeable),
+// or nil.
+func (v *View) full(cache *Cache, m *merging) []*Run {
+	byLevel := map[uint8][]*Run{}
+	for _, r := range v.runs {
+		if !m.busy(r) {
+			byLevel[r.level()] = append(byLevel[r.level()], r)
+		}
+	}
+	levels := make([]uint8, 0, len(byLevel))
+	for level, runs := range byLevel {
+		if len(runs) >= Fanout {
+			levels = append(levels, level)
+		}
+	}
+	slices.Sort(levels)
+	for _, level := range levels {
+		if picks := cache.mergeable(byLevel[level]); picks != nil {
+			return picks
+		}
+	}
+	return nil
 }
 
 // write writes sorted records as a new run of the level.
 func (v *View) write(h Host, records []byte, level uint8) (*Run, error) {
 	count := uint64(len(records) / keyindex.RecordSize)
-	r := &Run{name: NewName(level, uint64(h.BoltTx().ID())), count: count}
+	r := &Run{name: v.newName(h, level), count: count}
 	b, err := h.RunsBucket().CreateBucket(r.name[:])
 	if err != nil {
 		return nil, h.WriteError(err)
@@ -681,14 +732,12 @@ func (v *View) write(h Host, records []byte, level uint8) (*Run, error) {
 		rec := records[o : o+keyindex.RecordSize]
 		keyindex.FilterAdd(words, binary.BigEndian.Uint64(rec[:8]), rec[8:keyindex.RecordPrefixSize])
 	}
+	if err := putChunks(h, b, records, keyindex.ChunkRecords); err != nil {
+		return nil, err
+	}
 	var chunks [][]byte
 	for o := 0; o < len(records); o += keyindex.ChunkRecords * keyindex.RecordSize {
-		chunk := records[o:min(o+keyindex.ChunkRecords*keyindex.RecordSize, len(records))]
-		last := chunk[len(chunk)-keyindex.RecordSize : len(chunk)-keyindex.RecordSize+keyindex.RecordPrefixSize]
-		if err := b.Put(last, chunk); err != nil {
-			return nil, h.WriteError(err)
-		}
-		chunks = append(chunks, chunk)
+		chunks = append(chunks, records[o:min(o+keyindex.ChunkRecords*keyindex.RecordSize, len(records))])
 	}
 	r.radix.Store(keyindex.NewRadix(chunks))
 	filter := make([]byte, 0, len(words)*8)
@@ -712,100 +761,71 @@ func (v *View) write(h Host, records []byte, level uint8) (*Run, error) {
 	return r, nil
 }
 
+// newName returns the name of a run the transaction writes at the level
+// (or, when a run it wrote already holds that name, at the first level
+// above that no run it wrote holds). A run is named by its level and the
+// transaction's id, and one transaction may write several runs whose
+// sizes fall in one level: a chain of merges (settle) of a level that
+// held more than Fanout runs (they wait while a merge is in progress) may
+// skip levels, and the merge of the next level lands where it landed. The
+// output of a merge this transaction started (startMerge) holds its name
+// too, under the merge bucket.
+func (v *View) newName(h Host, level uint8) Name {
+	txid := uint64(h.BoltTx().ID())
+	var output []byte
+	if mb := h.BoltTx().Bucket(MergeBucket); mb != nil {
+		output = mb.Get(mergeOutputKey)
+	}
+	for {
+		name := NewName(level, txid)
+		if string(output) != string(name[:]) && !slices.ContainsFunc(v.runs, func(r *Run) bool { return r.name == name }) {
+			return name
+		}
+		if level == math.MaxUint8 {
+			// A transaction writes a few runs: one, a run per merge of
+			// its chain (one per level at most) and a merge's output.
+			panic(fmt.Sprintf("keyrun: transaction %d wrote a run at every level", txid))
+		}
+		level++
+	}
+}
+
 // merge merges runs of one level into one run of a higher level and
-// deletes them. The merged run's level is its size's (Level), and at least
-// one above theirs: a merge of some of a level's runs (mergeable) may hold
-// fewer records than its size's level starts at, and a transaction names
-// every run it writes by its level, so each merge of its chain of merges
-// (Add) goes up one level at least.
-func (v *View) merge(h Host, runs []*Run) (*Run, error) {
+// deletes them, in the transaction. The merged run's level is its size's
+// (Level), and at least one above theirs: a merge of some of a level's
+// runs (mergeable) may hold fewer records than its size's level starts
+// at, so each merge of a chain of merges (settle) goes up one level at
+// least. A run of the transaction that already holds that level's name
+// puts it higher still (newName).
+func (v *View) merge(h Host, runs []*Run) error {
 	from := runs[0].level()
 	if from == math.MaxUint8 {
 		panic(fmt.Sprintf("keyrun: a merge of runs at level %d", from))
 	}
-	path := h.FilePath()
 	var total uint64
-	chunks := make([][]byte, len(runs)) // the unread rest of each run's current chunk
-	cursors := make([]*bbolt.Cursor, len(runs))
-	for i, r := range runs {
-		total += r.count
-		b := h.RunsBucket().Bucket(r.name[:])
-		if b == nil {
-			return nil, fmt.Errorf("%s: %w: key run %x missing", path, storage.ErrCorrupt, r.name)
-		}
-		cursors[i] = b.Cursor()
-		_, chunks[i] = cursors[i].First()
-	}
-	next := func(i int) error {
-		chunks[i] = chunks[i][keyindex.RecordSize:]
-		if len(chunks[i]) == 0 {
-			var k []byte
-			if k, chunks[i] = cursors[i].Next(); k == nil || len(k) != keyindex.RecordPrefixSize {
-				chunks[i] = nil
-			}
-		}
-		if len(chunks[i])%keyindex.RecordSize != 0 {
-			return fmt.Errorf("%s: %w: key run chunk of %d bytes", path, storage.ErrCorrupt, len(chunks[i]))
-		}
-		return nil
-	}
-	for i := range chunks {
-		if len(chunks[i])%keyindex.RecordSize != 0 {
-			return nil, fmt.Errorf("%s: %w: key run chunk of %d bytes", path, storage.ErrCorrupt, len(chunks[i]))
-		}
-	}
-	// heads holds the first unread record of each run, decoded: the merge
-	// compares words, not bytes.
-	heads := make([]keyindex.RecordKey, len(runs))
-	for i, c := range chunks {
-		if len(c) > 0 {
-			heads[i] = keyindex.LoadRecord(c)
-		}
-	}
-	records := make([]byte, total*keyindex.RecordSize)
-	written := 0
-	for {
-		best := -1
-		for i, c := range chunks {
-			if len(c) == 0 {
-				continue
-			}
-			if best < 0 || keyindex.CompareRecords(heads[i], heads[best]) < 0 {
-				best = i
-			}
-		}
-		if best < 0 {
-			break
-		}
-		if written == len(records) {
-			return nil, fmt.Errorf("%s: %w: key runs hold more records than their headers say (%d)", path, storage.ErrCorrupt, total)
-		}
-		copy(records[written:], chunks[best][:keyindex.RecordSize])
-		written += keyindex.RecordSize
-		if err := next(best); err != nil {
-			return nil, err
-		}
-		if len(chunks[best]) > 0 {
-			heads[best] = keyindex.LoadRecord(chunks[best])
-		}
-	}
-	records = records[:written]
-	if uint64(len(records)/keyindex.RecordSize) != total {
-		return nil, fmt.Errorf("%s: %w: key runs hold %d records, their headers say %d", path, storage.ErrCorrupt, len(records)/keyindex.RecordSize, total)
-	}
 	for _, r := range runs {
-		if err := h.RunsBucket().DeleteBucket(r.name[:]); err != nil {
-			return nil, h.WriteError(err)
-		}
-		v.runs = slices.DeleteFunc(v.runs, func(x *Run) bool { return x == r })
-		v.filters = nil // read again at the next lookup
-		if i := slices.IndexFunc(v.created, func(x *Run) bool { return x == r }); i >= 0 {
-			v.created = slices.Delete(v.created, i, i+1)
-		} else {
-			v.deleted = append(v.deleted, r.name)
-		}
+		total += r.count
 	}
-	return v.write(h, records, max(Level(total), from+1))
+	src, err := openSources(h, runs, nil)
+	if err != nil {
+		return err
+	}
+	// One record more than the headers say shows a run that holds more.
+	records, err := src.take(make([]byte, 0, (total+1)*keyindex.RecordSize), total+1)
+	if err != nil {
+		return err
+	}
+	if got := uint64(len(records) / keyindex.RecordSize); got != total {
+		if got > total {
+			return fmt.Errorf("%s: %w: key runs hold more records than their headers say (%d)", h.FilePath(), storage.ErrCorrupt, total)
+		}
+		return fmt.Errorf("%s: %w: key runs hold %d records, their headers say %d", h.FilePath(), storage.ErrCorrupt, got, total)
+	}
+	if err := v.drop(h, runs); err != nil {
+		return err
+	}
+	_, err = v.write(h, records, max(Level(total), from+1))
+	return err
 }
 
 // Committed returns what the backend runs once the transaction's commit
