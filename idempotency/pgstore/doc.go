@@ -25,7 +25,7 @@
 // claim's expires_at (indexed, for cleanup) is never updated; the finish
 // writes the record's own expiry in finished_expires_at (unindexed): a
 // finished record expires at finished_expires_at, a PROCESSING one at
-// expires_at. The table's fillfactor (25) keeps room on each page for the
+// expires_at. The table's fillfactor (35) keeps room on each page for the
 // SUCCESS versions of the rows claims put there.
 //
 // Recovery (RecoverStuck) scans the index on lease_expires_at from the

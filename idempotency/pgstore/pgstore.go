@@ -179,13 +179,13 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // recordsFillfactor is the fillfactor of idempotency_records (in the
 // DDL's text): the share of a page that inserts fill, the rest left for
 // the SUCCESS versions of its rows. A claim's row is about 230 bytes and
-// the SUCCESS row of a raw append's response (an entry's JSON and its
-// headers) about 710, so a page filled to a quarter by claims has room
-// for their SUCCESS versions, each written beside its claim as a
-// heap-only tuple (the claim's version is pruned once it is dead). A
-// larger response is written elsewhere on the table, as every update was
-// before.
-const recordsFillfactor = "25"
+// the SUCCESS row of a raw append on ledgerctl serve about 410 (a body of
+// about 150 bytes, and its headers), so a page filled to a third by claims
+// has room for their SUCCESS versions, each written beside its claim as a
+// heap-only tuple (the claim's version is pruned once no snapshot needs
+// it). That holds for responses up to about 450 bytes with their headers;
+// a larger one goes to another page when its own is full, a plain update.
+const recordsFillfactor = "35"
 
 // schemaSQL creates the tables, and brings tables of an older version to
 // this one. Names compare as bytes (COLLATE "C"), so that List's order is
