@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ledgerworks/ledger/idempotency"
 )
 
@@ -153,4 +155,54 @@ func TestRecoveryByManyProcesses(t *testing.T) {
 	if retried != stuck {
 		t.Fatalf("%d retry counts at 1, want %d: a record released twice, or never", retried, stuck)
 	}
+}
+
+// TestRecoveryScansOnlyNewLeases: a run reads the index entries of the
+// leases that ended since the watermark, not those of the records finished
+// before it, as PostgreSQL counts them (idx_tup_read of the lease index).
+func TestRecoveryScansOnlyNewLeases(t *testing.T) {
+	ctx := context.Background()
+	s := openInternal(t, 1) // one session: its statistics are flushed on demand
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	const finished = 3000
+	if _, err := s.pool.Exec(ctx, `INSERT INTO `+s.records+` (operation, user_id, key, status, request_hash, token, attempt,
+		response_status, response_headers, response_body, created_at, updated_at, lease_expires_at, expires_at, finished_expires_at)
+		SELECT 'op', 'u', 'old-' || i, 'SUCCESS', '\x01', 't', 1, 201, '{}', 'body', $1, $1,
+			$1::timestamptz + i * interval '1 millisecond', $1::timestamptz + interval '1 hour', $1::timestamptz + interval '1 hour'
+		FROM generate_series(1, $2::int) AS i`, now.Add(-time.Minute), finished); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RecoverStuck(ctx, now, 100, 3, now.Add(time.Hour), now); err != nil || n != 0 {
+		t.Fatalf("first RecoverStuck: %d, %v", n, err)
+	}
+	const stuck = 5
+	for i := range stuck {
+		stuckClaim(t, s, fmt.Sprint("new-", i), now)
+	}
+	before := s.leaseIndexReads(t)
+	at := now.Add(20 * time.Second)
+	if n, err := s.RecoverStuck(ctx, at, 100, 3, at.Add(time.Hour), at); err != nil || n != stuck {
+		t.Fatalf("RecoverStuck: %d, %v, want %d", n, err, stuck)
+	}
+	if read := s.leaseIndexReads(t) - before; read < stuck || read > 2*stuck {
+		t.Fatalf("the run read %d entries of the lease index, want the %d leases that ended since the watermark (of %d rows)",
+			read, stuck, finished+stuck)
+	}
+}
+
+// leaseIndexReads returns idx_tup_read of the lease index, once the
+// store's one session flushed its statistics: it does so when it goes idle
+// after pg_stat_force_next_flush, before it reads the next statement.
+func (s *Store) leaseIndexReads(t *testing.T) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	var reads int64
+	if err := s.pool.QueryRow(ctx, `SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = $1::regclass`,
+		pgx.Identifier{s.schema, "idempotency_records_lease"}.Sanitize()).Scan(&reads); err != nil {
+		t.Fatal(err)
+	}
+	return reads
 }
