@@ -68,6 +68,7 @@ type Store struct {
 	successes    *batcher[success, bool]
 	claimsSQL    string
 	successesSQL string
+	successTxSQL string // SucceedTx's statement, built once
 	schema       string
 	records      string // qualified table names
 	retries      string
@@ -140,6 +141,7 @@ func New(pool *pgxpool.Pool, schema string) *Store {
 		retries:  pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize(),
 		recovery: pgx.Identifier{schema, "idempotency_recovery"}.Sanitize()}
 	s.successesSQL = successesSQL(s.records)
+	s.successTxSQL = `UPDATE ` + s.records + ` SET ` + successSet + ` WHERE ` + held
 	s.claimsSQL = claimsSQL(s.records, s.retries)
 	s.successes = &batcher[success, bool]{send: s.sendSuccesses}
 	return s
