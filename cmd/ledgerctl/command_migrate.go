@@ -31,8 +31,9 @@ func newMigrateCommand(a *app) *cobra.Command {
 			"prints the versions it applied. Commands other than init, demo, import and migrate never\n" +
 			"change the schema: they exit 5 on a database whose schema is missing or out of date.\n" +
 			"Files need no migration.\n" +
-			"It also creates the HTTP replay guard's tables (idempotency_records, idempotency_retry_counts)\n" +
-			"and the shared rate limit buckets' (ratelimit_buckets) in the ledger's schema when they are missing.",
+			"It also creates the HTTP replay guard's tables (idempotency_records, idempotency_retry_counts,\n" +
+			"idempotency_recovery) and the shared rate limit buckets' (ratelimit_buckets) in the ledger's schema\n" +
+			"when they are missing, and brings the guard's tables of an older version to the current one.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := a.databaseName()

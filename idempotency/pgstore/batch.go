@@ -246,7 +246,7 @@ func (s *Store) sendSuccesses(ctx context.Context, batch []success) ([]bool, err
 // condition (held) for each row of the batch.
 func successesSQL(records string) string {
 	return `UPDATE ` + records + ` r SET status = 'SUCCESS', response_status = u.status,
-			response_headers = u.headers::jsonb, response_body = u.body, expires_at = u.expires_at, updated_at = u.now
+			response_headers = u.headers::jsonb, response_body = u.body, finished_expires_at = u.expires_at, updated_at = u.now
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int4[], $7::text[], $8::bytea[], $9::timestamptz[])
 			AS u (operation, user_id, key, token, now, status, headers, body, expires_at)
 		WHERE r.operation = u.operation COLLATE "C" AND r.user_id = u.user_id COLLATE "C" AND r.key = u.key COLLATE "C"

@@ -18,6 +18,24 @@
 // a transient failure. `ledgerctl migrate` (or Migrate) creates both tables
 // in the ledger's schema.
 //
+// # Schema
+//
+// The finish of an attempt (SUCCESS, FAILED, a poisoning release) is a
+// heap-only (HOT) UPDATE: no index covers a column it writes. The
+// claim's expires_at (indexed, for cleanup) is never updated; the finish
+// writes the record's own expiry in finished_expires_at (unindexed): a
+// finished record expires at finished_expires_at, a PROCESSING one at
+// expires_at. The table's fillfactor (35) keeps room on each page for the
+// SUCCESS versions of the rows claims put there.
+//
+// Recovery (RecoverStuck) scans the index on lease_expires_at from the
+// watermark of idempotency_recovery, a row shared by every process: all
+// PROCESSING records whose lease ended by then were released. A run locks
+// the row, releases what it finds in the same transaction, and raises the
+// watermark over what it covered, so it costs the leases of one interval
+// rather than the table; a process that finds the row locked skips its
+// run. Migrate brings tables of an older version to this schema.
+//
 // # Caveats
 //
 // Times are the guard's (the callers' clocks): keep the clocks of the

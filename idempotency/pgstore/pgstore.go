@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
@@ -67,9 +68,11 @@ type Store struct {
 	successes    *batcher[success, bool]
 	claimsSQL    string
 	successesSQL string
+	successTxSQL string // SucceedTx's statement, built once
 	schema       string
 	records      string // qualified table names
 	retries      string
+	recovery     string
 	ledger       *chain.DB // Options.Ledger
 }
 
@@ -117,7 +120,8 @@ func (s *Store) check(ctx context.Context, migrate bool) error {
 		}
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", s.records, s.retries).Scan(&exists); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL",
+		s.records, s.retries, s.recovery).Scan(&exists); err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	if !exists {
@@ -133,9 +137,11 @@ func New(pool *pgxpool.Pool, schema string) *Store {
 		schema = DefaultSchema
 	}
 	s := &Store{pool: pool, schema: schema,
-		records: pgx.Identifier{schema, "idempotency_records"}.Sanitize(),
-		retries: pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize()}
+		records:  pgx.Identifier{schema, "idempotency_records"}.Sanitize(),
+		retries:  pgx.Identifier{schema, "idempotency_retry_counts"}.Sanitize(),
+		recovery: pgx.Identifier{schema, "idempotency_recovery"}.Sanitize()}
 	s.successesSQL = successesSQL(s.records)
+	s.successTxSQL = `UPDATE ` + s.records + ` SET ` + successSet + ` WHERE ` + held
 	s.claimsSQL = claimsSQL(s.records, s.retries)
 	s.successes = &batcher[success, bool]{send: s.sendSuccesses}
 	return s
@@ -172,29 +178,82 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return nil
 }
 
-// schemaSQL creates the tables. Names compare as bytes (COLLATE "C"), so
-// that List's order is the scopes' byte order on every store.
+// recordsFillfactor is the fillfactor of idempotency_records (in the
+// DDL's text): the share of a page that inserts fill, the rest left for
+// the SUCCESS versions of its rows. A claim's row is about 230 bytes and
+// the SUCCESS row of a raw append on ledgerctl serve about 410 (a body of
+// about 150 bytes, and its headers), so a page filled to a third by claims
+// has room for their SUCCESS versions, each written beside its claim as a
+// heap-only tuple (the claim's version is pruned once no snapshot needs
+// it). That holds for responses up to about 450 bytes with their headers;
+// a larger one goes to another page when its own is full, a plain update.
+const recordsFillfactor = "35"
+
+// schemaSQL creates the tables, and brings tables of an older version to
+// this one. Names compare as bytes (COLLATE "C"), so that List's order is
+// the scopes' byte order on every store.
+//
+// No index covers a column that SUCCESS, FAILED or a poisoning release
+// write (status, response_*, failure, finished_expires_at, updated_at):
+// those UPDATEs are then heap-only (HOT) when their page has room, and
+// insert nothing into any index. expires_at is the claim's expiry and is
+// never updated; cleanup finds rows by it and checks the finished record's
+// own expiry, finished_expires_at, which the finish wrote. Recovery finds
+// ended leases by idempotency_records_lease from the watermark of
+// idempotency_recovery (see RecoverStuck).
+//
+// The ALTERs run only when their change is missing, so that a Migrate of
+// a current schema takes no lock that would stop the requests.
 const schemaSQL = `
 CREATE TABLE IF NOT EXISTS idempotency_records (
-	operation        text COLLATE "C" NOT NULL,
-	user_id          text COLLATE "C" NOT NULL,
-	key              text COLLATE "C" NOT NULL,
-	status           text NOT NULL CHECK (status IN ('PROCESSING', 'SUCCESS', 'FAILED')),
-	request_hash     bytea NOT NULL,
-	token            text NOT NULL,
-	attempt          integer NOT NULL,
-	response_status  integer,
-	response_headers jsonb,
-	response_body    bytea,
-	failure          text NOT NULL DEFAULT '',
-	created_at       timestamptz NOT NULL,
-	updated_at       timestamptz NOT NULL,
-	lease_expires_at timestamptz NOT NULL,
-	expires_at       timestamptz NOT NULL,
+	operation           text COLLATE "C" NOT NULL,
+	user_id             text COLLATE "C" NOT NULL,
+	key                 text COLLATE "C" NOT NULL,
+	status              text NOT NULL CHECK (status IN ('PROCESSING', 'SUCCESS', 'FAILED')),
+	request_hash        bytea NOT NULL,
+	token               text NOT NULL,
+	attempt             integer NOT NULL,
+	response_status     integer,
+	response_headers    jsonb,
+	response_body       bytea,
+	failure             text NOT NULL DEFAULT '',
+	created_at          timestamptz NOT NULL,
+	updated_at          timestamptz NOT NULL,
+	lease_expires_at    timestamptz NOT NULL,
+	expires_at          timestamptz NOT NULL,
+	finished_expires_at timestamptz,
 	UNIQUE (operation, user_id, key)
+) WITH (fillfactor = ` + recordsFillfactor + `);
+DO $migrate$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'idempotency_records'::regclass
+			AND attname = 'finished_expires_at' AND NOT attisdropped) THEN
+		ALTER TABLE idempotency_records ADD COLUMN finished_expires_at timestamptz;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = 'idempotency_records'::regclass
+			AND 'fillfactor=` + recordsFillfactor + `' = ANY (reloptions)) THEN
+		ALTER TABLE idempotency_records SET (fillfactor = ` + recordsFillfactor + `);
+	END IF;
+END
+$migrate$;
+CREATE TABLE IF NOT EXISTS idempotency_recovery (
+	singleton       boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	leases_ended_by timestamptz NOT NULL
 );
+DO $migrate$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM idempotency_recovery) THEN
+		-- Before the partial index of older versions is dropped: it finds
+		-- their PROCESSING records, from whose first lease recovery starts.
+		INSERT INTO idempotency_recovery (leases_ended_by)
+		SELECT coalesce(min(lease_expires_at) - interval '1 microsecond', '-infinity')
+		FROM idempotency_records WHERE status = 'PROCESSING';
+	END IF;
+END
+$migrate$;
 CREATE INDEX IF NOT EXISTS idempotency_records_expires_at ON idempotency_records (expires_at);
-CREATE INDEX IF NOT EXISTS idempotency_records_stuck ON idempotency_records (lease_expires_at) WHERE status = 'PROCESSING';
+CREATE INDEX IF NOT EXISTS idempotency_records_lease ON idempotency_records (lease_expires_at);
+DROP INDEX IF EXISTS idempotency_records_stuck;
 CREATE TABLE IF NOT EXISTS idempotency_retry_counts (
 	operation  text COLLATE "C" NOT NULL,
 	user_id    text COLLATE "C" NOT NULL,
@@ -206,8 +265,12 @@ CREATE TABLE IF NOT EXISTS idempotency_retry_counts (
 CREATE INDEX IF NOT EXISTS idempotency_retry_counts_expires_at ON idempotency_retry_counts (expires_at);
 `
 
+// recordExpiry is a record's expiry in SQL: the finished record's, else
+// (PROCESSING, or a record an older version finished) the claim's.
+const recordExpiry = `coalesce(finished_expires_at, expires_at)`
+
 const recordColumns = `operation, user_id, key, status, request_hash, token, attempt, response_status,
-	response_headers, response_body, failure, created_at, updated_at, lease_expires_at, expires_at`
+	response_headers, response_body, failure, created_at, updated_at, lease_expires_at, ` + recordExpiry
 
 func scanRecord(row pgx.Row) (idempotency.Record, error) {
 	var (
@@ -264,7 +327,7 @@ func (s *Store) Create(ctx context.Context, c idempotency.Claim) (idempotency.Cr
 			return idempotency.CreateResult{Record: rec}, nil
 		}
 		// Expired: purge it (only if it is still expired) and insert again.
-		if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.records+` WHERE operation = $1 AND user_id = $2 AND key = $3 AND expires_at <= $4`,
+		if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.records+` WHERE operation = $1 AND user_id = $2 AND key = $3 AND `+recordExpiry+` <= $4`,
 			c.Operation, c.User, c.Key, c.Now); err != nil {
 			return idempotency.CreateResult{}, err
 		}
@@ -393,7 +456,7 @@ func (s *Store) Succeed(ctx context.Context, sc idempotency.Scope, token string,
 // successSet is the SET clause of a SUCCESS record, whose arguments
 // successArgs gives ($6 on; update's come first).
 const successSet = `status = 'SUCCESS', response_status = $6, response_headers = $7,
-		response_body = $8, expires_at = $9, updated_at = $5`
+		response_body = $8, finished_expires_at = $9, updated_at = $5`
 
 func successArgs(resp idempotency.Response, expiresAt time.Time) ([]any, error) {
 	headers, err := json.Marshal(resp.Header)
@@ -409,7 +472,7 @@ func successArgs(resp idempotency.Response, expiresAt time.Time) ([]any, error) 
 
 // Fail implements idempotency.Store.
 func (s *Store) Fail(ctx context.Context, sc idempotency.Scope, token string, failure string, expiresAt, now time.Time) error {
-	return s.update(ctx, sc, token, now, `status = 'FAILED', failure = $6, expires_at = $7, updated_at = $5`, failure, expiresAt)
+	return s.update(ctx, sc, token, now, `status = 'FAILED', failure = $6, finished_expires_at = $7, updated_at = $5`, failure, expiresAt)
 }
 
 // Release implements idempotency.Store: in one transaction, the record is
@@ -421,34 +484,46 @@ func (s *Store) Release(ctx context.Context, sc idempotency.Scope, token string,
 		return idempotency.ReleaseResult{}, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	args := []any{sc.Operation, sc.User, sc.Key, token, now}
-	tag, err := tx.Exec(ctx, `SELECT 1 FROM `+s.records+` WHERE `+held+` FOR UPDATE`, args...)
+	res, err := s.release(ctx, tx, `SELECT 1 FROM `+s.records+` WHERE `+held+` FOR UPDATE`,
+		[]any{sc.Operation, sc.User, sc.Key, token, now}, maxRetries, expiresAt)
+	if err != nil {
+		return idempotency.ReleaseResult{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return idempotency.ReleaseResult{}, err
+	}
+	return res, nil
+}
+
+// release is Release in tx: lock runs with args (held's, then its own)
+// and locks the record when it is to be released; ErrLeaseLost when it
+// finds none.
+func (s *Store) release(ctx context.Context, tx pgx.Tx, lock string, args []any, maxRetries int, expiresAt time.Time) (idempotency.ReleaseResult, error) {
+	tag, err := tx.Exec(ctx, lock, args...)
 	if err != nil {
 		return idempotency.ReleaseResult{}, err
 	}
 	if tag.RowsAffected() == 0 {
 		return idempotency.ReleaseResult{}, idempotency.ErrLeaseLost
 	}
+	args = args[:5]
 	var n int
 	err = tx.QueryRow(ctx, `INSERT INTO `+s.retries+` AS c (operation, user_id, key, retries, expires_at)
 		VALUES ($1, $2, $3, 1, $4)
 		ON CONFLICT (operation, user_id, key) DO UPDATE
 		SET retries = CASE WHEN c.expires_at > $5 THEN c.retries + 1 ELSE 1 END, expires_at = $4
-		RETURNING retries`, sc.Operation, sc.User, sc.Key, expiresAt, now).Scan(&n)
+		RETURNING retries`, args[0], args[1], args[2], expiresAt, args[4]).Scan(&n)
 	if err != nil {
 		return idempotency.ReleaseResult{}, err
 	}
 	res := idempotency.ReleaseResult{Retries: n, Poisoned: n >= maxRetries}
 	if res.Poisoned {
-		_, err = tx.Exec(ctx, `UPDATE `+s.records+` SET status = 'FAILED', failure = $6, expires_at = $7, updated_at = $5 WHERE `+held,
+		_, err = tx.Exec(ctx, `UPDATE `+s.records+` SET status = 'FAILED', failure = $6, finished_expires_at = $7, updated_at = $5 WHERE `+held,
 			append(args, "transient failures reached the retry limit", expiresAt)...)
 	} else {
 		_, err = tx.Exec(ctx, `DELETE FROM `+s.records+` WHERE `+held, args...)
 	}
 	if err != nil {
-		return idempotency.ReleaseResult{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return idempotency.ReleaseResult{}, err
 	}
 	return res, nil
@@ -467,55 +542,107 @@ func (s *Store) Abandon(ctx context.Context, sc idempotency.Scope, token string,
 	return nil
 }
 
-// RecoverStuck implements idempotency.Store. Every release is conditional
-// on the token it read, so a record that finished meanwhile is left alone.
+// RecoverStuck implements idempotency.Store. It scans only the leases that
+// ended since the watermark of idempotency_recovery (leases_ended_by: every
+// PROCESSING record whose lease ended by then was released), not the table,
+// so that a run costs the requests of one interval. One transaction locks
+// the watermark (a process that finds it locked returns 0 at once: another
+// is recovering), releases the records found, each fenced by its token and
+// by its lease having ended (a heartbeat that extended it meanwhile keeps
+// it), and moves the watermark up to what it covered. A failure rolls all
+// of it back and leaves the watermark where it was.
+//
+// A record whose row becomes visible more than its lease after its writer
+// read the clock (its commit delayed past its lease's end, or the writer's
+// clock behind the others' by more than a lease) may fall below the
+// watermark; a retry of its key takes it over (the guard's takeover of an
+// ended lease), and cleanup deletes it at its expiry.
 func (s *Store) RecoverStuck(ctx context.Context, leaseEndedBy time.Time, limit, maxRetries int, expiresAt, now time.Time) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT operation, user_id, key, token FROM `+s.records+`
-		WHERE status = 'PROCESSING' AND lease_expires_at <= $1 AND expires_at > $2
-		ORDER BY lease_expires_at LIMIT $3`, leaseEndedBy, now, limit)
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
-	type stuck struct {
-		sc    idempotency.Scope
-		token string
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var from pgtype.Timestamptz
+	err = tx.QueryRow(ctx, `SELECT leases_ended_by FROM `+s.recovery+` FOR UPDATE SKIP LOCKED`).Scan(&from)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
 	}
-	var found []stuck
-	for rows.Next() {
-		var st stuck
-		if err := rows.Scan(&st.sc.Operation, &st.sc.User, &st.sc.Key, &st.token); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		found = append(found, st)
+	if err != nil {
+		return 0, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if from.InfinityModifier == pgtype.Finite && !from.Time.Before(leaseEndedBy) {
+		return 0, nil
+	}
+	found, err := s.stuck(ctx, tx, from, leaseEndedBy, now, limit)
+	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, st := range found {
-		_, err := s.Release(ctx, st.sc, st.token, maxRetries, expiresAt, now)
+		_, err := s.release(ctx, tx, `SELECT 1 FROM `+s.records+` WHERE `+held+` AND lease_expires_at <= $6 FOR UPDATE`,
+			[]any{st.sc.Operation, st.sc.User, st.sc.Key, st.token, now, leaseEndedBy}, maxRetries, expiresAt)
 		if errors.Is(err, idempotency.ErrLeaseLost) {
 			continue
 		}
 		if err != nil {
-			return n, err
+			return 0, err
 		}
 		n++
 	}
+	// Every record below covered was released; at the limit, the last
+	// lease found may be shared by records not yet seen.
+	covered := leaseEndedBy
+	if len(found) == limit {
+		covered = found[len(found)-1].lease.Add(-time.Microsecond)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+s.recovery+` SET leases_ended_by = greatest(leases_ended_by, $1)`, covered); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
 	return n, nil
+}
+
+// stuckRecord is a PROCESSING record whose lease ended.
+type stuckRecord struct {
+	sc    idempotency.Scope
+	token string
+	lease time.Time
+}
+
+// stuck returns up to limit live PROCESSING records whose lease ended after
+// from and by leaseEndedBy, in the order of their leases.
+func (s *Store) stuck(ctx context.Context, tx pgx.Tx, from pgtype.Timestamptz, leaseEndedBy, now time.Time, limit int) ([]stuckRecord, error) {
+	rows, err := tx.Query(ctx, `SELECT operation, user_id, key, token, lease_expires_at FROM `+s.records+`
+		WHERE lease_expires_at > $1 AND lease_expires_at <= $2 AND status = 'PROCESSING' AND expires_at > $3
+		ORDER BY lease_expires_at LIMIT $4`, from, leaseEndedBy, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	var found []stuckRecord
+	var st stuckRecord
+	_, err = pgx.ForEachRow(rows, []any{&st.sc.Operation, &st.sc.User, &st.sc.Key, &st.token, &st.lease}, func() error {
+		found = append(found, st)
+		return nil
+	})
+	return found, err
 }
 
 // DeleteExpired implements idempotency.Store. It deletes in batches of at
 // most cleanupBatchMax rows, each its own statement, and skips rows that
 // writers hold (FOR UPDATE SKIP LOCKED), so it never makes a request wait.
+// It finds rows by the claim's expiry (indexed) and deletes those whose
+// record expired: a record finished after its claim is passed over until
+// its own expiry.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	deleted := 0
 	for deleted < limit {
 		batch := min(limit-deleted, cleanupBatchMax)
 		tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.records+` WHERE ctid IN (
-			SELECT ctid FROM `+s.records+` WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, batch)
+			SELECT ctid FROM `+s.records+` WHERE expires_at <= $1 AND `+recordExpiry+` <= $1
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, batch)
 		if err != nil {
 			return deleted, err
 		}
@@ -532,7 +659,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 // List implements idempotency.Store.
 func (s *Store) List(ctx context.Context, after idempotency.Scope, status idempotency.Status, limit int, now time.Time) ([]idempotency.Record, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM `+s.records+`
-		WHERE (operation, user_id, key) > ($1, $2, $3) AND expires_at > $4 AND ($5 = '' OR status = $5)
+		WHERE (operation, user_id, key) > ($1, $2, $3) AND `+recordExpiry+` > $4 AND ($5 = '' OR status = $5)
 		ORDER BY operation, user_id, key LIMIT $6`, after.Operation, after.User, after.Key, now, string(status), limit)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func (s *Store) SucceedTx(tx *chain.Tx, sc idempotency.Scope, token string, resp
 		return err
 	}
 	all := append([]any{sc.Operation, sc.User, sc.Key, token, now}, args...)
-	err = tx.ExecAtCommit(idempotency.ErrLeaseLost, `UPDATE `+s.records+` SET `+successSet+` WHERE `+held, all...)
+	err = tx.ExecAtCommit(idempotency.ErrLeaseLost, s.successTxSQL, all...)
 	if errors.Is(err, chain.ErrExecUnsupported) {
 		return fmt.Errorf("%w: %w", idempotency.ErrTxUnsupported, err)
 	}
