@@ -48,6 +48,12 @@ const (
 // exactly once (the handler derives its entry keys from the request's key).
 // A lease therefore costs no fsync, and a request that appends entries
 // costs one durable commit, shared with concurrent requests.
+//
+// A scope has a lease or a stored record, never both: a claim of a scope
+// whose stored record expired (and was not purged yet) deletes that record
+// in one commit before it takes the lease, as the other stores replace it,
+// so that an attempt which ends without writing (Abandon, a transient
+// failure) leaves nothing of the scope behind for cleanup to count.
 type LedgerStore struct {
 	db     *chain.DB
 	seed   maphash.Seed
@@ -126,7 +132,8 @@ func recordKey(scope Scope) []byte  { return scopeBytes(append([]byte(nil), pref
 func retriesKey(scope Scope) []byte { return scopeBytes(append([]byte(nil), prefixRetries...), scope) }
 
 // readDurable reads scope's finished record in tx and, when there is none
-// (or it expired), its retry count.
+// (or it expired), its retry count. An expired record is returned with
+// found false; rec is the zero Record when none is stored.
 func readDurable(tx *chain.Tx, scope Scope, now time.Time) (rec Record, found bool, retries int, err error) {
 	v, err := tx.StateGet(recordKey(scope))
 	switch {
@@ -202,9 +209,34 @@ func (s *LedgerStore) Create(ctx context.Context, c Claim) (CreateResult, error)
 	if found {
 		return CreateResult{Record: rec}, nil
 	}
+	if rec.Status != "" {
+		// An expired record is stored: the lease replaces it, so it is
+		// deleted now rather than left to reappear, and be purged as a
+		// record, once the lease ends without writing its own.
+		if rec, found, retries, err = s.deleteExpiredRecord(ctx, c.Scope, c.Now); err != nil {
+			return CreateResult{}, err
+		}
+		if found {
+			return CreateResult{Record: rec}, nil
+		}
+	}
 	l := &lease{rec: newProcessing(c, retries)}
 	sh.m[c.Scope] = l
 	return CreateResult{Created: true, Record: l.rec.clone()}, nil
+}
+
+// deleteExpiredRecord deletes the stored record of scope if it expired by
+// now, and answers as readDurable does. The caller holds the scope's shard.
+func (s *LedgerStore) deleteExpiredRecord(ctx context.Context, scope Scope, now time.Time) (rec Record, found bool, retries int, err error) {
+	err = s.db.Update(ctx, func(tx *chain.Tx) error {
+		var err error
+		rec, found, retries, err = readDurable(tx, scope, now)
+		if err != nil || found || rec.Status == "" {
+			return err
+		}
+		return tx.StateDelete(recordKey(scope))
+	})
+	return rec, found, retries, err
 }
 
 // probeChain and probeKey are what alive asks the backend for.
@@ -364,8 +396,7 @@ func (s *LedgerStore) Release(ctx context.Context, scope Scope, token string, ma
 		}
 		res = ReleaseResult{Retries: n, Poisoned: n >= maxRetries}
 		if !res.Poisoned {
-			// An expired record the lease replaced may still be stored.
-			return tx.StateDelete(recordKey(scope))
+			return nil // no record is stored beside a lease
 		}
 		rec.Status, rec.Failure, rec.ExpiresAt, rec.UpdatedAt = StatusFailed, poisonedFailure, expiresAt, now
 		return putFinal(tx, rec)
@@ -513,14 +544,12 @@ func (s *LedgerStore) RecoverStuck(ctx context.Context, leaseEndedBy time.Time, 
 // requests.
 func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	deleted := 0
-	leaseDeleted := map[Scope]bool{}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for scope, l := range sh.m {
 			if deleted < limit && l.rec.expired(now) && !l.committing {
 				delete(sh.m, scope)
-				leaseDeleted[scope] = true
 				deleted++
 			}
 		}
@@ -548,15 +577,14 @@ func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit in
 					keys = append(keys, bytes.Clone(kv.Key))
 				}
 			}
+			// No record is stored beside a lease (Create deletes the
+			// expired one it replaces), so each key is one record.
 			for _, k := range keys {
 				if err := tx.StateDelete(k); err != nil {
 					return err
 				}
-				scope, ok := parseScope(k[len(prefixRecord):])
-				if !ok || (!s.leased(scope) && !leaseDeleted[scope]) { // else the scope's record was the lease; this was its expired predecessor
-					n++
-				}
 			}
+			n = len(keys)
 			return s.deleteExpiredRetries(tx, now, batch)
 		})
 		if err != nil {
@@ -566,15 +594,6 @@ func (s *LedgerStore) DeleteExpired(ctx context.Context, now time.Time, limit in
 		start = next
 	}
 	return deleted, s.rebuildFilter(ctx)
-}
-
-// leased reports whether scope has a lease in memory.
-func (s *LedgerStore) leased(scope Scope) bool {
-	sh := s.shard(scope)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	_, ok := sh.m[scope]
-	return ok
 }
 
 // deleteExpiredRetries deletes up to limit expired retry counts in tx.

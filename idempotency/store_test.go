@@ -57,8 +57,20 @@ func TestMemoryStoreMachine(t *testing.T) {
 }
 
 func TestLedgerStoreMachine(t *testing.T) {
+	// Each check's ledger is closed when the next check opens its own, not
+	// only when the test ends, so that -rapid.checks=20000 does not run out
+	// of file descriptors.
+	var prev *chain.DB
 	idempotencytest.StateMachine(t, idempotencytest.Harness{
-		Open: func(t *testing.T) idempotency.Store { return ledgerStore(t, openLedger(t)) },
+		Open: func(t *testing.T) idempotency.Store {
+			if prev != nil {
+				if err := prev.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prev = openLedger(t)
+			return ledgerStore(t, prev)
+		},
 	})
 }
 

@@ -25,6 +25,7 @@ var storeTests = []struct {
 	{"ExpiredRecordCountsAsAbsent", testExpiredAbsent},
 	{"RecoverStuckReleasesEndedLeasesOnly", testRecoverStuck},
 	{"DeleteExpiredPurges", testDeleteExpired},
+	{"CreateReplacesAnExpiredRecord", testCreateReplacesExpired},
 	{"ListPages", testListPages},
 	{"InvalidScopeRefused", testInvalidScope},
 }
@@ -307,6 +308,57 @@ func testDeleteExpired(t *testing.T, s idempotency.Store) {
 	recs, err := s.List(ctx, idempotency.Scope{}, "", 100, now) // as seen before expiry
 	if err != nil || len(recs) != 1 || recs[0].Key != "fresh" {
 		t.Fatalf("records left: %+v, %v, want only fresh", recs, err)
+	}
+}
+
+// testCreateReplacesExpired checks that a record replaced by
+// Create is gone: whether the new attempt is abandoned, released or left to
+// expire, cleanup counts one record per scope, never the replaced one.
+func testCreateReplacesExpired(t *testing.T, s idempotency.Store) {
+	ctx := context.Background()
+	now := NewClock().Now()
+	later, last := now.Add(ttl), now.Add(2*ttl)
+	scopes := make([]idempotency.Scope, 3)
+	for i := range scopes {
+		scopes[i] = idempotency.Scope{Operation: "op", User: "u", Key: fmt.Sprint("k", i)}
+		mustCreate(t, s, claim(scopes[i], "t1", now, 1))
+		if err := s.Succeed(ctx, scopes[i], "t1", idempotency.Response{Status: 200}, later, now); err != nil {
+			t.Fatal(err)
+		}
+		if res := mustCreate(t, s, claim(scopes[i], "t2", later, 2)); !res.Created || res.Record.Attempt != 1 {
+			t.Fatalf("create over an expired record: %+v", res)
+		}
+	}
+	if err := s.Abandon(ctx, scopes[0], "t2", later); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(ctx, scopes[1], "t2", 3, last, later); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scopes[:2] {
+		if rec, err := s.Get(ctx, sc, later); !errors.Is(err, idempotency.ErrNotFound) {
+			t.Fatalf("Get(%v) after its attempt ended: %+v, %v, want ErrNotFound", sc, rec, err)
+		}
+	}
+	if n, err := s.DeleteExpired(ctx, later, 100); err != nil || n != 0 {
+		t.Fatalf("DeleteExpired with no record expired: %d, %v, want 0", n, err)
+	}
+	// scopes[2]'s attempt is left to expire: one record, counted once
+	// however the deletion is split.
+	total := 0
+	for range 3 {
+		n, err := s.DeleteExpired(ctx, last, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	if total != 1 {
+		t.Fatalf("DeleteExpired(limit 1) three times deleted %d records, want 1", total)
+	}
+	recs, err := s.List(ctx, idempotency.Scope{}, "", 100, later)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("records left: %+v, %v, want none", recs, err)
 	}
 }
 
