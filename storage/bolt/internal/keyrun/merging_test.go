@@ -85,13 +85,7 @@ func (s *spread) tx(n int, commit bool) {
 		s.tb.Fatal(err)
 	}
 	h := &host{btx: btx, cache: s.cache}
-	keys := map[string]uint64{}
-	var records []byte
-	for i := range n {
-		key, seq := fmt.Sprintf("k-%d-%d", len(s.seqs), i), uint64(len(s.seqs)+i+1)
-		keys[key] = seq
-		records = keyindex.AppendRecord(records, 1, key, seq)
-	}
+	keys, records := s.newKeys(n)
 	if n == 0 {
 		err = h.view.Step(h)
 	} else {
@@ -332,11 +326,9 @@ func TestMergeStale(t *testing.T) {
 	s.check()
 }
 
-// writeRun commits a transaction that writes n new keys as one run at the
-// level, without merging: a level fills past Fanout this way as it does
-// while a merge is in progress.
-func (s *spread) writeRun(n int, level uint8) {
-	s.tb.Helper()
+// newKeys returns n keys not written yet, with their seqs, and their
+// records in the order of the keys' numbers.
+func (s *spread) newKeys(n int) (map[string]uint64, []byte) {
 	keys := map[string]uint64{}
 	var records []byte
 	for i := range n {
@@ -344,6 +336,15 @@ func (s *spread) writeRun(n int, level uint8) {
 		keys[key] = seq
 		records = keyindex.AppendRecord(records, 1, key, seq)
 	}
+	return keys, records
+}
+
+// writeRun commits a transaction that writes n new keys as one run at the
+// level, without merging: a level fills past Fanout this way as it does
+// while a merge is in progress.
+func (s *spread) writeRun(n int, level uint8) {
+	s.tb.Helper()
+	keys, records := s.newKeys(n)
 	keyindex.SortRecords(records)
 	err := s.db.Update(func(btx *bbolt.Tx) error {
 		h := &host{btx: btx, cache: s.cache}
