@@ -16,8 +16,11 @@ import (
 const (
 	// batchInflightMax is the number of batches a batcher sends at once
 	// before calls wait for one to come back: a round trip's worth of
-	// calls then go in the next statement.
-	batchInflightMax = 2
+	// calls then go in the next statement. One: a statement's fixed cost
+	// on the server (an autocommit transaction, the executor's start) is
+	// most of a small batch's, and a second statement in flight halves
+	// the batches when several servers split the requests.
+	batchInflightMax = 1
 	// batchItemsMax bounds the calls of one statement; the call that
 	// fills a batch sends it even when batchInflightMax are in flight.
 	batchItemsMax = 256
