@@ -84,7 +84,7 @@ func appendEntry(c *call) (func(tx txn) (any, error), error) {
 		return nil, invalidf("chain %q: %s chains are written only through their own routes", name, first)
 	}
 	var req api.AppendRequest
-	if err := c.decode(&req); err != nil {
+	if err := c.decodeAppend(&req); err != nil {
 		return nil, err
 	}
 	r := chain.Request{Chain: full, IdempotencyKey: c.op(), Type: req.Type, Payload: req.Payload}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -60,4 +62,46 @@ func FuzzAppendResponseJSON(f *testing.F) {
 			t.Fatalf("marshal %q\nwant %q", got, b.Bytes())
 		}
 	})
+}
+
+// A raw append's body read without a decoder (parseAppendBody) is the
+// request decode reads from the same bytes, and a body decode refuses is
+// never read by it.
+func FuzzAppendBody(f *testing.F) {
+	for _, seed := range []string{`{"type":"load/v1","payload":"eyJuIjoxfQ=="}`, ` { "payload" : "" , "type" : "t" } `,
+		`{"type":"t"}`, `{}`, `{"type":"a","type":"b"}`, `{"Type":"t","payload":"AA=="}`, `{"type":"t","payload":"AA="}`,
+		`{"type":"t","payload":"A\nA=="}`, `{"type":"t\u0041"}`, `{"type":"t","payload":null}`, `{"type":"t","x":1}`,
+		`{"type":"t"} {}`, `{"type":"t",}`, "{\"type\":\"\xff\"}", `[]`, ``, `{"payload":"AAB="}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast api.AppendRequest
+		if !parseAppendBody(body, &fast) {
+			return
+		}
+		r := httptest.NewRequest(http.MethodPost, "/v1/chains/c/entries", bytes.NewReader(body))
+		r.Header.Set("Content-Type", api.MediaJSON)
+		var general api.AppendRequest
+		if err := (&call{r: r}).decode(&general); err != nil {
+			t.Fatalf("%q: read without a decoder as %+v, refused by decode: %v", body, fast, err)
+		}
+		if !reflect.DeepEqual(fast, general) {
+			t.Fatalf("%q: read without a decoder as %+v, decoded as %+v", body, fast, general)
+		}
+	})
+}
+
+// The bodies clients send are read without a decoder: the fast path is
+// taken, not only correct when taken.
+func TestAppendBodyCommonForms(t *testing.T) {
+	for body, want := range map[string]api.AppendRequest{
+		`{"type":"load/v1","payload":"eyJuIjoxfQ=="}`:       {Type: "load/v1", Payload: []byte(`{"n":1}`)},
+		"{\n  \"payload\": \"\",\n  \"type\": \"x y\"\n}\n": {Type: "x y", Payload: []byte{}},
+		`{"type":"order.created"}`:                          {Type: "order.created"},
+	} {
+		var got api.AppendRequest
+		if !parseAppendBody([]byte(body), &got) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: read %v as %+v, want %+v", body, parseAppendBody([]byte(body), &api.AppendRequest{}), got, want)
+		}
+	}
 }

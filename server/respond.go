@@ -221,19 +221,8 @@ func (c *call) decode(v any) error {
 			return err
 		}
 	}
-	if !c.read {
-		if c.r.Body != nil {
-			body, err := io.ReadAll(c.r.Body)
-			if err != nil {
-				var tooLarge *http.MaxBytesError
-				if errors.As(err, &tooLarge) {
-					return &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge, detail: err.Error()}
-				}
-				return invalidf("reading the body: %v", err)
-			}
-			c.body = body
-		}
-		c.read = true
+	if err := c.readBody(); err != nil {
+		return err
 	}
 	if len(bytes.TrimSpace(c.body)) == 0 {
 		return invalidf("the route needs a JSON %s body", typeName(v))
@@ -255,6 +244,26 @@ func (c *call) decode(v any) error {
 	if len(bytes.TrimSpace(c.body[dec.InputOffset():])) != 0 {
 		return invalidf("the body holds more than one JSON value")
 	}
+	return nil
+}
+
+// readBody reads the request's body into c.body, once.
+func (c *call) readBody() error {
+	if c.read {
+		return nil
+	}
+	if c.r.Body != nil {
+		body, err := io.ReadAll(c.r.Body)
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return &httpError{status: http.StatusRequestEntityTooLarge, code: api.CodePayloadTooLarge, detail: err.Error()}
+			}
+			return invalidf("reading the body: %v", err)
+		}
+		c.body = body
+	}
+	c.read = true
 	return nil
 }
 

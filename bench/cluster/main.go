@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -64,6 +65,9 @@ type config struct {
 	receipts  bool
 	keepLogs  bool
 	metrics   bool
+	// connClient sends the servers' requests on connections of its own
+	// (-http-client conn) instead of net/http's Transport.
+	connClient bool
 }
 
 func main() {
@@ -80,6 +84,7 @@ func main() {
 	flag.BoolVar(&cfg.bare, "bare", true, "measure a bare INSERT … ON CONFLICT DO NOTHING per request beside one server")
 	flag.BoolVar(&cfg.receipts, "receipts", true, "measure purchase receipts beside the raw appends, on as many servers")
 	flag.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep the servers' logs")
+	httpClient := flag.String("http-client", "transport", "the load generator's HTTP client: transport (net/http's), or conn (a connection per client and server, each request written and its answer read in place: less of the shared CPU than the Transport's two goroutines a connection)")
 	flag.BoolVar(&cfg.metrics, "metrics", false, "serve the servers' metrics and report, for each round, where a request's time went (claim, group, commit)")
 	flag.Parse()
 	var err error
@@ -88,6 +93,13 @@ func main() {
 	}
 	if err == nil && (cfg.chains < 1 || cfg.chains > chainsMax || cfg.rounds < 1 || cfg.rounds > roundsMax || cfg.duration <= 0 || cfg.warmup < 0) {
 		err = fmt.Errorf("-chains 1..%d, -rounds 1..%d, -duration > 0, -warmup >= 0", chainsMax, roundsMax)
+	}
+	switch *httpClient {
+	case "transport":
+	case "conn":
+		cfg.connClient = true
+	default:
+		err = fmt.Errorf("-http-client %q: want transport or conn", *httpClient)
 	}
 	if err == nil && cfg.db == "" {
 		err = errors.New("-db (or LEDGER_TEST_POSTGRES_URL) is required")
@@ -483,6 +495,9 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 // the measured time have passed, and counts the answers of the measured
 // time.
 func drive(ctx context.Context, cfg config, clients int, probe *cpuProbe, next func(i int64) (*http.Request, error)) (result, error) {
+	if cfg.connClient {
+		return driveConns(ctx, cfg, clients, probe, next)
+	}
 	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	defer transport.CloseIdleConnections()
 	hc := &http.Client{Transport: transport, Timeout: time.Minute}
@@ -498,6 +513,82 @@ func drive(ctx context.Context, cfg config, clients int, probe *cpuProbe, next f
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, nil
+	})
+}
+
+// driveConns is drive with -http-client conn: each client goroutine keeps
+// one connection to each server, writes a request on it and reads the
+// answer, in its own goroutine. A connection that fails, or that the
+// server closes, is dialed again for the next request.
+func driveConns(ctx context.Context, cfg config, clients int, probe *cpuProbe, next func(i int64) (*http.Request, error)) (result, error) {
+	type conn struct {
+		c  net.Conn
+		br *bufio.Reader
+		bw *bufio.Writer
+	}
+	var mu sync.Mutex
+	idle := map[string][]*conn{} // by host, the connections no client holds
+	var all []*conn
+	defer func() {
+		for _, c := range all {
+			c.c.Close()
+		}
+	}()
+	take := func(host string) (*conn, error) {
+		mu.Lock()
+		if cs := idle[host]; len(cs) > 0 {
+			c := cs[len(cs)-1]
+			idle[host] = cs[:len(cs)-1]
+			mu.Unlock()
+			return c, nil
+		}
+		mu.Unlock()
+		nc, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp", host)
+		if err != nil {
+			return nil, err
+		}
+		c := &conn{c: nc, br: bufio.NewReader(nc), bw: bufio.NewWriter(nc)}
+		mu.Lock()
+		all = append(all, c)
+		mu.Unlock()
+		return c, nil
+	}
+	put := func(host string, c *conn) {
+		mu.Lock()
+		idle[host] = append(idle[host], c)
+		mu.Unlock()
+	}
+	return measure(ctx, cfg, clients, probe, func(i int64) (int, error) {
+		r, err := next(i)
+		if err != nil {
+			return 0, err
+		}
+		c, err := take(r.URL.Host)
+		if err != nil {
+			return 0, err
+		}
+		_ = c.c.SetDeadline(time.Now().Add(time.Minute))
+		resp, err := func() (*http.Response, error) {
+			if err := r.Write(c.bw); err != nil {
+				return nil, err
+			}
+			if err := c.bw.Flush(); err != nil {
+				return nil, err
+			}
+			return http.ReadResponse(c.br, r)
+		}()
+		if err != nil {
+			c.c.Close()
+			return 0, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.Close {
+			c.c.Close()
+		} else {
+			put(r.URL.Host, c)
+		}
+		return resp.StatusCode, err
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,7 @@ type serveOptions struct {
 	keepOrphans                   bool
 	outboxLease                   time.Duration
 	metricsAddr                   string
+	pprof                         bool
 	checkpointKey                 string
 	checkpointInterval            time.Duration
 }
@@ -101,6 +103,7 @@ func newServeCommand(a *app) *cobra.Command {
 	f.DurationVar(&o.jobsInterval, "jobs-interval", server.JobsIntervalDefault, "how often idempotency records whose lease ended are recovered (expired ones are purged at most every minute)")
 	f.BoolVar(&o.keepOrphans, "keep-orphan-leases", false, "do not release outbox leases at start (always kept on PostgreSQL)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of a listener of its own for GET /metrics, unauthenticated (default: metrics not served)")
+	f.BoolVar(&o.pprof, "pprof", false, "also serve the Go runtime's profiles (net/http/pprof, /debug/pprof/) on --metrics-addr's listener")
 	f.DurationVar(&o.outboxLease, "outbox-lease", 0, "lease of the delivering outbox workers (default: 1.5 x the longest delivery timeout, at least 30s)")
 	f.StringVar(&o.checkpointKey, "checkpoint-key", "", "sign checkpoints with this key file (ledgerctl keygen) and serve entry proofs against the newest")
 	f.DurationVar(&o.checkpointInterval, "checkpoint-interval", server.CheckpointIntervalDefault, "how often a checkpoint is signed when the ledger changed")
@@ -127,6 +130,9 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	}
 	if o.idempotencyLease > o.idempotencyTTL {
 		return usageErrorf("--idempotency-lease %v: longer than --idempotency-ttl %v", o.idempotencyLease, o.idempotencyTTL)
+	}
+	if o.pprof && o.metricsAddr == "" {
+		return usageErrorf("--pprof: serves on --metrics-addr's listener; give --metrics-addr too")
 	}
 	if o.outboxLease != 0 && (o.outboxLease < outbox.LeaseDurationMin || o.outboxLease > outbox.LeaseDurationMax) {
 		return usageErrorf("--outbox-lease %v: want %v to %v", o.outboxLease, outbox.LeaseDurationMin, outbox.LeaseDurationMax)
@@ -242,7 +248,7 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 		return err
 	}
 	if o.metricsAddr != "" {
-		stop, err := serveMetrics(cmd, srv, o.metricsAddr)
+		stop, err := serveMetrics(cmd, srv, o.metricsAddr, o.pprof)
 		if err != nil {
 			ln.Close()
 			return err
@@ -260,6 +266,10 @@ func (a *app) serve(cmd *cobra.Command, o *serveOptions) error {
 	}
 	return a.printServeLine(cmd, serveLineJSON{Event: "stopped", Detail: serveStoppedDetail}, "stopped: "+serveStoppedDetail)
 }
+
+// serveProfileSecondsMax is the longest CPU profile or trace --pprof
+// serves (?seconds=).
+const serveProfileSecondsMax = 60
 
 // serveStoppedDetail is what a clean stop did.
 const serveStoppedDetail = "in-flight requests finished, workers stopped, ledger closed"
@@ -320,14 +330,28 @@ func hintFirstKey(ctx context.Context, logger *slog.Logger, db *chain.DB, name s
 // serveMetrics serves the server's metrics on a listener of its own at
 // addr, prints "metrics on http://ADDR", and returns the function that
 // closes it. The listener has no API key: bind it where only the scraper
-// reaches it.
-func serveMetrics(cmd *cobra.Command, srv *server.Server, addr string) (func(), error) {
+// reaches it. With profiles, it serves net/http/pprof's pages under
+// /debug/pprof/ too.
+func serveMetrics(cmd *cobra.Command, srv *server.Server, addr string, profiles bool) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, invalidInputf("--metrics-addr %s: %w", addr, err)
 	}
-	ms := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: server.ReadHeaderTimeoutDefault,
-		ReadTimeout: server.ReadTimeoutDefault, WriteTimeout: server.MetricsScrapeTimeout + 5*time.Second, IdleTimeout: server.IdleTimeoutDefault}
+	handler, writeTimeout := srv.MetricsHandler(), server.MetricsScrapeTimeout+5*time.Second
+	if profiles {
+		mux := http.NewServeMux()
+		mux.Handle("/", handler)
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		// A CPU profile or a trace answers after its ?seconds=, which
+		// must be within the write timeout.
+		handler, writeTimeout = mux, serveProfileSecondsMax*time.Second+5*time.Second
+	}
+	ms := &http.Server{Handler: handler, ReadHeaderTimeout: server.ReadHeaderTimeoutDefault,
+		ReadTimeout: server.ReadTimeoutDefault, WriteTimeout: writeTimeout, IdleTimeout: server.IdleTimeoutDefault}
 	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "metrics on http://%s/metrics\n", ln.Addr()); err != nil {
 		ln.Close()
 		return nil, err

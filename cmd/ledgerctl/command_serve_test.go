@@ -141,6 +141,70 @@ func TestServeMetricsAddr(t *testing.T) {
 	if status, body := get(api + "/metrics"); status != http.StatusNotFound || strings.Contains(body, "go_goroutines") {
 		t.Fatalf("API address /metrics: %d %.200s", status, body)
 	}
+	if status, _ := get(strings.TrimSuffix(metrics, "/metrics") + "/debug/pprof/cmdline"); status != http.StatusNotFound {
+		t.Fatalf("metrics listener without --pprof: /debug/pprof/cmdline answered %d", status)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != exitSuccess {
+			t.Fatalf("exit %d", c)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+// --pprof serves the runtime's profiles beside the metrics, on their
+// listener only, and needs --metrics-addr.
+func TestServePprof(t *testing.T) {
+	l := newFileLedger(t)
+	l.must("init")
+	l.run("serve", "--addr", "127.0.0.1:0", "--pprof").expect(t, exitUsage, "give --metrics-addr too")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, w := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		code <- execute(ctx, newApp(), []string{"--db", l.name, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--pprof"}, nil, w, io.Discard)
+		w.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	var api, metrics string
+	for metrics == "" && sc.Scan() {
+		switch line := sc.Text(); {
+		case strings.HasPrefix(line, "listening on "):
+			api = strings.TrimPrefix(line, "listening on ")
+		case strings.HasPrefix(line, "metrics on "):
+			metrics = strings.TrimPrefix(line, "metrics on ")
+		}
+	}
+	go io.Copy(io.Discard, out)
+	if api == "" || !strings.HasSuffix(metrics, "/metrics") {
+		t.Fatalf("addresses %q and %q", api, metrics)
+	}
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	base := strings.TrimSuffix(metrics, "/metrics")
+	if status, body := get(metrics); status != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("metrics with --pprof: %d %.200s", status, body)
+	}
+	if status, body := get(base + "/debug/pprof/heap?debug=1"); status != http.StatusOK || !strings.Contains(body, "heap profile") {
+		t.Fatalf("/debug/pprof/heap: %d %.200s", status, body)
+	}
+	if status, body := get(base + "/debug/pprof/profile?seconds=1"); status != http.StatusOK || len(body) == 0 {
+		t.Fatalf("/debug/pprof/profile: %d, %d bytes", status, len(body))
+	}
+	if status, _ := get(api + "/debug/pprof/heap"); status == http.StatusOK {
+		t.Fatal("the API's address serves the profiles")
+	}
 	cancel()
 	select {
 	case c := <-code:
