@@ -44,6 +44,16 @@ const (
 	// of the page cache: 1,000,000 entries verified with 16 MiB peaked at
 	// 65 MiB resident, with 2 MiB at about 50 MiB.
 	scanReleaseBytes = 2 << 20
+	// scanWholeReleaseBytes is how much the process's scans read between
+	// two releases of a whole map. A release drops the pages of the values
+	// the scan read since the last (their span): one of the whole map
+	// costs the kernel a walk of the map's page tables, which grows with
+	// the file, and at 100,000,000 entries (a 36 GB map) releasing the
+	// whole map every scanReleaseBytes was 32 ns of a verify's CPU an
+	// entry, about a tenth. What no span covers (bbolt's branch pages, the
+	// page headers before a span, the tail of a scan that ended) is
+	// dropped by the whole releases.
+	scanWholeReleaseBytes = 64 << 20
 	// scanMapsMax bounds the maps remembered for begin: bbolt maps the
 	// file again when it grows, so old ranges are forgotten, oldest first.
 	scanMapsMax = 8
@@ -59,8 +69,16 @@ type Scan struct {
 	disabled         bool
 	aheadStart       uintptr
 	aheadEnd         uintptr
-	releases         int // how many times the map was released, for tests
+	// spanStart and spanEnd bound the values observed since the last
+	// release (spanEnd 0: none), the range the next release drops.
+	spanStart, spanEnd uintptr
+	releases           int // how many times the map was released, for tests
+	wholeReleases      int // how many of those released the whole map, for tests
 }
+
+// scanReadBytes counts the bytes the process's scans read, for the whole
+// releases (scanWholeReleaseBytes).
+var scanReadBytes atomic.Uint64
 
 // scanMaps remembers the file maps that scans found (mappingOf), newest
 // last, so that a scan can read ahead from its first value (begin), and
@@ -160,9 +178,17 @@ func (s *Scan) Observe(v []byte) {
 	s.sinceCheck += len(v)
 	// The first look comes as soon as the scan is past quiet: a cold
 	// scan faults one page at a time until then.
-	if s.read < scanQuietBytes || (s.mapEnd != 0 && s.sinceCheck < scanCheckBytes) {
-		return
+	if s.read >= scanQuietBytes && (s.mapEnd == 0 || s.sinceCheck >= scanCheckBytes) {
+		s.look(v)
 	}
+	// After the look: a release drops the values before v, which the
+	// caller is done with, not v, which it reads next.
+	s.observeSpan(v)
+}
+
+// look finds the map at the first look, then reads ahead of v and
+// releases the map every scanReleaseBytes.
+func (s *Scan) look(v []byte) {
 	read := s.sinceCheck
 	s.sinceCheck = 0
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
@@ -179,9 +205,44 @@ func (s *Scan) Observe(v []byte) {
 	s.readAhead(addr)
 	s.sinceRelease += read
 	if s.sinceRelease >= scanReleaseBytes {
-		s.sinceRelease = 0
-		s.releases++
+		s.release()
+	}
+}
+
+// observeSpan widens the span of the values observed since the last
+// release to cover v.
+func (s *Scan) observeSpan(v []byte) {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
+	end := start + uintptr(len(v))
+	if s.spanEnd == 0 {
+		s.spanStart, s.spanEnd = start, end
+		return
+	}
+	s.spanStart, s.spanEnd = min(s.spanStart, start), max(s.spanEnd, end)
+}
+
+// release drops the pages of the span from the map, or the whole map when
+// the process's scans have read scanWholeReleaseBytes since the last
+// time one did.
+func (s *Scan) release() {
+	read := uint64(s.sinceRelease)
+	s.sinceRelease = 0
+	s.releases++
+	total := scanReadBytes.Add(read)
+	start, end := s.spanStart, s.spanEnd
+	s.spanStart, s.spanEnd = 0, 0
+	if total/scanWholeReleaseBytes != (total-read)/scanWholeReleaseBytes {
+		s.wholeReleases++
 		madvise(s.mapStart, s.mapEnd-s.mapStart, unix.MADV_DONTNEED)
+		return
+	}
+	// The span's last page, partly read, may hold the start of the value
+	// the caller reads next: it stays until a whole release.
+	page := uintptr(os.Getpagesize())
+	start = max(start&^(page-1), s.mapStart)
+	end = min(end&^(page-1), s.mapEnd)
+	if start < end {
+		madvise(start, end-start, unix.MADV_DONTNEED)
 	}
 }
 
