@@ -54,6 +54,15 @@ const (
 	// page headers before a span, the tail of a scan that ended) is
 	// dropped by the whole releases.
 	scanWholeReleaseBytes = 64 << 20
+	// scanSpansMax bounds the spans a scan keeps between releases. Leaf
+	// pages are mostly, not always, in file order: a verify's scan of
+	// segments jumps every tenth value or so, half of the jumps back, by
+	// tens to hundreds of MiB, so one span from its lowest value to its
+	// highest would cover what lies between, other scans' pages with it.
+	scanSpansMax = 4
+	// scanSpanGapBytes is how far past a span a value may lie and still
+	// widen it rather than begin a span of its own.
+	scanSpanGapBytes = 1 << 20
 	// scanMapsMax bounds the maps remembered for begin: bbolt maps the
 	// file again when it grows, so old ranges are forgotten, oldest first.
 	scanMapsMax = 8
@@ -69,11 +78,32 @@ type Scan struct {
 	disabled         bool
 	aheadStart       uintptr
 	aheadEnd         uintptr
-	// spanStart and spanEnd bound the values observed since the last
-	// release (spanEnd 0: none), the range the next release drops.
-	spanStart, spanEnd uintptr
-	releases           int // how many times the map was released, for tests
-	wholeReleases      int // how many of those released the whole map, for tests
+	// spans bound the values observed since the last release, the
+	// ranges the next release drops; the first nspans are in use.
+	spans         [scanSpansMax]scanSpan
+	nspans        int
+	releases      int // how many times the map was released, for tests
+	wholeReleases int // how many of those released the whole map, for tests
+}
+
+// scanSpan is a range of the map, start to end.
+type scanSpan struct{ start, end uintptr }
+
+// gap is how far the range start..end lies from the span; 0 when they
+// overlap or touch.
+func (sp *scanSpan) gap(start, end uintptr) uintptr {
+	switch {
+	case end < sp.start:
+		return sp.start - end
+	case start > sp.end:
+		return start - sp.end
+	}
+	return 0
+}
+
+// widen makes the span cover start..end too.
+func (sp *scanSpan) widen(start, end uintptr) {
+	sp.start, sp.end = min(sp.start, start), max(sp.end, end)
 }
 
 // scanReadBytes counts the bytes the process's scans read, for the whole
@@ -209,19 +239,32 @@ func (s *Scan) look(v []byte) {
 	}
 }
 
-// observeSpan widens the span of the values observed since the last
-// release to cover v.
+// observeSpan adds v to the spans of the values observed since the last
+// release: the span it lies within scanSpanGapBytes of, else a span of its
+// own, else, all spans in use, the nearest.
 func (s *Scan) observeSpan(v []byte) {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
 	end := start + uintptr(len(v))
-	if s.spanEnd == 0 {
-		s.spanStart, s.spanEnd = start, end
+	nearest, nearestGap := 0, ^uintptr(0)
+	for i := range s.nspans {
+		gap := s.spans[i].gap(start, end)
+		if gap <= scanSpanGapBytes {
+			s.spans[i].widen(start, end)
+			return
+		}
+		if gap < nearestGap {
+			nearest, nearestGap = i, gap
+		}
+	}
+	if s.nspans < scanSpansMax {
+		s.spans[s.nspans] = scanSpan{start, end}
+		s.nspans++
 		return
 	}
-	s.spanStart, s.spanEnd = min(s.spanStart, start), max(s.spanEnd, end)
+	s.spans[nearest].widen(start, end)
 }
 
-// release drops the pages of the span from the map, or the whole map when
+// release drops the pages of the spans from the map, or the whole map when
 // the process's scans have read scanWholeReleaseBytes since the last
 // time one did.
 func (s *Scan) release() {
@@ -229,20 +272,22 @@ func (s *Scan) release() {
 	s.sinceRelease = 0
 	s.releases++
 	total := scanReadBytes.Add(read)
-	start, end := s.spanStart, s.spanEnd
-	s.spanStart, s.spanEnd = 0, 0
+	spans := s.spans[:s.nspans]
+	s.nspans = 0
 	if total/scanWholeReleaseBytes != (total-read)/scanWholeReleaseBytes {
 		s.wholeReleases++
 		madvise(s.mapStart, s.mapEnd-s.mapStart, unix.MADV_DONTNEED)
 		return
 	}
-	// The span's last page, partly read, may hold the start of the value
+	// A span's last page, partly read, may hold the start of the value
 	// the caller reads next: it stays until a whole release.
 	page := uintptr(os.Getpagesize())
-	start = max(start&^(page-1), s.mapStart)
-	end = min(end&^(page-1), s.mapEnd)
-	if start < end {
-		madvise(start, end-start, unix.MADV_DONTNEED)
+	for _, sp := range spans {
+		start := max(sp.start&^(page-1), s.mapStart)
+		end := min(sp.end&^(page-1), s.mapEnd)
+		if start < end {
+			madvise(start, end-start, unix.MADV_DONTNEED)
+		}
 	}
 }
 

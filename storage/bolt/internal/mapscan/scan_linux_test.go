@@ -318,9 +318,8 @@ func TestScanReleasesTheSpanItRead(t *testing.T) {
 	if !mapped(t, start+uintptr(far)) {
 		t.Fatal("a page outside the scan's span was released")
 	}
-	if s.spanStart != start+uintptr(last) || s.spanEnd != start+uintptr(last+value) {
-		t.Fatalf("span %#x-%#x after the release, want the value observed at it, %#x-%#x",
-			s.spanStart, s.spanEnd, start+uintptr(last), start+uintptr(last+value))
+	if want := (scanSpan{start + uintptr(last), start + uintptr(last+value)}); s.nspans != 1 || s.spans[0] != want {
+		t.Fatalf("spans %v after the release, want the value observed at it, %v", s.spans[:s.nspans], want)
 	}
 
 	// The process's scans are a release short of scanWholeReleaseBytes.
@@ -334,5 +333,45 @@ func TestScanReleasesTheSpanItRead(t *testing.T) {
 	}
 	if mapped(t, start+uintptr(far)) {
 		t.Fatal("a whole release left a page outside the span mapped")
+	}
+}
+
+// A scan that jumps back and forth between two regions of the map (leaf
+// pages out of file order) keeps a span in each: a release drops both and
+// leaves what lies between them mapped.
+func TestScanReleasesTheSpansOfAJumpingScan(t *testing.T) {
+	const value = 16 << 10
+	page := os.Getpagesize()
+	apart := 4 * scanSpanGapBytes
+	size := apart + 2*scanReleaseBytes + scanReadAheadBytes
+	m, _ := mapWrittenFile(t, size)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	forgetScanMaps(t)
+	scanReadBytes.Store(0)
+	t.Cleanup(func() { scanReadBytes.Store(0) })
+
+	between := apart / 2 // in neither region
+	benchSink += touch(m, between, between+1)
+	if !mapped(t, start+uintptr(between)) {
+		t.Skip("a page read through the map is not shown as mapped")
+	}
+	var s Scan
+	low, high := 0, apart
+	for i := 0; s.releases == 0; i++ {
+		at := &low
+		if i%2 == 1 {
+			at = &high
+		}
+		benchSink += touch(m, *at, *at+value)
+		s.Observe(m[*at : *at+value])
+		*at += value
+	}
+	for _, read := range []int{0, low - value - page, apart, high - value - page} {
+		if mapped(t, start+uintptr(read)) {
+			t.Fatalf("page at %d, read before the release, still mapped", read)
+		}
+	}
+	if !mapped(t, start+uintptr(between)) {
+		t.Fatal("a page between the scan's two regions was released")
 	}
 }
