@@ -75,7 +75,7 @@ func TestScanMemoryReadsAheadOncePastQuiet(t *testing.T) {
 
 // forgetScanMaps empties the maps scans remember, for a test whose map may
 // lie where an earlier test's was; they are forgotten again at its end.
-func forgetScanMaps(t *testing.T) {
+func forgetScanMaps(t testing.TB) {
 	clear := func() {
 		scanMaps.Lock()
 		scanMaps.ranges, scanMaps.advised, scanMaps.begun = nil, nil, [2]uintptr{}
@@ -253,5 +253,125 @@ func TestResident(t *testing.T) {
 	}
 	if resident(start + scanAdviceBytes) {
 		t.Skip("the file system kept the file's pages in memory when asked to drop them")
+	}
+}
+
+// mapped reports whether the page of the process's map at addr is mapped
+// (its entry in /proc/self/pagemap is present), which is what a release
+// undoes; resident asks the page cache instead.
+func mapped(t *testing.T, addr uintptr) bool {
+	t.Helper()
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skipf("no pagemap: %v", err)
+	}
+	defer f.Close()
+	var entry [8]byte
+	if _, err := f.ReadAt(entry[:], int64(addr/uintptr(os.Getpagesize()))*8); err != nil {
+		t.Skipf("pagemap: %v", err)
+	}
+	return entry[7]&0x80 != 0 // bit 63: present
+}
+
+// touch reads a byte of every page of m[from:to], mapping them.
+func touch(m []byte, from, to int) (sum byte) {
+	for at := from; at < to; at += os.Getpagesize() {
+		sum += m[at]
+	}
+	return sum
+}
+
+// A release drops the pages of the values the scan read since the last
+// one, not the whole map: the kernel's walk of a whole map grows with the
+// file. Every scanWholeReleaseBytes the process's scans read, a release
+// drops the whole map, pages no span covers with it.
+func TestScanReleasesTheSpanItRead(t *testing.T) {
+	const value = 16 << 10
+	page := os.Getpagesize()
+	size := 2*scanReleaseBytes + scanReadAheadBytes + 8*scanAdviceBytes
+	m, _ := mapWrittenFile(t, size)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	forgetScanMaps(t)
+	scanReadBytes.Store(0)
+	t.Cleanup(func() { scanReadBytes.Store(0) })
+
+	far := size - page // outside every span of the scan below
+	benchSink += touch(m, far, far+1)
+	if !mapped(t, start+uintptr(far)) {
+		t.Skip("a page read through the map is not shown as mapped")
+	}
+	var s Scan
+	at := 0
+	for ; s.releases == 0; at += value {
+		benchSink += touch(m, at, at+value) // the caller reads what the scan observes
+		s.Observe(m[at : at+value])
+	}
+	if s.wholeReleases != 0 {
+		t.Fatalf("%d whole releases after %d bytes read", s.wholeReleases, at)
+	}
+	last := at - value // the value observed at the release
+	for _, read := range []int{0, page, last - page} {
+		if mapped(t, start+uintptr(read)) {
+			t.Fatalf("page at %d, read before the release at %d, still mapped", read, last)
+		}
+	}
+	if !mapped(t, start+uintptr(far)) {
+		t.Fatal("a page outside the scan's span was released")
+	}
+	if want := (scanSpan{start + uintptr(last), start + uintptr(last+value)}); s.nspans != 1 || s.spans[0] != want {
+		t.Fatalf("spans %v after the release, want the value observed at it, %v", s.spans[:s.nspans], want)
+	}
+
+	// The process's scans are a release short of scanWholeReleaseBytes.
+	scanReadBytes.Store(scanWholeReleaseBytes - 1)
+	for releases := s.releases; s.releases == releases; at += value {
+		benchSink += touch(m, at, at+value)
+		s.Observe(m[at : at+value])
+	}
+	if s.wholeReleases != 1 {
+		t.Fatalf("%d whole releases once the scans read %d bytes, want 1", s.wholeReleases, scanWholeReleaseBytes)
+	}
+	if mapped(t, start+uintptr(far)) {
+		t.Fatal("a whole release left a page outside the span mapped")
+	}
+}
+
+// A scan that jumps back and forth between two regions of the map (leaf
+// pages out of file order) keeps a span in each: a release drops both and
+// leaves what lies between them mapped.
+func TestScanReleasesTheSpansOfAJumpingScan(t *testing.T) {
+	const value = 16 << 10
+	page := os.Getpagesize()
+	apart := 4 * scanSpanGapBytes
+	size := apart + 2*scanReleaseBytes + scanReadAheadBytes
+	m, _ := mapWrittenFile(t, size)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	forgetScanMaps(t)
+	scanReadBytes.Store(0)
+	t.Cleanup(func() { scanReadBytes.Store(0) })
+
+	between := apart / 2 // in neither region
+	benchSink += touch(m, between, between+1)
+	if !mapped(t, start+uintptr(between)) {
+		t.Skip("a page read through the map is not shown as mapped")
+	}
+	var s Scan
+	low, high := 0, apart
+	for i := 0; s.releases == 0; i++ {
+		at := &low
+		if i%2 == 1 {
+			at = &high
+		}
+		benchSink += touch(m, *at, *at+value)
+		s.Observe(m[*at : *at+value])
+		*at += value
+	}
+	for _, read := range []int{0, low - value - page, apart, high - value - page} {
+		if mapped(t, start+uintptr(read)) {
+			t.Fatalf("page at %d, read before the release, still mapped", read)
+		}
+	}
+	if !mapped(t, start+uintptr(between)) {
+		t.Fatal("a page between the scan's two regions was released")
 	}
 }
