@@ -99,21 +99,22 @@ func TestServe(t *testing.T) {
 	l.run("serve", "--config", cfg).expect(t, exitUsage, "needs an outbox lease of at least 30h0m0s")
 }
 
-// --metrics-addr serves GET /metrics on a listener of its own, and the
-// API's address does not serve them.
-func TestServeMetricsAddr(t *testing.T) {
-	l := newFileLedger(t)
-	l.must("init")
+// servedMetrics is a `serve` with --metrics-addr and the extra flags,
+// running until the test ends: the API's address, the metrics' URL, GET
+// of a URL (status and body), and stop, which ends serve and checks it
+// exited cleanly.
+func servedMetrics(t *testing.T, l *testLedger, extra ...string) (api, metrics string, get func(url string) (int, string), stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	out, w := io.Pipe()
 	code := make(chan int, 1)
+	args := append([]string{"--db", l.name, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, extra...)
 	go func() {
-		code <- execute(ctx, newApp(), []string{"--db", l.name, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, nil, w, io.Discard)
+		code <- execute(ctx, newApp(), args, nil, w, io.Discard)
 		w.Close()
 	}()
 	sc := bufio.NewScanner(out)
-	var api, metrics string
 	for metrics == "" && sc.Scan() {
 		switch line := sc.Text(); {
 		case strings.HasPrefix(line, "listening on "):
@@ -126,7 +127,7 @@ func TestServeMetricsAddr(t *testing.T) {
 	if api == "" || !strings.HasPrefix(metrics, "http://127.0.0.1:") || !strings.HasSuffix(metrics, "/metrics") {
 		t.Fatalf("addresses %q and %q", api, metrics)
 	}
-	get := func(url string) (int, string) {
+	get = func(url string) (int, string) {
 		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
@@ -135,6 +136,26 @@ func TestServeMetricsAddr(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	stop = func() {
+		cancel()
+		select {
+		case c := <-code:
+			if c != exitSuccess {
+				t.Fatalf("exit %d", c)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+	}
+	return api, metrics, get, stop
+}
+
+// --metrics-addr serves GET /metrics on a listener of its own, and the
+// API's address does not serve them.
+func TestServeMetricsAddr(t *testing.T) {
+	l := newFileLedger(t)
+	l.must("init")
+	api, metrics, get, stop := servedMetrics(t, l)
 	if status, body := get(metrics); status != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("metrics listener: %d %.200s", status, body)
 	}
@@ -144,15 +165,7 @@ func TestServeMetricsAddr(t *testing.T) {
 	if status, _ := get(strings.TrimSuffix(metrics, "/metrics") + "/debug/pprof/cmdline"); status != http.StatusNotFound {
 		t.Fatalf("metrics listener without --pprof: /debug/pprof/cmdline answered %d", status)
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != exitSuccess {
-			t.Fatalf("exit %d", c)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
 }
 
 // --pprof serves the runtime's profiles beside the metrics, on their
@@ -161,37 +174,7 @@ func TestServePprof(t *testing.T) {
 	l := newFileLedger(t)
 	l.must("init")
 	l.run("serve", "--addr", "127.0.0.1:0", "--pprof").expect(t, exitUsage, "give --metrics-addr too")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, w := io.Pipe()
-	code := make(chan int, 1)
-	go func() {
-		code <- execute(ctx, newApp(), []string{"--db", l.name, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--pprof"}, nil, w, io.Discard)
-		w.Close()
-	}()
-	sc := bufio.NewScanner(out)
-	var api, metrics string
-	for metrics == "" && sc.Scan() {
-		switch line := sc.Text(); {
-		case strings.HasPrefix(line, "listening on "):
-			api = strings.TrimPrefix(line, "listening on ")
-		case strings.HasPrefix(line, "metrics on "):
-			metrics = strings.TrimPrefix(line, "metrics on ")
-		}
-	}
-	go io.Copy(io.Discard, out)
-	if api == "" || !strings.HasSuffix(metrics, "/metrics") {
-		t.Fatalf("addresses %q and %q", api, metrics)
-	}
-	get := func(url string) (int, string) {
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	api, metrics, get, stop := servedMetrics(t, l, "--pprof")
 	base := strings.TrimSuffix(metrics, "/metrics")
 	if status, body := get(metrics); status != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("metrics with --pprof: %d %.200s", status, body)
@@ -205,13 +188,5 @@ func TestServePprof(t *testing.T) {
 	if status, _ := get(api + "/debug/pprof/heap"); status == http.StatusOK {
 		t.Fatal("the API's address serves the profiles")
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != exitSuccess {
-			t.Fatalf("exit %d", c)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
 }
