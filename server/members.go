@@ -43,7 +43,7 @@ func checkMembers(data []byte, t reflect.Type) error {
 	path := ""
 	for i := len(me.path) - 1; i >= 0; i-- {
 		seg := me.path[i]
-		if path != "" && seg[0] != '[' {
+		if path != "" && !strings.HasPrefix(seg, "[") { // a name may be empty
 			path += "."
 		}
 		path += seg
