@@ -60,14 +60,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("append: %d", resp.StatusCode)
 	}
 	cancel()
-	select {
-	case c := <-code:
-		if c != exitSuccess {
-			t.Fatalf("exit %d", c)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	awaitServeExit(t, code)
 	if last := <-lines; !strings.HasPrefix(last, "stopped") {
 		t.Fatalf("last line %q", last)
 	}
@@ -138,16 +131,22 @@ func servedMetrics(t *testing.T, l *testLedger, extra ...string) (api, metrics s
 	}
 	stop = func() {
 		cancel()
-		select {
-		case c := <-code:
-			if c != exitSuccess {
-				t.Fatalf("exit %d", c)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("serve did not stop")
-		}
+		awaitServeExit(t, code)
 	}
 	return api, metrics, get, stop
+}
+
+// awaitServeExit waits for serve, canceled, to exit with success.
+func awaitServeExit(t *testing.T, code <-chan int) {
+	t.Helper()
+	select {
+	case c := <-code:
+		if c != exitSuccess {
+			t.Fatalf("exit %d", c)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 }
 
 // --metrics-addr serves GET /metrics on a listener of its own, and the
