@@ -32,7 +32,7 @@ func (c *call) decodeAppend(req *api.AppendRequest) error {
 // parseAppendBody reads b into req when b has the form decodeAppend
 // reads without a decoder, and reports whether it had.
 func parseAppendBody(b []byte, req *api.AppendRequest) bool {
-	p := appendBodyParser{in: b}
+	p := appendBodyParser{memberWalker{in: b}}
 	p.ws()
 	if !p.next('{') {
 		return false
@@ -81,23 +81,9 @@ func parseAppendBody(b []byte, req *api.AppendRequest) bool {
 	}
 }
 
-// appendBodyParser is parseAppendBody's position in its input.
-type appendBodyParser struct {
-	in  []byte
-	pos int
-}
-
-// ws skips JSON's whitespace.
-func (p *appendBodyParser) ws() {
-	for p.pos < len(p.in) {
-		switch p.in[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
+// appendBodyParser is parseAppendBody's position in its input; it skips
+// whitespace as checkMembers' walker does.
+type appendBodyParser struct{ memberWalker }
 
 // next consumes the byte c when it comes next.
 func (p *appendBodyParser) next(c byte) bool {
