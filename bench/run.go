@@ -315,8 +315,9 @@ func engineFigures(ctx context.Context, cfg config, db *chain.DB, path string, r
 
 // fitsInMemory reports whether the file at path is smaller than the
 // machine's memory, so that the page cache can hold it: a "warm" pass over
-// a larger file reads it from the disk a page fault at a time (hours for
-// raw bbolt's cursor at 100,000,000 entries), and measures the disk.
+// a larger file reads it from the disk a page fault at a time (over 20
+// minutes a pass for raw bbolt's cursor at 100,000,000 entries), and
+// measures the disk. When the size or the memory is unknown, it fits.
 func fitsInMemory(path string) bool {
 	size, err := fileSize(path)
 	mem, ok := memoryBytes()
