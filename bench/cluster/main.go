@@ -68,6 +68,10 @@ type config struct {
 	// connClient sends the servers' requests on connections of its own
 	// (-http-client conn) instead of net/http's Transport.
 	connClient bool
+	// byChain sends each chain's requests to one server (-route chain), as
+	// a load balancer hashing the chain would, so that no two servers
+	// write one chain's head, instead of each request to the next server.
+	byChain bool
 }
 
 func main() {
@@ -85,6 +89,7 @@ func main() {
 	flag.BoolVar(&cfg.receipts, "receipts", true, "measure purchase receipts beside the raw appends, on as many servers")
 	flag.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep the servers' logs")
 	httpClient := flag.String("http-client", "transport", "the load generator's HTTP client: transport (net/http's), or conn (a connection per client and server, each request written and its answer read in place: less of the shared CPU than the Transport's two goroutines a connection)")
+	route := flag.String("route", "request", "how a request picks its server: request (the next server in turn, so that every server writes every chain) or chain (all of a chain's requests to one server, as a load balancer hashing the chain would)")
 	flag.BoolVar(&cfg.metrics, "metrics", false, "serve the servers' metrics and report, for each round, where a request's time went (claim, group, commit)")
 	flag.Parse()
 	var err error
@@ -100,6 +105,13 @@ func main() {
 		cfg.connClient = true
 	default:
 		err = fmt.Errorf("-http-client %q: want transport or conn", *httpClient)
+	}
+	switch *route {
+	case "request":
+	case "chain":
+		cfg.byChain = true
+	default:
+		err = fmt.Errorf("-route %q: want request or chain", *route)
 	}
 	if err == nil && cfg.db == "" {
 		err = errors.New("-db (or LEDGER_TEST_POSTGRES_URL) is required")
@@ -487,7 +499,11 @@ func serverRound(ctx context.Context, cfg config, admin *pgxpool.Pool, dir strin
 		}
 	}
 	return drive(ctx, cfg, clients, probe, func(i int64) (*http.Request, error) {
-		return req(bases[i%int64(len(bases))], key.Token, i, cfg.chains)
+		server := i
+		if cfg.byChain {
+			server = i % int64(cfg.chains) // the request's chain (rawAppend, purchaseReceipt)
+		}
+		return req(bases[server%int64(len(bases))], key.Token, i, cfg.chains)
 	})
 }
 
