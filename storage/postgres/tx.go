@@ -16,9 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerworks/ledger/internal/pgcolumn"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -266,11 +266,10 @@ func (t *tx) queueFlush(b *pgx.Batch) {
 		// buffered entry moved its chain's head, so both are non-empty.
 		chains := make([]string, n)
 		seqs := make([]int64, n)
-		keys := make([]pgtype.Text, n)
+		keys := make([]string, n) // NULL when empty
 		data := make([][]byte, n)
 		for i, e := range t.entries {
-			chains[i], seqs[i], data[i] = e.chain, int64(e.seq), e.data
-			keys[i] = pgtype.Text{String: e.key, Valid: e.key != ""}
+			chains[i], seqs[i], keys[i], data[i] = e.chain, int64(e.seq), e.key, e.data
 		}
 		var names []string
 		for c, lh := range t.heads {
@@ -286,7 +285,8 @@ func (t *tx) queueFlush(b *pgx.Batch) {
 			h := t.heads[c].head
 			hseqs[i], hashes[i], times[i] = int64(h.Seq), h.Hash[:], h.TimeUnixNano
 		}
-		b.Queue(sqlAppend, chains, seqs, keys, data, names, hseqs, hashes, times).Exec(func(ct pgconn.CommandTag) error {
+		b.Queue(sqlAppend, pgcolumn.TextArray(chains), pgcolumn.Int64Array(seqs), pgcolumn.NullTextArray(keys), pgcolumn.BytesArray(data),
+			pgcolumn.TextArray(names), pgcolumn.Int64Array(hseqs), pgcolumn.BytesArray(hashes), pgcolumn.Int64Array(times)).Exec(func(ct pgconn.CommandTag) error {
 			if ct.RowsAffected() != int64(len(names)) {
 				return fmt.Errorf("%w: updated %d of %d chain heads", storage.ErrCorrupt, ct.RowsAffected(), len(names))
 			}
