@@ -117,21 +117,38 @@ var _ storage.CommitExecer = (*tx)(nil)
 // same round trip.
 func (t *tx) ExecAtCommit(sql string, args []any, none error) int {
 	if none != nil {
-		sql = "WITH held AS (" + sql + " RETURNING 1) SELECT 1 / count(*) FROM held"
+		sql = t.b.heldSQL(sql)
 	}
 	t.atCommit = append(t.atCommit, commitStmt{sql: sql, args: args, none: none})
 	return len(t.atCommit) - 1
+}
+
+// heldStmt is a statement of ExecAtCommit and its form with a none error.
+type heldStmt struct{ sql, held string }
+
+// heldSQL returns sql in the form ExecAtCommit sends with a none error.
+// The last one made is kept: a caller queues the same statement for
+// every request (a guard's SUCCESS record), which then costs a string
+// comparison instead of a new string of the statement's length.
+func (b *Backend) heldSQL(sql string) string {
+	if last := b.lastHeld.Load(); last != nil && last.sql == sql {
+		return last.held
+	}
+	st := &heldStmt{sql: sql, held: "WITH held AS (" + sql + " RETURNING 1) SELECT 1 / count(*) FROM held"}
+	b.lastHeld.Store(st)
+	return st.held
 }
 
 // queueAtCommit adds the statements held for the commit to b; *ran counts
 // those that succeeded.
 func (t *tx) queueAtCommit(b *pgx.Batch, ran *int) {
 	*ran = 0
+	count := func(pgconn.CommandTag) error { // one function for every statement: one allocation a commit
+		*ran++
+		return nil
+	}
 	for _, st := range t.atCommit {
-		b.Queue(st.sql, st.args...).Exec(func(pgconn.CommandTag) error {
-			*ran++
-			return nil
-		})
+		b.Queue(st.sql, st.args...).Exec(count)
 	}
 }
 
