@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/internal/pgcolumn"
 )
 
 // Limits of a batcher.
@@ -149,7 +150,8 @@ func (s *Store) sendClaims(ctx context.Context, claims []idempotency.Claim) ([]c
 		hashes = append(hashes, c.RequestHash[:])
 		nows, leases, expires = append(nows, c.Now), append(leases, c.LeaseExpiresAt), append(expires, c.ExpiresAt)
 	}
-	rows, err := s.claims.Query(ctx, s.claimsSQL, ops, users, keys, hashes, tokens, nows, leases, expires)
+	rows, err := s.claims.Query(ctx, s.claimsSQL, pgcolumn.TextArray(ops), pgcolumn.TextArray(users), pgcolumn.TextArray(keys),
+		pgcolumn.BytesArray(hashes), pgcolumn.TextArray(tokens), pgcolumn.TimeArray(nows), pgcolumn.TimeArray(leases), pgcolumn.TimeArray(expires))
 	if err != nil {
 		return nil, err
 	}
