@@ -194,7 +194,7 @@ func TestSendClaimsAnswersEachClaim(t *testing.T) {
 	}
 	batch := []idempotency.Claim{
 		claim("POST /pay", "k-2", "t0"),
-		claim("POST /pay/" + strings.Repeat("x", 40), "k-1", "t1"), // an operation longer than a short string
+		claim("POST /pay/"+strings.Repeat("x", 40), "k-1", "t1"), // an operation longer than a short string
 		claim("POST /pay", "k-held", "t2"),
 		claim("POST /pay", "k-1", "t3"),
 		claim("POST /pay", "k-2", "t4"), // k-2 again: t0 came first
