@@ -44,11 +44,31 @@ type plannedAppendsKey struct{}
 // PlannedAppendsMax requests are kept.
 func WithPlannedAppends(ctx context.Context, reqs ...Request) context.Context {
 	reqs = reqs[:min(len(reqs), PlannedAppendsMax)]
-	keys := make([]storage.ChainKey, len(reqs))
-	for i, r := range reqs {
-		keys[i] = storage.ChainKey{Chain: r.Chain, Key: r.IdempotencyKey}
+	pc := &plannedContext{Context: ctx}
+	pc.keys = pc.one[:0]
+	if len(reqs) > len(pc.one) {
+		pc.keys = make([]storage.ChainKey, 0, len(reqs))
 	}
-	return context.WithValue(ctx, plannedAppendsKey{}, keys)
+	for _, r := range reqs {
+		pc.keys = append(pc.keys, storage.ChainKey{Chain: r.Chain, Key: r.IdempotencyKey})
+	}
+	return pc
+}
+
+// plannedContext is a context carrying planned appends: the context holds
+// them, and one append in place, so that planning a single append costs
+// one allocation.
+type plannedContext struct {
+	context.Context
+	keys []storage.ChainKey
+	one  [1]storage.ChainKey
+}
+
+func (pc *plannedContext) Value(key any) any {
+	if key == (plannedAppendsKey{}) {
+		return pc
+	}
+	return pc.Context.Value(key)
 }
 
 // plannedAppends returns the appends ctx carries.
@@ -56,8 +76,10 @@ func plannedAppends(ctx context.Context) []storage.ChainKey {
 	if ctx == nil {
 		return nil
 	}
-	keys, _ := ctx.Value(plannedAppendsKey{}).([]storage.ChainKey)
-	return keys
+	if pc, ok := ctx.Value(plannedAppendsKey{}).(*plannedContext); ok {
+		return pc.keys
+	}
+	return nil
 }
 
 // prepareGroup looks the keys of the group's Append requests up together

@@ -194,21 +194,23 @@ func (c *Context) updateTx(ctx context.Context, fn func(tx *chain.Tx) (Response,
 	}
 	g := c.guard
 	began := g.now()
-	var resp Response
+	a := c.run // the response lives in the attempt: the function is the only allocation here
 	err := lts.LedgerDB().Update(ctx, func(tx *chain.Tx) error {
-		var err error
-		if resp, err = fn(tx); err != nil {
+		resp, err := fn(tx)
+		if err != nil {
 			return err
 		}
 		if resp.Status >= 500 {
 			return &Error{Code: CodeRequestFailed, Detail: "a 5xx response is never stored as a success"}
 		}
 		resp.Header = g.replayHeaders(resp.Header)
+		a.resp = resp
 		return lts.SucceedTx(tx, c.Scope, c.token, resp, began.Add(g.opts.TTL), began)
 	})
 	if err != nil {
 		return Response{}, err
 	}
+	resp := a.resp
 	c.mu.Lock()
 	c.committed = true
 	c.mu.Unlock()

@@ -25,8 +25,12 @@ func (c *call) decodeAppend(req *api.AppendRequest) error {
 	if parseAppendBody(c.body, req) {
 		return nil
 	}
-	*req = api.AppendRequest{}
-	return c.decode(req)
+	// decode keeps what it is given (an interface value): its own
+	// variable, so that the caller's stays on the stack.
+	var v api.AppendRequest
+	err := c.decode(&v)
+	*req = v
+	return err
 }
 
 // parseAppendBody reads b into req when b has the form decodeAppend

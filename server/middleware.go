@@ -141,15 +141,21 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// requestState is what the outer stack keeps about a request.
+type requestState struct {
+	in info
+	sw statusWriter
+}
+
 // buildHandler is the outer stack: request id, access log and metrics,
 // panic recovery, the body limit, then the mux.
 func (s *Server) buildHandler() http.Handler {
 	mux, _ := s.buildMux()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		in := &info{id: s.requestID(r)}
+		st := &requestState{in: info{id: s.requestID(r)}, sw: statusWriter{ResponseWriter: w}} // one allocation for both
+		in, sw := &st.in, &st.sw
 		w.Header().Set(api.HeaderRequestID, in.id)
-		sw := &statusWriter{ResponseWriter: w}
 		if s.tracer != nil {
 			var span trace.Span
 			r, span = s.startSpan(r, in.id)

@@ -2,14 +2,17 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/internal/pgcolumn"
 )
 
 // Limits of a batcher.
@@ -149,27 +152,70 @@ func (s *Store) sendClaims(ctx context.Context, claims []idempotency.Claim) ([]c
 		hashes = append(hashes, c.RequestHash[:])
 		nows, leases, expires = append(nows, c.Now), append(leases, c.LeaseExpiresAt), append(expires, c.ExpiresAt)
 	}
-	rows, err := s.claims.Query(ctx, s.claimsSQL, ops, users, keys, hashes, tokens, nows, leases, expires)
+	rows, err := s.claims.Query(ctx, s.claimsSQL, pgcolumn.TextArray(ops), pgcolumn.TextArray(users), pgcolumn.TextArray(keys),
+		pgcolumn.BytesArray(hashes), pgcolumn.TextArray(tokens), pgcolumn.TimeArray(nows), pgcolumn.TimeArray(leases), pgcolumn.TimeArray(expires))
 	if err != nil {
 		return nil, err
 	}
-	attempts := make(map[idempotency.Scope]int, n)
-	var sc idempotency.Scope
+	// A row comes back for each claim inserted, with its scope as sent:
+	// found among the sent ones (in the scopes' order) by comparing its
+	// bytes, read in place, so that no row costs a string or a map entry.
+	attempts := make([]int, len(ops)) // 0: not inserted
+	var op, user, key pgtype.DriverBytes
 	var attempt int
-	_, err = pgx.ForEachRow(rows, []any{&sc.Operation, &sc.User, &sc.Key, &attempt}, func() error {
-		attempts[sc] = attempt
+	_, err = pgx.ForEachRow(rows, []any{&op, &user, &key, &attempt}, func() error {
+		lo, hi := 0, len(ops)
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if compareRow(op, user, key, ops[mid], users[mid], keys[mid]) > 0 {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		if lo == len(ops) || compareRow(op, user, key, ops[lo], users[lo], keys[lo]) != 0 {
+			return fmt.Errorf("pgstore: a claim's row came back for a scope the batch did not send")
+		}
+		attempts[lo] = attempt
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]claimed1, n)
+	k := -1 // the sent scope of order[j]
 	for j, i := range order {
-		a, ok := attempts[claims[i].Scope]
 		first := j == 0 || claims[order[j-1]].Scope != claims[i].Scope
-		out[i] = claimed1{created: ok && first, attempt: a}
+		if first {
+			k++
+		}
+		out[i] = claimed1{created: first && attempts[k] > 0, attempt: attempts[k]}
 	}
 	return out, nil
+}
+
+// compareRow compares a returned scope's bytes with a sent scope, as
+// compareScopes orders scopes.
+func compareRow(op, user, key []byte, sop, suser, skey string) int {
+	if c := compareBytes(op, sop); c != 0 {
+		return c
+	}
+	if c := compareBytes(user, suser); c != 0 {
+		return c
+	}
+	return compareBytes(key, skey)
+}
+
+// compareBytes is strings.Compare(string(b), s), written with the
+// comparison operators, which convert b without a copy.
+func compareBytes(b []byte, s string) int {
+	switch {
+	case string(b) == s:
+		return 0
+	case string(b) < s:
+		return -1
+	}
+	return 1
 }
 
 func compareScopes(a, b idempotency.Scope) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,6 +172,48 @@ func TestBatchedClaimsAndSuccesses(t *testing.T) {
 		if err != nil || rec.Status != idempotency.StatusSuccess || rec.Token != token || string(rec.Response.Body) != key ||
 			rec.Response.Header.Get("X") != key || rec.Response.Status != 201 {
 			t.Errorf("%s: %+v, %v", key, rec, err)
+		}
+	}
+}
+
+// TestSendClaimsAnswersEachClaim: one batch of claims in no order, with a
+// scope twice and a scope already held, answers each claim by its own
+// scope: created for the first claim of each new scope (attempt 1), not
+// for the second nor for the held one; the held scope keeps its holder.
+func TestSendClaimsAnswersEachClaim(t *testing.T) {
+	ctx := context.Background()
+	s := openInternal(t, 2)
+	now := time.Now()
+	claim := func(op, key, token string) idempotency.Claim {
+		return idempotency.Claim{Scope: idempotency.Scope{Operation: op, User: "alice", Key: key}, Token: token,
+			Now: now, LeaseExpiresAt: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+	}
+	held := claim("POST /pay", "k-held", "t-holder")
+	if res, err := s.Create(ctx, held); err != nil || !res.Created {
+		t.Fatalf("Create: %+v, %v", res, err)
+	}
+	batch := []idempotency.Claim{
+		claim("POST /pay", "k-2", "t0"),
+		claim("POST /pay/"+strings.Repeat("x", 40), "k-1", "t1"), // an operation longer than a short string
+		claim("POST /pay", "k-held", "t2"),
+		claim("POST /pay", "k-1", "t3"),
+		claim("POST /pay", "k-2", "t4"), // k-2 again: t0 came first
+		claim("POST /a", "k-2", "t5"),
+	}
+	got, err := s.sendClaims(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, true, false, true, false, true}
+	for i, c := range batch {
+		if got[i].created != want[i] || want[i] && got[i].attempt != 1 {
+			t.Errorf("claim %s %s (%s): %+v, want created %v", c.Operation, c.Key, c.Token, got[i], want[i])
+		}
+	}
+	for _, c := range []idempotency.Claim{batch[0], batch[1], batch[3], batch[5], held} {
+		rec, err := s.Get(ctx, c.Scope, now)
+		if err != nil || rec.Token != c.Token || rec.Status != idempotency.StatusProcessing {
+			t.Errorf("%s %s: %+v, %v; want held by %s", c.Operation, c.Key, rec, err, c.Token)
 		}
 	}
 }

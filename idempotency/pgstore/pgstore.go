@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,6 +75,8 @@ type Store struct {
 	retries      string
 	recovery     string
 	ledger       *chain.DB // Options.Ledger
+	// lastHeader is the response header headerJSON last encoded.
+	lastHeader atomic.Pointer[encodedHeader]
 }
 
 // Open connects to the database at url and returns its store; Close
@@ -435,7 +438,7 @@ func (s *Store) Extend(ctx context.Context, sc idempotency.Scope, token string, 
 // Succeed implements idempotency.Store. Concurrent calls are written in one
 // statement (one transaction, one WAL flush).
 func (s *Store) Succeed(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
-	headers, err := json.Marshal(resp.Header)
+	headers, err := s.headerJSON(resp.Header)
 	if err != nil {
 		return err
 	}
@@ -454,20 +457,53 @@ func (s *Store) Succeed(ctx context.Context, sc idempotency.Scope, token string,
 }
 
 // successSet is the SET clause of a SUCCESS record, whose arguments
-// successArgs gives ($6 on; update's come first).
+// SucceedTx gives ($6 on; update's come first).
 const successSet = `status = 'SUCCESS', response_status = $6, response_headers = $7,
 		response_body = $8, finished_expires_at = $9, updated_at = $5`
 
-func successArgs(resp idempotency.Response, expiresAt time.Time) ([]any, error) {
-	headers, err := json.Marshal(resp.Header)
-	if err != nil {
-		return nil, err
+// encodedHeader is a header of one key and one value and its JSON.
+type encodedHeader struct {
+	key, value string
+	json       []byte
+}
+
+// headerJSON is json.Marshal of h. A header of one key with one value,
+// both printable ASCII that JSON writes as they are (the header of every
+// response of a server's write routes), is encoded without reflection,
+// and the last one is kept: the next record with the same header shares
+// its JSON, which the statements only read.
+func (s *Store) headerJSON(h http.Header) ([]byte, error) {
+	if len(h) == 1 {
+		for k, v := range h {
+			if len(v) != 1 {
+				break
+			}
+			if last := s.lastHeader.Load(); last != nil && last.key == k && last.value == v[0] {
+				return last.json, nil
+			}
+			if !plainJSON(k) || !plainJSON(v[0]) {
+				break
+			}
+			b := make([]byte, 0, len(k)+len(v[0])+8)
+			b = append(append(append(append(append(b, `{"`...), k...), `":["`...), v[0]...), `"]}`...)
+			s.lastHeader.Store(&encodedHeader{key: k, value: v[0], json: b})
+			return b, nil
+		}
 	}
-	body := resp.Body
-	if body == nil {
-		body = []byte{}
+	return json.Marshal(h)
+}
+
+// plainJSON reports whether json.Marshal writes s between its quotes
+// unchanged: printable ASCII without a quote, a backslash, or the
+// characters it escapes for HTML.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
 	}
-	return []any{resp.Status, headers, body, expiresAt}, nil
+	return true
 }
 
 // Fail implements idempotency.Store.

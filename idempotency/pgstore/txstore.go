@@ -10,6 +10,7 @@ import (
 
 	"github.com/ledgerworks/ledger/chain"
 	"github.com/ledgerworks/ledger/idempotency"
+	"github.com/ledgerworks/ledger/internal/pgcolumn"
 )
 
 var _ idempotency.LedgerTxStore = (*Store)(nil)
@@ -28,12 +29,20 @@ func (s *Store) LedgerDB() *chain.DB { return s.ledger }
 // group commits without it); idempotency.ErrTxUnsupported when the ledger
 // runs no SQL (bbolt).
 func (s *Store) SucceedTx(tx *chain.Tx, sc idempotency.Scope, token string, resp idempotency.Response, expiresAt, now time.Time) error {
-	args, err := successArgs(resp, expiresAt)
+	headers, err := s.headerJSON(resp.Header)
 	if err != nil {
 		return err
 	}
-	all := append([]any{sc.Operation, sc.User, sc.Key, token, now}, args...)
-	err = tx.ExecAtCommit(idempotency.ErrLeaseLost, s.successTxSQL, all...)
+	a := &successTxArgs{op: pgcolumn.Text(sc.Operation), user: pgcolumn.Text(sc.User), key: pgcolumn.Text(sc.Key),
+		token: pgcolumn.Text(token), now: pgcolumn.Time(now), body: pgcolumn.Bytes(resp.Body), expiresAt: pgcolumn.Time(expiresAt)}
+	if a.body == nil {
+		a.body = pgcolumn.Bytes{}
+	}
+	// $1 to $9 of successTxSQL: held's, then successSet's. The status
+	// (a small int) and the JSON of the headers (for jsonb, which takes no
+	// valuer) go as they are.
+	a.args = [...]any{&a.op, &a.user, &a.key, &a.token, &a.now, resp.Status, headers, &a.body, &a.expiresAt}
+	err = tx.ExecAtCommit(idempotency.ErrLeaseLost, s.successTxSQL, a.args[:]...)
 	if errors.Is(err, chain.ErrExecUnsupported) {
 		return fmt.Errorf("%w: %w", idempotency.ErrTxUnsupported, err)
 	}
@@ -55,4 +64,14 @@ func (s *Store) Committed(ctx context.Context, sc idempotency.Scope, token strin
 		return false, err
 	}
 	return true, nil
+}
+
+// successTxArgs are the arguments of SucceedTx's statement in one
+// allocation: args holds pointers to the other fields, which become
+// interface values without allocating (see internal/pgcolumn).
+type successTxArgs struct {
+	op, user, key, token pgcolumn.Text
+	now, expiresAt       pgcolumn.Time
+	body                 pgcolumn.Bytes
+	args                 [9]any
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ledgerworks/ledger/internal/pgcolumn"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -140,20 +141,20 @@ func (t *tx) PrepareKeys(ctx context.Context, keys []storage.ChainKey) {
 		locked, found = locked[:0], found[:0]
 		if len(unordered) > 0 {
 			b.Queue(t.b.shortLockWait)
-			b.Queue(sqlLockHeads, unordered).Query(func(rows pgx.Rows) error { return scanLockedRows(rows, &locked) })
+			b.Queue(sqlLockHeads, pgcolumn.TextArray(unordered)).Query(func(rows pgx.Rows) error { return scanLockedRows(rows, &locked) })
 			b.Queue(sqlDefaultLockWait)
 		}
 		if len(ordered) > 0 {
-			b.Queue(sqlLockHeads, ordered).Query(func(rows pgx.Rows) error { return scanLockedRows(rows, &locked) })
+			b.Queue(sqlLockHeads, pgcolumn.TextArray(ordered)).Query(func(rows pgx.Rows) error { return scanLockedRows(rows, &locked) })
 		}
 		if len(catchChains) > 0 {
 			caught = caught[:0]
-			b.Queue(sqlCatchUp, catchChains, catchAfters, int64(KeyFilterCatchUpMax), catchUpBytes(len(catchChains))).Query(func(rows pgx.Rows) error {
+			b.Queue(sqlCatchUp, pgcolumn.TextArray(catchChains), pgcolumn.Int64Array(catchAfters), int64(KeyFilterCatchUpMax), catchUpBytes(len(catchChains))).Query(func(rows pgx.Rows) error {
 				return scanCaught(rows, len(catchChains), &caught)
 			})
 		}
 		if len(sent) > 0 {
-			b.Queue(sqlPrepareKeys, chains, names).Query(func(rows pgx.Rows) error { return scanFoundKeys(rows, len(sent), &found) })
+			b.Queue(sqlPrepareKeys, pgcolumn.TextArray(chains), pgcolumn.TextArray(names)).Query(func(rows pgx.Rows) error { return scanFoundKeys(rows, len(sent), &found) })
 		}
 	})
 	if err != nil {

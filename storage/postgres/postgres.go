@@ -103,6 +103,8 @@ type Backend struct {
 	seen       *headsSeen
 	// shortLockWait sets the wait for a head locked out of order.
 	shortLockWait string
+	// lastHeld is the statement ExecAtCommit last wrapped (heldSQL).
+	lastHeld atomic.Pointer[heldStmt]
 }
 
 var _ storage.Backend = (*Backend)(nil)

@@ -16,9 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ledgerworks/ledger/internal/pgcolumn"
 	"github.com/ledgerworks/ledger/storage"
 )
 
@@ -117,21 +117,38 @@ var _ storage.CommitExecer = (*tx)(nil)
 // same round trip.
 func (t *tx) ExecAtCommit(sql string, args []any, none error) int {
 	if none != nil {
-		sql = "WITH held AS (" + sql + " RETURNING 1) SELECT 1 / count(*) FROM held"
+		sql = t.b.heldSQL(sql)
 	}
 	t.atCommit = append(t.atCommit, commitStmt{sql: sql, args: args, none: none})
 	return len(t.atCommit) - 1
+}
+
+// heldStmt is a statement of ExecAtCommit and its form with a none error.
+type heldStmt struct{ sql, held string }
+
+// heldSQL returns sql in the form ExecAtCommit sends with a none error.
+// The last one made is kept: a caller queues the same statement for
+// every request (a guard's SUCCESS record), which then costs a string
+// comparison instead of a new string of the statement's length.
+func (b *Backend) heldSQL(sql string) string {
+	if last := b.lastHeld.Load(); last != nil && last.sql == sql {
+		return last.held
+	}
+	st := &heldStmt{sql: sql, held: "WITH held AS (" + sql + " RETURNING 1) SELECT 1 / count(*) FROM held"}
+	b.lastHeld.Store(st)
+	return st.held
 }
 
 // queueAtCommit adds the statements held for the commit to b; *ran counts
 // those that succeeded.
 func (t *tx) queueAtCommit(b *pgx.Batch, ran *int) {
 	*ran = 0
+	count := func(pgconn.CommandTag) error { // one function for every statement: one allocation a commit
+		*ran++
+		return nil
+	}
 	for _, st := range t.atCommit {
-		b.Queue(st.sql, st.args...).Exec(func(pgconn.CommandTag) error {
-			*ran++
-			return nil
-		})
+		b.Queue(st.sql, st.args...).Exec(count)
 	}
 }
 
@@ -266,11 +283,10 @@ func (t *tx) queueFlush(b *pgx.Batch) {
 		// buffered entry moved its chain's head, so both are non-empty.
 		chains := make([]string, n)
 		seqs := make([]int64, n)
-		keys := make([]pgtype.Text, n)
+		keys := make([]string, n) // NULL when empty
 		data := make([][]byte, n)
 		for i, e := range t.entries {
-			chains[i], seqs[i], data[i] = e.chain, int64(e.seq), e.data
-			keys[i] = pgtype.Text{String: e.key, Valid: e.key != ""}
+			chains[i], seqs[i], keys[i], data[i] = e.chain, int64(e.seq), e.key, e.data
 		}
 		var names []string
 		for c, lh := range t.heads {
@@ -286,7 +302,8 @@ func (t *tx) queueFlush(b *pgx.Batch) {
 			h := t.heads[c].head
 			hseqs[i], hashes[i], times[i] = int64(h.Seq), h.Hash[:], h.TimeUnixNano
 		}
-		b.Queue(sqlAppend, chains, seqs, keys, data, names, hseqs, hashes, times).Exec(func(ct pgconn.CommandTag) error {
+		b.Queue(sqlAppend, pgcolumn.TextArray(chains), pgcolumn.Int64Array(seqs), pgcolumn.NullTextArray(keys), pgcolumn.BytesArray(data),
+			pgcolumn.TextArray(names), pgcolumn.Int64Array(hseqs), pgcolumn.BytesArray(hashes), pgcolumn.Int64Array(times)).Exec(func(ct pgconn.CommandTag) error {
 			if ct.RowsAffected() != int64(len(names)) {
 				return fmt.Errorf("%w: updated %d of %d chain heads", storage.ErrCorrupt, ct.RowsAffected(), len(names))
 			}
