@@ -60,7 +60,6 @@ func (discardExporter) Shutdown(context.Context) error                          
 //
 //	go test -run '^$' -bench BenchmarkStack -cpu 2 ./server
 func BenchmarkStack(b *testing.B) {
-	body := []byte(`{"type":"bench.event/v1","payload":"eyJldmVudCI6Imdvb2RzLnJlY2VpdmVkIiwicG8iOiJQTy0wMDA0NzExIn0="}`)
 	open := func(b *testing.B, tp trace.TracerProvider) *chain.DB {
 		db, err := chain.Open(filepath.Join(b.TempDir(), "ledger.db"), chain.Options{Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
 		if err != nil {
@@ -104,45 +103,60 @@ func BenchmarkStack(b *testing.B) {
 			} else {
 				h, token = full(b, db, tp)
 			}
-			var next atomic.Int64
-			serve := func(key int64, w *discardWriter) {
-				r, _ := http.NewRequest(http.MethodPost, "http://bench/v1/chains/bench/c"+strconv.FormatInt(key%64, 10)+"/entries", bytes.NewReader(body))
-				r.RemoteAddr = "127.0.0.1:40000"
-				r.Header.Set("Content-Type", "application/json")
-				r.Header.Set("Idempotency-Key", "k-"+strconv.FormatInt(key, 10))
-				if token != "" {
-					r.Header.Set("Authorization", "Bearer "+token)
-				}
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				clear(w.h)
-				w.status = 0
-				h.ServeHTTP(w, r)
-				if w.status != http.StatusCreated {
-					b.Errorf("key %d: status %d", key, w.status)
-				}
-			}
 			const seeded = 4096
 			if c.replay {
 				w := &discardWriter{h: http.Header{}}
 				for k := range int64(seeded) {
-					serve(k, w)
+					serveAppend(b, h, token, 64, k, w)
 				}
 			}
-			b.SetParallelism(32) // with -cpu 2: 64 goroutines
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := stackCPU()
-			b.RunParallel(func(pb *testing.PB) {
-				w := &discardWriter{h: http.Header{}}
-				for pb.Next() {
-					k := next.Add(1) - 1
-					if c.replay {
-						k %= seeded
-					}
-					serve(k, w)
+			var next atomic.Int64
+			runStack(b, func(w *discardWriter) {
+				k := next.Add(1) - 1
+				if c.replay {
+					k %= seeded
 				}
+				serveAppend(b, h, token, 64, k, w)
 			})
-			b.ReportMetric(float64(stackCPU()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// stackBody is the raw append the stack benchmarks send.
+var stackBody = []byte(`{"type":"bench.event/v1","payload":"eyJldmVudCI6Imdvb2RzLnJlY2VpdmVkIiwicG8iOiJQTy0wMDA0NzExIn0="}`)
+
+// serveAppend sends h the raw append of key to chain key%chains, with its
+// bearer token unless empty, and fails b unless h answered 201 Created.
+func serveAppend(b *testing.B, h http.Handler, token string, chains, key int64, w *discardWriter) {
+	r, _ := http.NewRequest(http.MethodPost, "http://bench/v1/chains/bench/c"+strconv.FormatInt(key%chains, 10)+"/entries", bytes.NewReader(stackBody))
+	r.RemoteAddr = "127.0.0.1:40000"
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", "k-"+strconv.FormatInt(key, 10))
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(stackBody))
+	clear(w.h)
+	w.status = 0
+	h.ServeHTTP(w, r)
+	if w.status != http.StatusCreated {
+		b.Errorf("key %d: status %d", key, w.status)
+	}
+}
+
+// runStack times serve on 64 goroutines (with -cpu 2), each with a writer
+// of its own, and reports the process's CPU a request beside the
+// allocations.
+func runStack(b *testing.B, serve func(w *discardWriter)) {
+	b.SetParallelism(32) // with -cpu 2: 64 goroutines
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := stackCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discardWriter{h: http.Header{}}
+		for pb.Next() {
+			serve(w)
+		}
+	})
+	b.ReportMetric(float64(stackCPU()-cpu)/float64(b.N), "cpu-ns/op")
 }

@@ -1,12 +1,8 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -29,7 +25,6 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkStackPostgres -cpu 2 -benchmem ./server
 func BenchmarkStackPostgres(b *testing.B) {
-	body := []byte(`{"type":"bench.event/v1","payload":"eyJldmVudCI6Imdvb2RzLnJlY2VpdmVkIiwicG8iOiJQTy0wMDA0NzExIn0="}`)
 	url := pgtest.URL(b)
 	backend := pgtest.OpenWith(b, postgres.Options{})
 	db, err := chain.OpenBackend(backend, chain.Options{Logger: slog.New(slog.DiscardHandler)})
@@ -53,27 +48,5 @@ func BenchmarkStackPostgres(b *testing.B) {
 	b.Cleanup(func() { _ = srv.Stop(context.Background()) })
 	h := srv.Handler()
 	var next atomic.Int64
-	b.SetParallelism(32) // with -cpu 2: 64 goroutines
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := stackCPU()
-	b.RunParallel(func(pb *testing.PB) {
-		w := &discardWriter{h: http.Header{}}
-		for pb.Next() {
-			k := next.Add(1)
-			r, _ := http.NewRequest(http.MethodPost, "http://bench/v1/chains/bench/c"+strconv.FormatInt(k%8, 10)+"/entries", bytes.NewReader(body))
-			r.RemoteAddr = "127.0.0.1:40000"
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Idempotency-Key", "k-"+strconv.FormatInt(k, 10))
-			r.Header.Set("Authorization", "Bearer "+token)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			clear(w.h)
-			w.status = 0
-			h.ServeHTTP(w, r)
-			if w.status != http.StatusCreated {
-				b.Errorf("key %d: status %d", k, w.status)
-			}
-		}
-	})
-	b.ReportMetric(float64(stackCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	runStack(b, func(w *discardWriter) { serveAppend(b, h, token, 8, next.Add(1), w) })
 }
